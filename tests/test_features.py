@@ -1,0 +1,84 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from carb_lib.features import (
+    EXACT_COLUMNS,
+    STATIC_FEATURE_COLUMNS,
+    compare_features,
+    measured_features,
+    static_features,
+)
+from carb_lib.space import ConfigError, ResNetConfig, paper_grid, stratified_sample
+
+
+def _frame(*configs):
+    return pd.DataFrame([c.to_dict() for c in configs])
+
+
+def test_resnet50_anchor():
+    """Standard ResNet-50 at 224x224, batch 1: ~8.2 GFLOPs (4.1 GMAC), 25,557,032 parameters."""
+    f = static_features(_frame(ResNetConfig("bottleneck", 50, 1.0, True, 224, 1, "fp32"))).iloc[0]
+    assert 8.1e9 < f["flops"] < 8.3e9
+    assert f["params"] == 25_557_032  # torchvision resnet50's parameter count
+    assert f["n_conv"] == 53 and f["n_bn"] == 53 and f["n_fc"] == 1
+    assert f["max_channels"] == 2048
+
+
+def test_columns_and_scaling_with_batch_and_precision():
+    a = ResNetConfig("basic", 18, 0.5, False, 64, 4, "fp32")
+    b = ResNetConfig("basic", 18, 0.5, False, 64, 8, "fp16")
+    f = static_features(_frame(a, b))
+    assert list(f.columns) == list(STATIC_FEATURE_COLUMNS)
+    assert f.loc[1, "flops"] == 2 * f.loc[0, "flops"]
+    assert f.loc[1, "params"] == f.loc[0, "params"]
+    assert f.loc[1, "param_bytes"] * 2 == f.loc[0, "param_bytes"]
+    assert f.loc[1, "activation_bytes"] == f.loc[0, "activation_bytes"]  # 2x batch, 1/2 bytes
+    ai = f["flops"] / (f["param_bytes"] + f["activation_bytes"])
+    np.testing.assert_allclose(f["arith_intensity_flop_per_byte"], ai)
+    assert (f["peak_act_bytes"] < f["activation_bytes"]).all()
+
+
+def _exact_sample() -> pd.DataFrame:
+    grid = paper_grid()
+    sample = stratified_sample(grid, 300, seed=11)
+    extremes = grid[
+        ((grid.depth == 200) & (grid.width == 4.0) & (grid.batch == 1))
+        | ((grid.width == 0.1) & (grid.batch == 256) & (grid.depth == 8))
+        | ((grid.resolution == 32) & grid.early_downsample & (grid.batch == 2)
+           & (grid.depth == 34) & (grid.width == 1.0))
+        | ((grid.resolution == 128) & ~grid.early_downsample & (grid.batch == 1)
+           & (grid.depth == 152) & (grid.width == 0.25))
+    ]
+    out = pd.concat([sample, extremes]).drop_duplicates("config_id")
+    assert out["early_downsample"].nunique() == 2 and (out["width"] == 0.1).any()
+    return out
+
+
+@pytest.mark.slow
+def test_analytic_equals_measured_on_stratified_sample():
+    cmp = compare_features(_exact_sample())
+    assert cmp["config_id"].nunique() >= 300
+    assert set(cmp["column"]) >= set(EXACT_COLUMNS)
+    bad = cmp[~cmp["match"]]
+    assert bad.empty, bad.head(10).to_string()
+
+
+def test_measured_features_detects_a_difference():
+    """The comparison is real: a different config gives different measured FLOPs."""
+    a = measured_features(ResNetConfig("basic", 10, 0.25, True, 32, 1, "fp32"))
+    b = measured_features(ResNetConfig("basic", 10, 0.25, True, 48, 1, "fp32"))
+    assert b["flops"] > a["flops"] and b["params"] == a["params"]
+
+
+def test_bad_rows_are_named():
+    df = _frame(ResNetConfig("basic", 18, 1.0, True, 32, 1, "fp32"))
+    df.loc[0, "precision"] = "fp8"
+    with pytest.raises(ConfigError, match="precision='fp8'"):
+        static_features(df)
+    df = _frame(ResNetConfig("basic", 18, 1.0, True, 32, 1, "fp32"))
+    df.loc[0, "depth"] = 50
+    with pytest.raises(ConfigError, match="row 0"):
+        static_features(df)
+    with pytest.raises(ConfigError, match="missing column"):
+        static_features(df.drop(columns="width"))
