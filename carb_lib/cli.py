@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,13 +14,18 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def main() -> None:
+    """CARB: measure, explain, predict and screen the inference cost of CNNs."""
+
+
 @app.command()
 def reproduce(
     profile: str = typer.Option("full", help="Profile of papermill_runs.yaml: quick or full."),
-    only: Optional[list[str]] = typer.Option(None, help="Run only notebooks whose name contains this."),
+    only: list[str] | None = typer.Option(None, help="Run only notebooks whose name contains this."),
     runs_file: Path = typer.Option(Path("papermill_runs.yaml"), help="The run list."),
-    run_dir: Optional[Path] = typer.Option(None, help="Folder for executed notebooks (default runs/<profile>-<time>)."),
-    out_root: Optional[Path] = typer.Option(None, help="Redirect fig_dir/results_dir parameters under this folder."),
+    run_dir: Path | None = typer.Option(None, help="Folder for executed notebooks (default runs/<profile>-<time>)."),
+    out_root: Path | None = typer.Option(None, help="Redirect fig_dir/results_dir parameters under this folder."),
 ) -> None:
     """Run the study's notebooks with papermill, in order."""
     from carb_lib.reproduce import ReproduceError, run_profile
@@ -34,6 +38,174 @@ def reproduce(
 
 
 # --- commands added by other stages go below this line -------------------------------------
+
+
+# --- screening (issue 7) ---
+@app.command()
+def screen(
+    model: Path = typer.Option(..., "--model", help="Fitted model (carb_lib.ensemble.save_model). "
+                               "With --model-b: platform A's model, used to rank first."),
+    model_b: Path | None = typer.Option(None, "--model-b", help="Cross-platform: the "
+                                           "deployment platform's model that rescores the top N."),
+    top_n: int | None = typer.Option(None, "--top-n", help="Candidates kept by --model's "
+                                        "ranking (with --model-b)."),
+    rank_by: str | None = typer.Option(None, "--rank-by", help="Metric of the A-ranking "
+                                          "(default: first cost objective) or 'pareto'."),
+    candidates: str = typer.Option("grid", help="grid | extended | FILE (.csv/.parquet)."),
+    n_extended: int = typer.Option(100_000, help="Sample size for --candidates extended."),
+    seed: int = typer.Option(0, help="Seed for --candidates extended."),
+    budget: list[str] | None = typer.Option(None, "--budget", help="e.g. 'latency_ms<=10', "
+                                               "'energy_j_per_sample<=0.5' (repeatable)."),
+    objective: list[str] | None = typer.Option(None, "--objective", help="Cost to minimise, "
+                                                  "or max:COLUMN (repeatable)."),
+    quality: str | None = typer.Option(None, help="Column to maximise (default: params as a "
+                                          "capacity proxy)."),
+    no_quality: bool = typer.Option(False, "--no-quality", help="Cost-only front."),
+    coverage: float = typer.Option(0.9, help="Conformal coverage of the upper bounds."),
+    k: int = typer.Option(10, help="Shortlist size."),
+    method: str = typer.Option("crowding", help="Shortlist ranking: crowding | knee."),
+    out: Path = typer.Option(Path("results/screening/shortlist.csv"), help="Shortlist table "
+                             "(.csv/.parquet); _front and _summary.json are written beside it."),
+    fig_dir: Path | None = typer.Option(None, help="Also save the front figure here."),
+    measured: Path | None = typer.Option(None, help="Held-out measured rows (.csv/.parquet): "
+                                            "score the screening against them."),
+    validate: bool = typer.Option(False, "--validate", help="Re-profile the shortlist on this "
+                                  "machine and report measured vs predicted."),
+    device: str = typer.Option("auto", help="Device for --validate: auto | cuda | cpu."),
+) -> None:
+    """Screen candidate configs against deployment budgets and print the funnel."""
+    from carb_lib import screening as scr
+    from carb_lib.ensemble import load_model
+
+    try:
+        m_first = load_model(model)
+        m_deploy, m_a = (load_model(model_b), m_first) if model_b is not None else (m_first, None)
+        if m_a is None and top_n is not None:
+            raise ValueError("--top-n needs --model-b (cross-platform screening)")
+        spec = scr.DeploymentSpec(
+            platform=getattr(m_deploy, "platform_", None), budgets=budget or [],
+            objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
+            use_quality=not no_quality, coverage=coverage, k=k, shortlist_method=method,
+        )
+        cands = scr.load_candidates(candidates, n_extended=n_extended, seed=seed)
+        result = scr.screen(m_deploy, cands, spec, model_a=m_a, top_n=top_n, rank_by=rank_by)
+        paths = result.write(out)
+        typer.echo(result.summary_text())
+        typer.echo("wrote " + ", ".join(str(p) for p in paths))
+        if fig_dir is not None:
+            from carb_lib import plots
+
+            fig = plots.plot_screening_front(result)
+            typer.echo("wrote " + ", ".join(map(str, plots.save_figure(fig, "screening_front",
+                                                                         fig_dir))))
+        if measured is not None:
+            held_out = scr.load_candidates(measured)
+            v = scr.validate_against_measured(m_deploy, held_out, spec, model_a=m_a, top_n=top_n)
+            typer.echo(scr.format_validation(v))
+        if validate:
+            dev = device
+            if dev == "auto":
+                import torch
+
+                dev = "cuda" if torch.cuda.is_available() else "cpu"
+            table, summ = scr.validate_on_hardware(result, dev)
+            hw = out.with_name(f"{out.stem}_hardware.csv")
+            table.to_csv(hw, index=False)
+            typer.echo(scr.format_hardware(table, summ))
+            typer.echo(f"wrote {hw}")
+    except (ValueError, FileNotFoundError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+# --- end screening ---
+
+
+# --- measurement: profile / merge / noise (issue 3) ---
+@app.command()
+def profile(
+    out: Path = typer.Option(Path("runs/campaign"), "--out", help="Folder of part files (rerun resumes)."),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N."),
+    platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows, e.g. cpu_epyc_1t (default: from the device)."),
+    n_sample: int | None = typer.Option(None, "--n-sample", help="Seeded stratified sample of this many configs (default: all)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample and of the measurement order."),
+    configs: Path | None = typer.Option(None, "--configs", help="Config list (.parquet/.csv of config columns) instead of the paper grid."),
+    shard: str | None = typer.Option(None, "--shard", help="Run only shard i of n, e.g. 0/4 (split by config_id hash)."),
+    time_budget: float | None = typer.Option(None, "--time-budget", help="Stop cleanly after this many seconds."),
+    max_gflops: float | None = typer.Option(None, "--max-gflops", help="Compute cap: skip (status skipped) configs whose whole-batch FLOPs exceed this many GFLOP."),
+    sample_under_cap: bool = typer.Option(False, "--sample-under-cap", help="Draw the --n-sample sample only from configs within --max-gflops."),
+    threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads (recorded)."),
+    ref_every: int = typer.Option(50, "--ref-every", help="Reference config (and GPU idle power) every N configs; 0 = off."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Per-config wall-clock cap in seconds."),
+    cooldown: float | None = typer.Option(None, "--cooldown", help="GPU cool-down seconds (default 1)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+) -> None:
+    """Measure configs on one device into resumable Parquet parts (then `carb merge`)."""
+    from carb_lib.campaign import run_campaign, sample_configs
+    from carb_lib.profiling import Protocol
+
+    try:
+        kw = {"threads": threads, "timeout_s": timeout}
+        if cooldown is not None:
+            kw["cooldown_s"] = cooldown
+        df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
+        res = run_campaign(
+            df, out, device, Protocol(**kw), platform=platform, seed=seed, ref_every=ref_every,
+            time_budget_s=time_budget, max_gflops=max_gflops, shard=shard, progress=progress,
+        )
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"counts {res.counts}; reference runs {res.n_reference}; drift {res.drift}")
+
+
+@app.command()
+def merge(
+    parts_dir: Path = typer.Argument(..., help="Campaign folder of part files."),
+    out: Path = typer.Argument(..., help="Dataset to write, e.g. data/<platform>.parquet."),
+    existing: Path | None = typer.Option(None, "--existing", help="Extend this dataset (its rows count as earlier)."),
+    reference_out: Path | None = typer.Option(None, "--reference-out", help="Also write the reference-config rows here."),
+) -> None:
+    """Merge part files into one validated dataset with static features and latency_norm_ms."""
+    from carb_lib.campaign import merge_parts
+    from carb_lib.dataset import SchemaError
+
+    try:
+        df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out)
+    except (SchemaError, FileNotFoundError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")
+
+
+@app.command()
+def noise(
+    out: Path = typer.Option(Path("results/noise"), "--out", help="Folder for noise_rows.parquet and noise_summary.csv."),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N."),
+    platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows."),
+    n_configs: int = typer.Option(10, "--n-configs", help="M: configs (seeded stratified sample)."),
+    repeats: int = typer.Option(3, "--repeats", help="K: measurements per config and mode."),
+    mode: list[str] | None = typer.Option(None, "--mode", help="back_to_back and/or spread (default both)."),
+    seed: int = typer.Option(0, "--seed", help="Sample seed."),
+    max_gflops: float | None = typer.Option(1.0, "--max-gflops", help="Sample only configs within this many GFLOP."),
+    configs: Path | None = typer.Option(None, "--configs", help="Config list instead of a grid sample."),
+    threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads."),
+    in_process: bool = typer.Option(False, "--in-process", help="Measure in this process instead of one fresh process per measurement."),
+) -> None:
+    """Re-measure M configs K times (separate processes; back to back and spread); CV per target."""
+    from carb_lib.campaign import noise_study, sample_configs
+    from carb_lib.profiling import Protocol
+
+    df = sample_configs(n_configs, seed, configs, max_gflops, sample_under_cap=max_gflops is not None)
+    rows, summary = noise_study(
+        df, device, Protocol(threads=threads), repeats=repeats,
+        modes=tuple(mode or ("back_to_back", "spread")), separate_processes=not in_process,
+        platform=platform,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    rows.to_parquet(out / "noise_rows.parquet", index=False)
+    summary.to_csv(out / "noise_summary.csv", index=False)
+    typer.echo(summary.to_string(index=False))
+    typer.echo(f"wrote {out / 'noise_rows.parquet'}, {out / 'noise_summary.csv'}")
+# --- end measurement ---
 
 
 if __name__ == "__main__":

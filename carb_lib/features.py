@@ -177,21 +177,46 @@ def _resnet_unit(
     return (n["conv"], n["bn"], n["act"], n["fc"], max_c, macs, params, act, peak)
 
 
-def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str]) -> pd.DataFrame:
-    """Evaluate ``unit_fn`` once per unique key and broadcast the result to every row."""
-    codes, uniques = pd.MultiIndex.from_frame(df[key_cols]).factorize()
-    table = np.array([unit_fn(*u) for u in uniques], dtype=np.float64).reshape(
-        len(uniques), len(UNIT_COLUMNS)
-    )
+def _factorize_rows(df: pd.DataFrame, key_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Codes of the unique rows of ``df[key_cols]`` and those unique rows (fast for 1M rows)."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    uniques = []
+    for c in key_cols:
+        codes, uniq = pd.factorize(df[c], sort=False)
+        if (codes < 0).any():
+            i = int(np.flatnonzero(codes < 0)[0])
+            raise ConfigError(f"row {df.index[i]!r}: column {c!r} is missing (NaN/None)")
+        combined = combined * len(uniq) + codes
+        uniques.append(np.asarray(uniq, dtype=object))
+    codes, ucomb = pd.factorize(combined, sort=False)
+    first = np.zeros(len(ucomb), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # first row of each unique key
+    unique_rows = df[key_cols].iloc[first].reset_index(drop=True)
+    unique_rows.index = df.index[first]
+    return codes, unique_rows
+
+
+def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None) -> pd.DataFrame:
+    """Evaluate ``unit_fn`` once per unique key and broadcast the result to every row.
+
+    ``validate(row_label, unique_row)`` may raise a :class:`ConfigError` naming the first row
+    that carries an invalid key.
+    """
+    codes, uniq = _factorize_rows(df, key_cols)
+    rows = []
+    for label, u in zip(uniq.index, uniq.itertuples(index=False), strict=True):
+        if validate is not None:
+            validate(label, u)
+        rows.append(unit_fn(*u))
+    table = np.array(rows, dtype=np.float64).reshape(len(uniq), len(UNIT_COLUMNS))
     return pd.DataFrame(table[codes], columns=list(UNIT_COLUMNS), index=df.index)
 
 
 def _finish(units: pd.DataFrame, batch: np.ndarray, precision: pd.Series) -> pd.DataFrame:
     """Scale per-sample units to the batch and the precision's element size."""
-    try:
-        bpe = precision.map(BYTES_PER_ELEMENT).to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        bpe = np.full(len(precision), np.nan)
+    codes, uniq = pd.factorize(precision)
+    table = np.array([BYTES_PER_ELEMENT.get(u, np.nan) for u in uniq] + [np.nan], dtype=float)
+    bpe = table[codes]  # code -1 (missing) -> the trailing NaN
     bad = np.isnan(bpe)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -236,15 +261,15 @@ def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
         },
         index=df.index,
     )
-    bad = ~pd.Series(list(zip(key["block"], key["depth"], strict=True)),
-                     index=df.index).isin(STAGE_BLOCKS)
-    if bad.any():
-        i = bad.idxmax()
-        raise ConfigError(
-            f"row {i!r}: (block, depth)=({df.at[i, 'block']!r}, {df.at[i, 'depth']!r}) is not in "
-            f"the design space; valid: {sorted(STAGE_BLOCKS)}"
-        )
-    units = _units_frame(key, _resnet_unit, list(key.columns))
+
+    def validate(label, u):
+        if (u.block, u.depth) not in STAGE_BLOCKS:
+            raise ConfigError(
+                f"row {label!r}: (block, depth)=({u.block!r}, {u.depth!r}) is not in the design "
+                f"space; valid: {sorted(STAGE_BLOCKS)}"
+            )
+
+    units = _units_frame(key, _resnet_unit, list(key.columns), validate=validate)
     return _finish(units, df["batch"].to_numpy(), df["precision"])
 
 

@@ -47,4 +47,595 @@ def save_figure(fig: plt.Figure, name: str, fig_dir: str | Path = "figures") -> 
     return paths
 
 
+# --- design space ---------------------------------------------------------------------------
+_FEATURE_LABELS = {
+    "flops": "FLOPs per batch (2 x MAC)",
+    "params": "parameters",
+    "activation_bytes": "activation bytes per batch (B)",
+    "peak_act_bytes": "peak activation estimate (B)",
+    "arith_intensity_flop_per_byte": "arithmetic intensity (FLOP/B)",
+    "param_bytes": "parameter bytes (B)",
+}
+
+
+def plot_static_feature_distributions(features, dataset_label: str = "paper grid"):
+    """Histograms (log x) of the main static features, one panel each, coloured by block."""
+    import numpy as np
+
+    cols = ["flops", "params", "activation_bytes", "arith_intensity_flop_per_byte"]
+    fig, axes = plt.subplots(1, len(cols), figsize=(4.2 * len(cols), 3.6))
+    for ax, col in zip(axes, cols, strict=True):
+        vals = features[col].astype(float)
+        bins = np.logspace(np.log10(vals[vals > 0].min()), np.log10(vals.max()), 40)
+        sns.histplot(data=features, x=col, hue="block" if "block" in features else None,
+                     bins=bins, ax=ax, element="step", stat="count", legend=ax is axes[-1])
+        ax.set_xscale("log")
+        ax.set_xlabel(_FEATURE_LABELS.get(col, col))
+    fig.suptitle(f"Static features of the {dataset_label} (n={len(features):,}), analytic")
+    fig.tight_layout()
+    return fig
+
+
+def plot_feature_check(comparison, dataset_label: str = "paper grid sample"):
+    """Analytic against measured (FlopCounterMode / hooks) features, log-log, identity line."""
+    cols = ["flops", "params", "activation_bytes", "n_conv"]
+    cmp = comparison[comparison["column"].isin(cols)]
+    fig, axes = plt.subplots(1, len(cols), figsize=(4.0 * len(cols), 3.8))
+    for ax, col in zip(axes, cols, strict=True):
+        d = cmp[cmp["column"] == col]
+        ok = d["match"].all()
+        ax.scatter(d["measured"], d["analytic"], s=10, alpha=0.6,
+                   color="tab:green" if ok else "tab:red")
+        lo, hi = d[["measured", "analytic"]].min().min(), d[["measured", "analytic"]].max().max()
+        ax.plot([lo, hi], [lo, hi], color="black", lw=0.8, ls="--")
+        if col != "n_conv":
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.set_xlabel(f"measured {_FEATURE_LABELS.get(col, col)}")
+        ax.set_ylabel(f"analytic {_FEATURE_LABELS.get(col, col)}")
+        ax.set_title(f"{col}: {int(d['match'].sum())}/{len(d)} exact")
+    n = comparison["config_id"].nunique()
+    fig.suptitle(f"Analytic vs measured static features, {dataset_label} (n={n} configs)")
+    fig.tight_layout()
+    return fig
+
+
 apply_style()
+
+
+# --- screening ---------------------------------------------------------------------------------
+_SCREEN_LABELS = {
+    "energy_j": "energy per batch (J)", "latency_ms": "latency per batch (ms)",
+    "peak_mem_mib": "peak memory (MiB)", "energy_j_per_sample": "energy per sample (J)",
+    "latency_ms_per_sample": "latency per sample (ms)", "params": "parameters (capacity proxy)",
+}
+
+
+def _screen_label(col: str) -> str:
+    return _SCREEN_LABELS.get(col, col)
+
+
+def plot_screening_front(result, x: str | None = None, y: str | None = None,
+                         title: str | None = None, max_background: int = 20_000, seed: int = 0):
+    """Predicted costs of the screened candidates: eliminated (grey), within budget (blue), the
+    Pareto front (orange), the shortlist (red, with conformal intervals) and budget lines.
+
+    Parameters
+    ----------
+    result : carb_lib.screening.ScreeningResult
+    x, y : str, optional
+        Columns on the axes (default: the first two objectives).
+    max_background : int
+        At most this many eliminated / surviving points are drawn (seeded subsample).
+    """
+    import numpy as np
+
+    objs = [o.column for o in result.spec.objectives]
+    if x is None:
+        x = objs[0]
+    if y is None:
+        y = objs[1] if len(objs) > 1 else next(c for c in ("peak_mem_mib", "latency_ms")
+                                               if c != x and c in result.table.columns)
+    tab = result.table
+    rng = np.random.default_rng(seed)
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+
+    def _sub(d):
+        return d if len(d) <= max_background else d.iloc[rng.choice(len(d), max_background,
+                                                                    replace=False)]
+
+    out_b = tab[~tab["within_budget"]]
+    surv = tab[tab["within_budget"]]
+    ax.scatter(_sub(out_b)[x], _sub(out_b)[y], s=4, color="0.75", alpha=0.4, lw=0,
+               label=f"eliminated in stage 1 ({len(out_b):,})")
+    ax.scatter(_sub(surv)[x], _sub(surv)[y], s=6, color="tab:blue", alpha=0.35, lw=0,
+               label=f"within budget ({len(surv):,})")
+    front = result.front.sort_values(x)
+    ax.scatter(front[x], front[y], s=18, color="tab:orange", edgecolor="black", lw=0.3,
+               label=f"Pareto front ({len(front):,})", zorder=3)
+    sl = result.shortlist
+    if len(sl):
+        xerr = yerr = None
+        if f"{x}_lo" in sl.columns:
+            xerr = np.vstack([sl[x] - sl[f"{x}_lo"], sl[f"{x}_hi"] - sl[x]])
+        if f"{y}_lo" in sl.columns:
+            yerr = np.vstack([sl[y] - sl[f"{y}_lo"], sl[f"{y}_hi"] - sl[y]])
+        ax.errorbar(sl[x], sl[y], xerr=xerr, yerr=yerr, fmt="*", ms=11, color="tab:red",
+                    mec="black", mew=0.4, elinewidth=0.8, capsize=2, zorder=4,
+                    label=f"shortlist (k={len(sl)}, {result.spec.coverage:.0%} intervals)")
+    for b in result.spec.budgets:
+        if b.metric == x:
+            ax.axvline(b.limit, color="tab:red", ls="--", lw=1.0)
+            ax.annotate(f"budget {b.label}", (b.limit, 1), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize=8, color="tab:red")
+        elif b.metric == y:
+            ax.axhline(b.limit, color="tab:red", ls="--", lw=1.0)
+            ax.annotate(f"budget {b.label}", (1, b.limit), xycoords=("axes fraction", "data"),
+                        va="bottom", ha="right", fontsize=8, color="tab:red")
+    for col, setter in ((x, ax.set_xscale), (y, ax.set_yscale)):
+        v = tab[col].to_numpy(dtype=float)
+        if np.all(v[np.isfinite(v)] > 0):
+            setter("log")
+    ax.set_xlabel("predicted " + _screen_label(x) if x in _SCREEN_LABELS and x != "params"
+                  else _screen_label(x))
+    ax.set_ylabel("predicted " + _screen_label(y) if y in _SCREEN_LABELS and y != "params"
+                  else _screen_label(y))
+    plat = result.platform or "?"
+    if result.platform_a:
+        plat = f"{result.platform_a} -> {plat}"
+    ax.set_title(title or f"Screening on {plat}: {result.counts['candidates']:,} candidates, "
+                 f"front of {len(objs)} objectives")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def plot_screening_funnel(result, title: str | None = None):
+    """The elimination funnel (left) and the eliminations per budget (right)."""
+    c = result.counts
+    stages = [("candidates", c["candidates"])]
+    if result.platform_a:
+        stages.append((f"top-N by {result.platform_a}", c["after_cross_platform"]))
+    stages += [("within budgets", c["survivors"]), ("Pareto front", c["front"]),
+               ("shortlist", c["shortlist"])]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    ax = axes[0]
+    names, vals = zip(*stages, strict=True)
+    ax.barh(range(len(vals)), vals, color=sns.color_palette("viridis", len(vals)))
+    ax.set_yticks(range(len(vals)), names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    for i, v in enumerate(vals):
+        ax.annotate(f"{v:,}", (max(v, 1), i), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=9)
+    ax.set_xlabel("configurations (log scale)")
+    ax.set_title("Elimination funnel")
+    ax = axes[1]
+    rep = result.budget_report
+    if len(rep):
+        ypos = list(range(len(rep)))
+        h = 0.27
+        for j, (col, lab) in enumerate([("n_fail", "fail (any order)"),
+                                        ("n_first_fail", "first failing"),
+                                        ("n_only_fail", "fail only this")]):
+            ax.barh([p + (j - 1) * h for p in ypos], rep[col], height=h, label=lab)
+        ax.set_yticks(list(ypos), list(rep.index))
+        ax.invert_yaxis()
+        ax.set_xlabel("candidates eliminated (upper bound over budget)")
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no budgets", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(f"Stage 1 at {result.spec.coverage:.0%} coverage")
+    fig.suptitle(title or f"Screening funnel, {result.platform or '?'}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_screening_validation(table, budgets=(), title: str = "Shortlist: predicted vs measured"):
+    """Predicted (with intervals) against measured cost per target for shortlisted configs.
+
+    ``table`` has ``{t}_pred``, ``{t}_lo``, ``{t}_hi``, ``{t}_meas`` columns (from
+    :func:`carb_lib.screening.validate_on_hardware` or the ``shortlist_table`` of
+    :func:`carb_lib.screening.validate_against_measured`); ``budgets`` are
+    :class:`carb_lib.screening.Budget` drawn as lines where they bound a target.
+    """
+    import numpy as np
+
+    targets = [c.removesuffix("_meas") for c in table.columns if c.endswith("_meas")]
+    fig, axes = plt.subplots(1, max(1, len(targets)), figsize=(4.2 * max(1, len(targets)), 4.0),
+                             squeeze=False)
+    for ax, t in zip(axes[0], targets, strict=False):
+        d = table[np.isfinite(table[f"{t}_meas"].to_numpy(dtype=float))]
+        err = np.vstack([d[f"{t}_pred"] - d[f"{t}_lo"], d[f"{t}_hi"] - d[f"{t}_pred"]])
+        inside = (d[f"{t}_lo"] <= d[f"{t}_meas"]) & (d[f"{t}_meas"] <= d[f"{t}_hi"])
+        ax.errorbar(d[f"{t}_meas"], d[f"{t}_pred"], yerr=err, fmt="none", ecolor="0.6", lw=0.8)
+        ax.scatter(d[f"{t}_meas"], d[f"{t}_pred"], c=np.where(inside, "tab:green", "tab:red"),
+                   s=25, zorder=3, edgecolor="black", lw=0.3)
+        if len(d):
+            lo = float(np.nanmin(d[[f"{t}_meas", f"{t}_lo"]].to_numpy()))
+            hi = float(np.nanmax(d[[f"{t}_meas", f"{t}_hi"]].to_numpy()))
+            ax.plot([lo, hi], [lo, hi], color="black", lw=0.8, ls="--")
+        for b in budgets:
+            if b.metric == t:
+                ax.axvline(b.limit, color="tab:red", ls=":", lw=1)
+                ax.axhline(b.limit, color="tab:red", ls=":", lw=1)
+        ax.set_xlabel("measured " + _screen_label(t))
+        ax.set_ylabel("predicted " + _screen_label(t))
+        ax.set_title(f"{t}: {int(inside.sum())}/{len(d)} inside interval")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+# --- workload characterization (issue 4; data from carb_lib.scaling) ------------------------
+_CHAR_LABELS = {
+    "energy_j": "energy per batch (J)",
+    "latency_ms": "latency per batch (ms)",
+    "peak_mem_mib": "peak memory (MiB)",
+    "energy_j_per_gflop": "energy per GFLOP (J/GFLOP)",
+    "latency_ms_per_gflop": "latency per GFLOP (ms/GFLOP)",
+    "energy_over_latency": "energy growth / latency growth",
+    "flops": "FLOPs per batch (2 x MAC)",
+    "batch": "batch size",
+    "activation_bytes": "activation bytes per batch (B)",
+    "params": "parameters",
+    "param_bytes": "parameter bytes (B)",
+    "peak_act_bytes": "peak activation estimate (B)",
+    "arith_intensity_flop_per_byte": "arithmetic intensity (FLOP/B)",
+    "avg_power_w": "mean power (W)",
+    "sm_util_pct": "SM utilisation (%)",
+    "latency_cv": "latency CV (std / mean)",
+    "latency_p90_p10_rel": "(p90 - p10) / median latency",
+    "latency_drift_rel": "|drift-normalised / raw latency - 1|",
+}
+_CHAR_TARGETS = ("energy_j", "latency_ms", "peak_mem_mib")
+
+
+def _char_label(col: str) -> str:
+    return _CHAR_LABELS.get(col, col)
+
+
+def _char_title(what: str, platform, dataset_label: str) -> str:
+    """``what - platform (dataset)``; a synthetic platform is always called SYNTHETIC."""
+    label = dataset_label or "dataset"
+    plat = "all platforms" if platform is None else str(platform)
+    if plat.lower().startswith("synthetic") and "synthetic" not in label.lower():
+        label = f"{label}, SYNTHETIC"
+    return f"{what} - {plat} ({label})"
+
+
+def _char_ok(df):
+    return df.loc[df["status"] == "ok"] if "status" in df.columns else df
+
+
+def _char_note(ax, text: str) -> None:
+    import textwrap
+
+    ax.text(0.5, 0.5, textwrap.fill(text, 40), ha="center", va="center", transform=ax.transAxes,
+            fontsize=9, color="dimgray")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _char_scatter(fig, ax, data, x, y, hue, show_colorbar=True):
+    """Log-log scatter of ``y`` vs ``x`` coloured by ``hue`` (continuous or categorical)."""
+    import matplotlib.colors as mcolors
+    import numpy as np
+    import pandas as pd
+
+    if hue is None or hue not in data.columns:
+        ax.scatter(data[x], data[y], s=8, alpha=0.6, color="tab:blue", linewidths=0)
+        return
+    h = data[hue]
+    numeric = pd.api.types.is_numeric_dtype(h) and not pd.api.types.is_bool_dtype(h)
+    if numeric and h.nunique() > 2:
+        hv = h.astype("float64").to_numpy()
+        pos = hv[np.isfinite(hv) & (hv > 0)]
+        log = len(pos) == len(hv) and pos.max() / pos.min() > 20
+        norm = (mcolors.LogNorm(pos.min(), pos.max()) if log
+                else mcolors.Normalize(np.nanmin(hv), np.nanmax(hv)))
+        sc = ax.scatter(data[x], data[y], c=hv, norm=norm, cmap="viridis", s=8, alpha=0.7,
+                        linewidths=0)
+        if show_colorbar:
+            fig.colorbar(sc, ax=ax, label=_char_label(hue), pad=0.01)
+    else:
+        cats = sorted(h.dropna().astype(str).unique())
+        colors = sns.color_palette("colorblind", len(cats))
+        for cat, col in zip(cats, colors, strict=True):
+            d = data.loc[h.astype(str) == cat]
+            ax.scatter(d[x], d[y], s=8, alpha=0.6, color=col, linewidths=0, label=f"{hue}={cat}")
+        ax.legend(fontsize=8, markerscale=2, loc="best")
+
+
+def plot_scaling(
+    df,
+    targets=_CHAR_TARGETS,
+    x: str = "flops",
+    hue: str | None = "batch",
+    platform=None,
+    dataset_label: str = "measured",
+    fits=None,
+    segmented=None,
+):
+    """Each target against a workload feature (log-log), one panel per target, coloured by
+    ``hue``; optional power-law lines (``fits`` from :func:`carb_lib.scaling.fit_scaling`,
+    univariate, ``group_by == "all"``) and two-segment lines (``segmented`` from
+    :func:`carb_lib.scaling.fit_segmented`). Targets without data get a panel with the reason.
+    """
+    import numpy as np
+
+    from carb_lib.scaling import segmented_curve, untestable_reason
+
+    data = _char_ok(df)
+    targets = list(targets)
+    fig, axes = plt.subplots(1, len(targets), figsize=(5.0 * len(targets), 4.0), squeeze=False)
+    for ax, t in zip(axes[0], targets, strict=True):
+        why = untestable_reason(data, t) or untestable_reason(data, x)
+        if why is None:
+            d = data.copy()
+            d[x] = d[x].astype("float64")
+            d[t] = d[t].astype("float64")
+            d = d.loc[np.isfinite(d[x]) & np.isfinite(d[t]) & (d[x] > 0) & (d[t] > 0)]
+            if d.empty:
+                why = f"no rows with positive {t} and {x}"
+        if why is not None:
+            ax.set_title(_char_label(t), fontsize=10)
+            _char_note(ax, f"not shown: {why}")
+            continue
+        _char_scatter(fig, ax, d, x, t, hue)
+        xs = np.logspace(np.log10(d[x].min()), np.log10(d[x].max()), 100)
+        if fits is not None and len(fits):
+            f = fits[(fits["target"] == t) & (fits["x"] == x) & (fits["group_by"] == "all")
+                     & (fits["testable"] == True)]  # noqa: E712
+            if "model" in f.columns:
+                f = f[f["model"] == "univariate"]
+            if platform is not None and "platform" in f.columns:
+                f = f[f["platform"].astype(str) == str(platform)]
+            if len(f):
+                r = f.iloc[0]
+                ax.plot(xs, np.exp(r["intercept"]) * xs ** r["exponent"], color="black", lw=1.2,
+                        label=(f"power law b={r['exponent']:.2f} "
+                               f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}], R2={r['r2']:.2f}"))
+        if segmented is not None and len(segmented):
+            s = segmented[(segmented["target"] == t) & (segmented["x"] == x)
+                          & (segmented["testable"] == True)]  # noqa: E712
+            if platform is not None and "platform" in s.columns:
+                s = s[s["platform"].astype(str) == str(platform)]
+            if len(s):
+                r = s.iloc[0]
+                sx, sy = segmented_curve(r, xs[0], xs[-1])
+                ax.plot(sx, sy, color="tab:red", lw=1.2, ls="--",
+                        label=(f"segmented: {r['slope_below']:.2f} / {r['slope_above']:.2f}, "
+                               f"break {r['breakpoint_x']:.2g}"))
+                ax.axvline(r["breakpoint_x"], color="tab:red", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(_char_label(x))
+        ax.set_ylabel(_char_label(t))
+        ax.set_title(f"{_char_label(t)} (n={len(d):,})", fontsize=10)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(_char_title(f"Cost vs {_char_label(x)}", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_divergence(div, platform=None, dataset_label: str = "measured", paper=None):
+    """Growth factors (high / low demand tier, log scale, 95% CI) of each target and the
+    energy / latency growth ratio. ``paper`` (optional ``{quantity: value}``) draws the
+    paper's *reported* values as black crosses. Untestable quantities (energy on a CPU) are
+    listed with the reason."""
+    import numpy as np
+
+    d = div
+    if platform is not None and "platform" in d.columns:
+        d = d[d["platform"].astype(str) == str(platform)]
+    paper = paper or {}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [3, 1]})
+    growth = d[d["quantity"] != "energy_over_latency"]
+    ok = growth[growth["testable"] == True]  # noqa: E712
+    notes = [f"{r['quantity']}: {r['reason']}" for _, r in d.iterrows() if not r["testable"]]
+    xs = np.arange(len(ok))
+    if len(ok):
+        vals = ok["growth"].to_numpy(dtype=float)
+        err = np.vstack([vals - ok["ci_low"].to_numpy(dtype=float),
+                         ok["ci_high"].to_numpy(dtype=float) - vals])
+        colors = sns.color_palette("colorblind", len(ok))
+        for i, (v, c) in enumerate(zip(vals, colors, strict=True)):
+            ax.errorbar([i], [v], yerr=np.nan_to_num(err[:, i : i + 1]), fmt="o", ms=8,
+                        capsize=5, color=c)
+            ax.annotate(f"x{v:.3g}", (i, v), xytext=(10, 0), textcoords="offset points",
+                        va="center", fontsize=9)
+        labelled = False
+        for i, q in enumerate(ok["quantity"]):
+            if q in paper:
+                ax.scatter([i], [paper[q]], marker="x", color="black", zorder=5,
+                           label=None if labelled else "paper (reported, other hardware)")
+                labelled = True
+        ax.set_xticks(xs, [_char_label(q) for q in ok["quantity"]], fontsize=8)
+        ax.set_xlim(-0.5, len(ok) - 0.5)
+        ax.set_yscale("log")
+        r0 = ok.iloc[0]
+        ax.set_ylabel("growth factor, median high / median low tier")
+        ax.set_title(f"demand tiers: {r0['demand']} <= q{r0['q_low']:.2f} vs "
+                     f">= q{r0['q_high']:.2f}", fontsize=9)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    else:
+        _char_note(ax, "no growth factor testable")
+    ratio = d[(d["quantity"] == "energy_over_latency") & (d["testable"] == True)]  # noqa: E712
+    if len(ratio):
+        r = ratio.iloc[0]
+        ax2.errorbar([0], [r["growth"]], yerr=[[r["growth"] - r["ci_low"]],
+                                               [r["ci_high"] - r["growth"]]],
+                     fmt="o", color="tab:purple", capsize=5)
+        ax2.axhline(1.0, color="gray", lw=0.8, ls="--")
+        if "energy_over_latency" in paper:
+            ax2.scatter([0], [paper["energy_over_latency"]], marker="x", color="black",
+                        label="paper (reported)")
+            ax2.set_xlim(-0.5, 0.5)
+            ax2.legend(fontsize=8)
+        ax2.set_xticks([0], ["energy / latency"])
+        ax2.set_ylabel("growth(energy) / growth(latency)")
+        ax2.set_title(f"x{r['growth']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]", fontsize=9)
+    else:
+        _char_note(ax2, "energy vs latency divergence not testable"
+                   + (": energy not measured on this platform" if notes else ""))
+    if notes:
+        import textwrap
+
+        fig.text(0.01, -0.02, textwrap.fill("Not testable - " + "; ".join(notes), 140),
+                 fontsize=8, color="dimgray", va="top")
+    fig.suptitle(_char_title("Growth from low to high demand", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_effects(effects, platform=None, dataset_label: str = "measured"):
+    """Paired effects (median per-pair ratio, 95% CI, log scale; > 1 means the numerator
+    configuration costs more), one row per effect x metric; untestable ones listed below."""
+    import textwrap
+
+    import numpy as np
+
+    e = effects
+    if platform is not None and "platform" in e.columns:
+        e = e[e["platform"].astype(str) == str(platform)]
+    ok = e[e["testable"] == True]  # noqa: E712
+    bad = e[e["testable"] != True]  # noqa: E712
+    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(ok), 3) + 1.6))
+    if len(ok):
+        ys = np.arange(len(ok))[::-1]
+        vals = ok["median_ratio"].to_numpy(dtype=float)
+        lo, hi = ok["ci_low"].to_numpy(dtype=float), ok["ci_high"].to_numpy(dtype=float)
+        pal = dict(zip(sorted(ok["effect"].unique()),
+                       sns.color_palette("colorblind", ok["effect"].nunique()), strict=True))
+        for y, v, a, b, (_, r) in zip(ys, vals, lo, hi, ok.iterrows(), strict=True):
+            ax.errorbar([v], [y], xerr=np.nan_to_num([[v - a], [b - v]]), fmt="o", capsize=3,
+                        color=pal[r["effect"]])
+            ax.annotate(f"x{v:.3g} [{a:.3g}, {b:.3g}] n={int(r['n_pairs'])}", (v, y),
+                        xytext=(0, 7), textcoords="offset points", fontsize=7, ha="center")
+        ax.set_ylim(-0.6, len(ok) - 0.2)
+        ax.set_yticks(ys, [f"{r['comparison']}: {_char_label(r['metric'])}"
+                           for _, r in ok.iterrows()], fontsize=8)
+        ax.axvline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_xlabel("median ratio over paired configs (numerator / denominator)")
+    else:
+        _char_note(ax, "no paired effect testable")
+    if len(bad):
+        lines = "; ".join(f"{r['effect']}/{r['metric']}: {r['reason']}" for _, r in bad.iterrows())
+        fig.text(0.01, -0.02, textwrap.fill("Not testable - " + lines, 130), fontsize=8,
+                 color="dimgray", va="top")
+    fig.suptitle(_char_title("Precision, batch and downsampling effects", platform,
+                             dataset_label), fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_target_distributions(df, targets=_CHAR_TARGETS, hue: str | None = "precision",
+                              platform=None, dataset_label: str = "measured"):
+    """Histogram (log x) of each target, split by ``hue``; missing targets noted."""
+    import numpy as np
+
+    from carb_lib.scaling import untestable_reason
+
+    data = _char_ok(df)
+    targets = list(targets)
+    fig, axes = plt.subplots(1, len(targets), figsize=(4.6 * len(targets), 3.6), squeeze=False)
+    for ax, t in zip(axes[0], targets, strict=True):
+        why = untestable_reason(data, t)
+        v = data[t].astype("float64") if why is None else None
+        if v is not None and not (v > 0).any():
+            why = f"no positive {t}"
+        if why is not None:
+            ax.set_title(_char_label(t), fontsize=10)
+            _char_note(ax, f"not shown: {why}")
+            continue
+        d = data.loc[v > 0].copy()
+        d[t] = d[t].astype("float64")
+        bins = np.logspace(np.log10(d[t].min()), np.log10(d[t].max()) + 1e-9, 40)
+        use_hue = hue if hue in d.columns and d[hue].nunique() > 1 else None
+        if use_hue is not None:
+            d[use_hue] = d[use_hue].astype(str)
+        sns.histplot(data=d, x=t, hue=use_hue, bins=bins, element="step", ax=ax)
+        ax.set_xscale("log")
+        ax.set_xlabel(_char_label(t))
+        ax.set_ylabel("configurations")
+        ax.set_title(f"median {d[t].median():.3g}, n={len(d):,}", fontsize=10)
+    fig.suptitle(_char_title("Distribution of each target", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_noise(df, platform=None, dataset_label: str = "measured"):
+    """Measured noise: distribution of each per-row noise measure (log x) and latency CV
+    against latency (short runs are noisier). Targets without a noise measure are named."""
+    import numpy as np
+
+    from carb_lib.scaling import noise_measures
+
+    data = _char_ok(df)
+    measures = {k: (t, v) for k, (t, v) in noise_measures(data).items()
+                if np.isfinite(v.astype("float64")).any()}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if measures:
+        for name, (_, v) in measures.items():
+            v = v.astype("float64")
+            v = v[np.isfinite(v) & (v > 0)]
+            if len(v):
+                bins = np.logspace(np.log10(v.min()), np.log10(v.max()) + 1e-9, 40)
+                ax.hist(v, bins=bins, histtype="step", lw=1.4,
+                        label=f"{name} (median {np.median(v):.3g})")
+        ax.set_xscale("log")
+        ax.set_xlabel("relative spread (dimensionless)")
+        ax.set_ylabel("configurations")
+        ax.legend(fontsize=8)
+    else:
+        _char_note(ax, "no noise measure in the dataset")
+    if {"latency_cv", "latency_ms"} <= set(data.columns) and np.isfinite(
+            data["latency_cv"].astype("float64")).any():
+        d = data.copy()
+        d["latency_cv"] = d["latency_cv"].astype("float64")
+        d["latency_ms"] = d["latency_ms"].astype("float64")
+        d = d.loc[(d["latency_cv"] > 0) & (d["latency_ms"] > 0)]
+        _char_scatter(fig, ax2, d, "latency_ms", "latency_cv",
+                      "batch" if "batch" in d.columns else None)
+        ax2.set_xscale("log")
+        ax2.set_yscale("log")
+        ax2.set_xlabel(_char_label("latency_ms"))
+        ax2.set_ylabel(_char_label("latency_cv"))
+    else:
+        _char_note(ax2, "no latency_cv")
+    covered = {t for t, _ in measures.values()}
+    missing = [t for t in _CHAR_TARGETS if t not in covered]
+    if missing:
+        fig.text(0.01, -0.02, "No repeated-measurement spread recorded for: "
+                 + ", ".join(missing), fontsize=8, color="dimgray", va="top")
+    fig.suptitle(_char_title("Measurement noise", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_power_vs_utilisation(df, platform=None, dataset_label: str = "measured",
+                              power: str = "avg_power_w", util: str = "sm_util_pct"):
+    """Mean power against SM utilisation (GPU telemetry), coloured by batch; a note if the
+    platform has no telemetry."""
+    from carb_lib.scaling import untestable_reason
+
+    data = _char_ok(df)
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    why = untestable_reason(data, power) or untestable_reason(data, util)
+    if why is None:
+        d = data.copy()
+        d[power] = d[power].astype("float64")
+        d[util] = d[util].astype("float64")
+        d = d.dropna(subset=[power, util])
+        _char_scatter(fig, ax, d, util, power, "batch" if "batch" in d.columns else None)
+        ax.set_xlabel(_char_label(util))
+        ax.set_ylabel(_char_label(power))
+    else:
+        _char_note(ax, f"not shown: {why}")
+    ax.set_title(_char_title("Power vs utilisation", platform, dataset_label), fontsize=10)
+    fig.tight_layout()
+    return fig

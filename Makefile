@@ -1,0 +1,43 @@
+# CARB — two commands do all set-up on a fresh machine:
+#   make test        create/refresh .venv, install, run the test suite
+#   make reproduce   create/refresh .venv, install, run every notebook (full profile) on data/
+# The virtual environment is (re)built only when pyproject.toml changes (stamp file).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.carb-deps-stamp
+# torch is installed first so that no CUDA build is pulled on a CPU machine; GPU workstations
+# use environment.yml (conda) or override, e.g. `make TORCH_SPEC="torch==2.13.0" test`.
+TORCH_SPEC ?= torch==2.13.0
+PROFILE ?= full
+
+.PHONY: test reproduce reproduce-quick lint bench check-features clean-venv
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+reproduce: $(STAMP)
+	$(BIN)/carb reproduce --profile $(PROFILE)
+
+reproduce-quick: $(STAMP)
+	$(BIN)/carb reproduce --profile quick
+
+lint: $(STAMP)
+	$(BIN)/ruff check carb_lib tests benchmarks scripts
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+check-features: $(STAMP)
+	$(BIN)/python scripts/check_features_full_grid.py
+
+clean-venv:
+	rm -rf $(VENV)
