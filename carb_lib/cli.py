@@ -189,6 +189,7 @@ def noise(
     configs: Path | None = typer.Option(None, "--configs", help="Config list instead of a grid sample."),
     threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads."),
     in_process: bool = typer.Option(False, "--in-process", help="Measure in this process instead of one fresh process per measurement."),
+    spread_gap: float = typer.Option(0.0, "--spread-gap", help="Idle seconds between the rounds of the spread mode."),
 ) -> None:
     """Re-measure M configs K times (separate processes; back to back and spread); CV per target."""
     from carb_lib.campaign import noise_study, sample_configs
@@ -198,7 +199,7 @@ def noise(
     rows, summary = noise_study(
         df, device, Protocol(threads=threads), repeats=repeats,
         modes=tuple(mode or ("back_to_back", "spread")), separate_processes=not in_process,
-        platform=platform,
+        platform=platform, spread_gap_s=spread_gap,
     )
     out.mkdir(parents=True, exist_ok=True)
     rows.to_parquet(out / "noise_rows.parquet", index=False)
@@ -206,6 +207,164 @@ def noise(
     typer.echo(summary.to_string(index=False))
     typer.echo(f"wrote {out / 'noise_rows.parquet'}, {out / 'noise_summary.csv'}")
 # --- end measurement ---
+
+
+# --- transfer (issue 6) ---
+@app.command()
+def transfer(
+    source: list[Path] = typer.Option(..., "--source", help="Measurements on source platforms "
+                                      "(.csv/.parquet; repeat the option for several files)."),
+    target_samples: Path = typer.Option(..., "--target-samples", help="k measured rows on the "
+                                        "target platform (.csv/.parquet)."),
+    query: Path = typer.Option(..., "--query", help="Configs to predict (.csv/.parquet)."),
+    out: Path = typer.Option(..., "--out", help="Predictions (.csv/.parquet) with config_id."),
+    target: str = typer.Option("latency_ms", "--target", help="Target column."),
+    method: str = typer.Option("blend", "--method", help="blend | ridge | loglinear | "
+                               "target_only | flops (see carb_lib.transfer)."),
+) -> None:
+    """Few-shot prediction of a target platform from source measurements and k target samples."""
+    import pandas as pd
+
+    from carb_lib.datasets import DatasetError, load_measurements, read_configs
+    from carb_lib.transfer import few_shot_predict
+
+    try:
+        src = pd.concat([load_measurements(p) for p in source], ignore_index=True)
+        samples = load_measurements(target_samples)
+        q = read_configs(query)
+        if "batch" not in q.columns:  # configs without a batch: the target samples' batch
+            from carb_lib.space import add_config_ids
+
+            q = add_config_ids(q.assign(batch=int(samples["batch"].iloc[0])))
+        pred = few_shot_predict(src, samples, q, target=target, method=method)
+        res = pd.DataFrame({"config_id": q["config_id"].to_numpy()})
+        for c in ("family", "arch", "block", "depth", "width", "early_downsample", "resolution",
+                  "batch", "precision", "num_classes"):
+            if c in q.columns:
+                res[c] = q[c].to_numpy()
+        res["platform"] = samples["platform"].iloc[0]
+        res[f"{target}_pred"] = pred
+        res["method"] = method
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix.lower() in (".parquet", ".pq"):
+            res.to_parquet(out, index=False)
+        elif out.suffix.lower() == ".csv":
+            res.to_csv(out, index=False)
+        else:
+            raise ValueError(f"--out {out}: use a .csv or .parquet file name")
+    except (ValueError, KeyError, FileNotFoundError, DatasetError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"wrote {out}: {len(res)} predictions of {target} on "
+               f"{res['platform'].iloc[0]} ({method}, k={len(samples)})")
+
+
+@app.command("convert-help")
+def convert_help_cmd(
+    folder: Path = typer.Option(Path("/work/shared/external/help-nb201"), "--folder",
+                                help="HELP's data/nasbench201 latency folder."),
+    out: Path = typer.Option(Path("data/external/help_nb201.parquet"), "--out",
+                             help="Parquet to write (LICENSE-HELP is copied beside it)."),
+) -> None:
+    """Convert HELP's NAS-Bench-201 device latencies (MIT) into CARB rows."""
+    from carb_lib.datasets import DatasetError, convert_help
+
+    try:
+        path = convert_help(folder, out)
+    except (DatasetError, FileNotFoundError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"wrote {path} and {path.parent / 'LICENSE-HELP'}")
+# --- end transfer ---
+
+
+# --- carb ensemble: fit / predict (issue 5) ---
+def _carb_read_table(path: Path):
+    import pandas as pd
+
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.suffix.lower() in (".csv", ".txt"):
+        return pd.read_csv(path)
+    return pd.read_parquet(path)
+
+
+def _carb_write_table(df, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".csv":
+        df.to_csv(path, index=False)
+    else:
+        df.to_parquet(path, index=False)
+
+
+@app.command()
+def fit(
+    data: Path = typer.Option(..., "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used)."),
+    out: Path = typer.Option(..., "--out", help="Model file to write (joblib; metadata in <out>.json)."),
+    feature_set: str = typer.Option("static", "--feature-set", help="static | static+telemetry (GPU only)."),
+    platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
+    quick: bool = typer.Option(False, "--quick", help="Small models (50 trees, 3 folds, 1 thread)."),
+    n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
+) -> None:
+    """Fit CARB on a measured dataset and save it (one model per platform)."""
+    import warnings
+
+    from carb_lib.ensemble import CARBRegressor, save_model
+    from carb_lib.evaluation import QUICK_PARAMS, prepare_dataset
+
+    try:
+        raw = _carb_read_table(data)
+        if platform is None and "platform" in raw.columns:
+            plats = sorted(raw.loc[raw.get("status", "ok") == "ok", "platform"].dropna().astype(str).unique())
+            if len(plats) > 1:
+                raise ValueError(f"{data} holds several platforms {plats}: choose one with --platform")
+        df = prepare_dataset(raw, platform)
+        params = dict(QUICK_PARAMS) if quick else {"n_jobs": n_jobs}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = CARBRegressor(feature_set=feature_set, **params).fit(df)
+        for w in caught:
+            typer.secho(f"warning: {w.message}", fg=typer.colors.YELLOW, err=True)
+        save_model(model, out)
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(
+        f"wrote {out} (+ {out.name}.json): platform {model.platform_}, targets {model.targets_}, "
+        f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}"
+    )
+
+
+@app.command()
+def predict(
+    model: Path = typer.Option(..., "--model", help="Model written by `carb fit`."),
+    configs: Path = typer.Option(..., "--configs", help="Configs (.parquet/.csv); static features are computed if absent."),
+    out: Path = typer.Option(..., "--out", help="Predictions (.parquet/.csv): configs + {t}, {t}_lo, {t}_hi."),
+    coverage: float = typer.Option(0.9, "--coverage", help="Nominal coverage of the conformal intervals."),
+) -> None:
+    """Predict cost and conformal intervals for configs with a saved CARB model."""
+    import pandas as pd
+
+    from carb_lib.ensemble import STATIC_FEATURES, load_model
+
+    try:
+        m = load_model(model)
+        df = _carb_read_table(configs).reset_index(drop=True)
+        if "family" not in df.columns:
+            df["family"] = "resnet"
+        if not all(c in df.columns for c in STATIC_FEATURES):
+            from carb_lib.features import with_static_features
+
+            df = with_static_features(df)
+        pred = m.predict_interval(df, coverage=coverage)
+        keep = [c for c in df.columns if c not in pred.columns]
+        _carb_write_table(pd.concat([df[keep], pred], axis=1), out)
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"wrote {out}: {len(pred)} rows, targets {m.targets_} (platform {m.platform_}), "
+               f"coverage {coverage}")
+# --- end carb ensemble ---
 
 
 if __name__ == "__main__":

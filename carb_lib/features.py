@@ -330,6 +330,10 @@ def measured_features(config, model=None) -> dict[str, int]:
         The :data:`EXACT_COLUMNS` plus ``param_bytes``, for comparison with
         :func:`static_features`.
     """
+    if getattr(config, "family", "resnet") == "nb201":  # none/skip ops: see carb_lib.nb201
+        from carb_lib.nb201 import measured_nb201_features
+
+        return measured_nb201_features(config, model=model)
     import torch
     from torch import nn
     from torch.utils.flop_counter import FlopCounterMode

@@ -161,7 +161,8 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
         if f"{y}_lo" in sl.columns:
             yerr = np.vstack([sl[y] - sl[f"{y}_lo"], sl[f"{y}_hi"] - sl[y]])
         ax.errorbar(sl[x], sl[y], xerr=xerr, yerr=yerr, fmt="*", ms=11, color="tab:red",
-                    mec="black", mew=0.4, elinewidth=0.8, capsize=2, zorder=4,
+                    mec="black", mew=0.4, elinewidth=0.7, ecolor=(0.84, 0.15, 0.16, 0.35),
+                    capsize=2, zorder=4,
                     label=f"shortlist (k={len(sl)}, {result.spec.coverage:.0%} intervals)")
     for b in result.spec.budgets:
         if b.metric == x:
@@ -172,10 +173,15 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
             ax.axhline(b.limit, color="tab:red", ls="--", lw=1.0)
             ax.annotate(f"budget {b.label}", (1, b.limit), xycoords=("axes fraction", "data"),
                         va="bottom", ha="right", fontsize=8, color="tab:red")
-    for col, setter in ((x, ax.set_xscale), (y, ax.set_yscale)):
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    for col, axis in ((x, ax.xaxis), (y, ax.yaxis)):
         v = tab[col].to_numpy(dtype=float)
-        if np.all(v[np.isfinite(v)] > 0):
-            setter("log")
+        v = v[np.isfinite(v)]
+        if len(v) and v.min() > 0 and v.max() / v.min() > 20:  # log only over > ~1 decade
+            (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
+            axis.set_major_formatter(plain)
     ax.set_xlabel("predicted " + _screen_label(x) if x in _SCREEN_LABELS and x != "params"
                   else _screen_label(x))
     ax.set_ylabel("predicted " + _screen_label(y) if y in _SCREEN_LABELS and y != "params"
@@ -201,12 +207,15 @@ def plot_screening_funnel(result, title: str | None = None):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     ax = axes[0]
     names, vals = zip(*stages, strict=True)
-    ax.barh(range(len(vals)), vals, color=sns.color_palette("viridis", len(vals)))
+    floor = 0.8  # zero-count stages drawn as a stub on the log axis, labelled 0
+    ax.barh(range(len(vals)), [max(v, floor) for v in vals],
+            color=sns.color_palette("viridis", len(vals)))
     ax.set_yticks(range(len(vals)), names)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    ax.set_xlim(floor * 0.9, max(vals) * 4)
     for i, v in enumerate(vals):
-        ax.annotate(f"{v:,}", (max(v, 1), i), xytext=(3, 0), textcoords="offset points",
+        ax.annotate(f"{v:,}", (max(v, floor), i), xytext=(3, 0), textcoords="offset points",
                     va="center", fontsize=9)
     ax.set_xlabel("configurations (log scale)")
     ax.set_title("Elimination funnel")
@@ -219,6 +228,10 @@ def plot_screening_funnel(result, title: str | None = None):
                                         ("n_first_fail", "first failing"),
                                         ("n_only_fail", "fail only this")]):
             ax.barh([p + (j - 1) * h for p in ypos], rep[col], height=h, label=lab)
+            for p, v in zip(ypos, rep[col], strict=True):
+                ax.annotate(f"{int(v):,}", (v, p + (j - 1) * h), xytext=(2, 0),
+                            textcoords="offset points", va="center", fontsize=7)
+        ax.set_xlim(0, max(1, float(rep["n_fail"].max())) * 1.2)
         ax.set_yticks(list(ypos), list(rep.index))
         ax.invert_yaxis()
         ax.set_xlabel("candidates eliminated (upper bound over budget)")
@@ -637,5 +650,230 @@ def plot_power_vs_utilisation(df, platform=None, dataset_label: str = "measured"
     else:
         _char_note(ax, f"not shown: {why}")
     ax.set_title(_char_title("Power vs utilisation", platform, dataset_label), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- transfer ---------------------------------------------------------------------------------
+# (issue 6; data from carb_lib.transfer)
+_TRANSFER_METRIC_LABELS = {"spearman": "Spearman rank correlation", "mape_pct": "MAPE (%)",
+                           "r2": "R$^2$", "slope": "slope of log-log fit"}
+
+
+def _setting_label(s: str) -> str:
+    return str(s).replace("help_", "")
+
+
+def plot_transfer_matrix(pairwise, metric: str = "spearman", dataset_label: str = "HELP NB201"):
+    """Heatmap of a pairwise-transfer metric: rows = source (train) setting, columns = target.
+
+    The diagonal holds the setting-specific model on a holdout split of the target.
+    """
+    import numpy as np
+
+    tab = pairwise.pivot_table(index="source", columns="target", values=metric)
+    names = sorted(set(tab.index) | set(tab.columns))
+    tab = tab.reindex(index=names, columns=names)
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(max(5, 0.42 * n + 2.5), max(4, 0.38 * n + 1.8)))
+    sns.heatmap(tab, ax=ax, cmap="viridis", annot=n <= 12, fmt=".2f", square=True,
+                cbar_kws={"label": _TRANSFER_METRIC_LABELS.get(metric, metric)},
+                vmin=None if metric != "spearman" else max(0.0, float(np.nanmin(tab.values))),
+                vmax=None if metric != "spearman" else 1.0)
+    ax.set_xticklabels([_setting_label(t.get_text()) for t in ax.get_xticklabels()], rotation=90)
+    ax.set_yticklabels([_setting_label(t.get_text()) for t in ax.get_yticklabels()], rotation=0)
+    ax.set_xlabel("target setting (tested on)")
+    ax.set_ylabel("source setting (trained on)")
+    ax.set_title(f"Train on A, test on B ({dataset_label}):\n"
+                 f"{_TRANSFER_METRIC_LABELS.get(metric, metric)}; diagonal = B-specific model",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_slope_matrix(slopes, dataset_label: str = "HELP NB201"):
+    """Heatmap of the OLS slope of log latency on B against log latency on A."""
+    tab = slopes.pivot_table(index="source", columns="target", values="slope")
+    names = sorted(set(tab.index) | set(tab.columns))
+    tab = tab.reindex(index=names, columns=names)
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(max(5, 0.42 * n + 2.5), max(4, 0.38 * n + 1.8)))
+    sns.heatmap(tab, ax=ax, cmap="vlag", center=1.0, annot=n <= 12, fmt=".2f", square=True,
+                cbar_kws={"label": "slope d log y_B / d log y_A"})
+    ax.set_xticklabels([_setting_label(t.get_text()) for t in ax.get_xticklabels()], rotation=90)
+    ax.set_yticklabels([_setting_label(t.get_text()) for t in ax.get_yticklabels()], rotation=0)
+    ax.set_xlabel("B (response)")
+    ax.set_ylabel("A (predictor)")
+    ax.set_title(f"Latency scaling between settings ({dataset_label}):\n"
+                 "OLS slope of log latency on B vs log latency on A", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_fewshot_curves(summary, metric: str = "spearman", help_reported=None,
+                        dataset_label: str = "HELP NB201"):
+    """Few-shot accuracy vs k: one panel per device kind, one line per method.
+
+    Lines are the mean over target settings of the per-setting mean over draws; bands are
+    +- one standard deviation across settings. ``help_reported`` (a number, or a mapping
+    device kind -> number) draws HELP's reported Spearman at k=10 as a star, labelled
+    "reported by HELP" (its devices are not ours).
+    """
+    col = f"{metric}_mean"
+    kinds = [k for k in ("desktop_gpu", "desktop_cpu", "mobile") if k in set(summary["device_kind"])]
+    kinds += sorted(set(summary["device_kind"]) - set(kinds))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 3.8), sharey=True,
+                             squeeze=False)
+    methods = list(dict.fromkeys(summary["method"]))
+    colors = dict(zip(methods, sns.color_palette("viridis", len(methods)), strict=True))
+    lows, highs = [], []
+    for ax, kind in zip(axes[0], kinds, strict=True):
+        sub = summary[summary["device_kind"] == kind]
+        for m in methods:
+            g = sub[sub["method"] == m].groupby("k")[col].agg(["mean", "std"]).reset_index()
+            if g.empty:
+                continue
+            sd = g["std"].fillna(0)
+            ax.plot(g["k"], g["mean"], marker="o", ms=4, label=m, color=colors[m])
+            ax.fill_between(g["k"], g["mean"] - sd, g["mean"] + sd, alpha=0.12, color=colors[m])
+            lows.append(float((g["mean"] - sd).min()))
+            highs.append(float((g["mean"] + sd).max()))
+        ref = help_reported.get(kind) if isinstance(help_reported, dict) else help_reported
+        if ref is not None and metric == "spearman":
+            ax.scatter([10], [ref], marker="*", s=140, color="crimson", zorder=5,
+                       label="reported by HELP (its devices)")
+        ax.set_xscale("log")
+        ax.minorticks_off()
+        ks = sorted(sub["k"].unique())
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks])
+        ax.set_xlabel("k target samples")
+        ax.set_title(f"{kind.replace('_', ' ')} ({sub['target'].nunique()} settings)",
+                     fontsize=10)
+    if metric == "spearman" and lows:
+        axes[0][0].set_ylim(max(0.0, min(lows) - 0.02), 1.005)
+    elif lows:
+        axes[0][0].set_ylim(0, max(highs) * 1.05)
+    axes[0][0].set_ylabel(_TRANSFER_METRIC_LABELS.get(metric, metric))
+    axes[0][-1].legend(fontsize=8, loc="lower right" if metric == "spearman" else "upper right")
+    fig.suptitle(f"Few-shot transfer to an unseen device ({dataset_label}, leave-one-device-out)",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_help_comparison(comparison, dataset_label: str = "HELP NB201"):
+    """Bars: our few-shot Spearman (k=10) beside the values reported by HELP (Table 3)."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    x = np.arange(len(comparison))
+    ax.bar(x - 0.2, comparison["help_reported"], width=0.4, label="reported by HELP "
+           "(its unseen devices)", color=sns.color_palette("viridis", 2)[0])
+    ax.bar(x + 0.2, comparison["ours"], width=0.4, label="ours (shipped devices)",
+           color=sns.color_palette("viridis", 2)[1])
+    for xi, (h, o) in enumerate(zip(comparison["help_reported"], comparison["ours"], strict=True)):
+        ax.text(xi - 0.2, h + 0.005, f"{h:.3f}", ha="center", va="bottom", fontsize=7)
+        if np.isfinite(o):
+            ax.text(xi + 0.2, o + 0.005, f"{o:.3f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x)
+    ax.set_xticklabels(comparison["group"], fontsize=9)
+    ax.set_ylabel("Spearman, k = 10 target samples")
+    ax.set_ylim(0.5, 1.05)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(f"Few-shot latency ranking vs HELP ({dataset_label}; different devices)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- carb ---------------------------------------------------------------------------------------
+# Figures of the CARB ensemble (issue 5; data from carb_lib.ensemble / carb_lib.evaluation).
+_CARB_UNITS = {"peak_mem_mib": "peak memory (MiB)", "energy_j": "energy (J / batch)",
+               "latency_ms": "latency (ms / batch)"}
+
+
+def _carb_title(what: str, platform, dataset_label: str) -> str:
+    return f"{what} — {platform or 'all platforms'} ({dataset_label})"
+
+
+def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
+                               dataset_label: str = "measured", intervals=None, hue=None):
+    """Predicted against measured ``target`` on log-log axes, with y = x and a +-10 % band.
+
+    Parameters
+    ----------
+    truth, pred : pandas.DataFrame
+        Index-aligned frames with a ``target`` column (measured / predicted).
+    intervals : pandas.DataFrame, optional
+        ``{target}_lo`` / ``{target}_hi`` columns: drawn as vertical error bars.
+    hue : pandas.Series, optional
+        Colour the points (e.g. batch).
+    """
+    import numpy as np
+
+    from carb_lib.evaluation import regression_metrics
+
+    y = truth[target].astype("float64")
+    p = pred[target].reindex(truth.index).astype("float64")
+    ok = np.isfinite(y) & np.isfinite(p) & (y > 0) & (p > 0)
+    y, p = y[ok], p[ok]
+    fig, ax = plt.subplots(figsize=(5.2, 4.8))
+    if intervals is not None:
+        lo = intervals[f"{target}_lo"].reindex(y.index).astype("float64")
+        hi = intervals[f"{target}_hi"].reindex(y.index).astype("float64")
+        ax.vlines(y, lo.clip(lower=1e-12), hi, color="0.75", lw=0.6, zorder=1,
+                  label="conformal interval")
+    c = None if hue is None else hue.reindex(y.index).astype("float64")
+    sc = ax.scatter(y, p, c=c, s=9, cmap="viridis", norm=matplotlib.colors.LogNorm() if c is not None else None,
+                    alpha=0.8, zorder=2, edgecolors="none")
+    if c is not None:
+        fig.colorbar(sc, ax=ax, label=hue.name or "")
+    lim = [min(y.min(), p.min()) * 0.8, max(y.max(), p.max()) * 1.25] if len(y) else [0.1, 10]
+    grid = np.geomspace(lim[0], lim[1], 50)
+    ax.plot(grid, grid, color="k", lw=1, label="y = x")
+    ax.fill_between(grid, grid * 0.9, grid * 1.1, color="tab:red", alpha=0.12, label="±10 %")
+    ax.set(xscale="log", yscale="log", xlim=lim, ylim=lim,
+           xlabel=f"measured {_CARB_UNITS.get(target, target)}",
+           ylabel=f"predicted {_CARB_UNITS.get(target, target)}")
+    m = regression_metrics(y, p)
+    ax.text(0.03, 0.97, f"R² = {m['r2']:.3f} (log: {m['r2_log']:.3f})\nMAPE = {m['mape_pct']:.1f} %"
+            f"\nwithin ±10 %: {100 * m['within_10pct']:.0f} %\nn = {m['n']}",
+            transform=ax.transAxes, va="top", fontsize=8,
+            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
+    ax.legend(loc="lower right", fontsize=7)
+    ax.set_title(_carb_title(f"CARB test set: {target}", platform, dataset_label), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_carb_feature_importance(importances, target: str, top_n: int = 15, platform=None,
+                                 dataset_label: str = "measured", learner: str = "blend"):
+    """Horizontal bars of the ``top_n`` features of ``target`` (tidy frame from
+    :func:`carb_lib.ensemble.feature_importances`; ``learner="blend"`` = weight-averaged)."""
+    sub = importances[(importances["target"] == target) & (importances["learner"] == learner)]
+    sub = sub.sort_values("importance", ascending=False).head(top_n)
+    fig, ax = plt.subplots(figsize=(6, 0.28 * max(len(sub), 3) + 1.2))
+    sns.barplot(data=sub, x="importance", y="feature", ax=ax, color=sns.color_palette("viridis", 3)[1])
+    ax.set_xlabel("normalised importance (gain / impurity, blend-weighted)")
+    ax.set_ylabel("")
+    ax.set_title(_carb_title(f"CARB feature importance: {target}", platform, dataset_label), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_carb_model_comparison(metrics, metric: str = "r2_log", platform=None,
+                               dataset_label: str = "measured"):
+    """Grouped bars of ``metric`` per model and target (tidy frame from
+    :func:`carb_lib.evaluation.compare_models`)."""
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    sns.barplot(data=metrics, x="model", y=metric, hue="target", ax=ax, palette="viridis")
+    ax.set_ylim(min(0.0, float(metrics[metric].min())), 1.0)
+    ax.set_xlabel("")
+    ax.set_ylabel({"r2_log": "R² (log scale)", "r2": "R²"}.get(metric, metric))
+    ax.tick_params(axis="x", rotation=40)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+    ax.set_title(_carb_title("Baselines and ablations (test set)", platform, dataset_label), fontsize=9)
     fig.tight_layout()
     return fig

@@ -1,0 +1,302 @@
+"""One-shot measurement run for a (borrowed, offline) CUDA machine: self-check, then a budgeted
+campaign, then a summary.
+
+Run as ``python3 -m carb_lib.gpu_campaign --out DIR`` (``scripts/gpu_campaign.sh`` wraps it).
+Needs only torch, numpy, pandas, pyarrow, tqdm and (for energy/telemetry) nvidia-ml-py; no
+xgboost, lightgbm or matplotlib. Also runs on a CPU (``--device cpu``) for testing.
+
+Steps
+
+1. **Self-check**: versions (GPU name, driver, CUDA, torch); the NVML energy counter: does it
+   advance under load, smallest non-zero step (J), median time between changes (s); idle
+   power; the power source. If the counter is unsupported this is said and the campaign still
+   measures latency and memory.
+2. **Noise**: ``--noise-configs`` small configs re-measured ``--noise-repeats`` times in this
+   process (spread order), CV per target.
+3. **Campaign**: a seeded stratified sample of the paper grid, minus config_ids already in
+   ``<data-dir>/<platform>.parquet``, measured in seeded random order within the time budget
+   (``--budget`` minus ``--reserve`` seconds for writing), parts under ``<out>/parts``.
+4. **Write + summary**: ``<out>/<platform>.parquet`` (merged, validated, static features),
+   ``<out>/<platform>_reference.parquet``, ``<out>/noise_rows.parquet``,
+   ``<out>/selfcheck.json``; a summary table printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def _p(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def _versions(device: str) -> dict[str, Any]:
+    import platform as plat
+
+    import torch
+
+    v: dict[str, Any] = {
+        "python": plat.python_version(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+    }
+    if device.startswith("cuda"):
+        idx = int(device.split(":")[1]) if ":" in device else 0
+        v["gpu_name"] = torch.cuda.get_device_name(idx)
+        props = torch.cuda.get_device_properties(idx)
+        v["gpu_memory_gib"] = round(props.total_memory / 2**30, 1)
+        v["sm_count"] = props.multi_processor_count
+    return v
+
+
+def selfcheck(dev: Any, device: str, seconds: float = 2.0) -> dict[str, Any]:
+    """Versions, energy counter behaviour under load, idle power (GPU); RAPL status (CPU)."""
+    from carb_lib.telemetry import counter_resolution
+
+    out: dict[str, Any] = {"versions": _versions(device)}
+    if dev.kind == "cuda":
+        import torch
+
+        info = dev.info.to_dict() if dev.info is not None else None
+        out["nvml"] = info
+        out["nvml_reason"] = dev.nvml_reason
+        out["energy_counter_supported"] = bool(dev.energy_ok)
+        if dev.nvml is not None and dev.energy_ok:
+            a = torch.randn(4096, 4096, device=dev.torch_device)
+
+            def load() -> None:
+                for _ in range(4):
+                    a @ a
+                torch.cuda.synchronize(dev.torch_device)
+
+            out["counter_under_load"] = counter_resolution(
+                dev.nvml.energy_counter_j, seconds, load=load
+            )
+            del a
+            torch.cuda.empty_cache()
+        out["idle_power_w"] = dev.idle_power_w(seconds)
+    else:
+        out["rapl_available"] = dev.rapl.available
+        out["rapl_reason"] = dev.rapl.reason
+        if dev.rapl.available:
+            out["counter_idle"] = counter_resolution(dev.rapl.energy_j, seconds)
+        out["idle_power_w"] = dev.idle_power_w(min(seconds, 1.0))
+    return out
+
+
+def _print_selfcheck(sc: dict[str, Any]) -> None:
+    _p("=== self-check ===")
+    for k, v in sc["versions"].items():
+        _p(f"  {k:16s} {v}")
+    if "nvml" in sc:
+        n = sc["nvml"] or {}
+        _p(f"  {'driver':16s} {n.get('driver')}  (CUDA driver API {n.get('cuda_driver')})")
+        _p(
+            f"  {'architecture':16s} {n.get('architecture')}  power limit {n.get('power_limit_w')} W"
+        )
+        _p(f"  {'power source':16s} {n.get('power_source')}")
+        if not sc["energy_counter_supported"]:
+            _p(
+                f"  ENERGY COUNTER UNSUPPORTED: {sc['nvml_reason']} -- measuring latency/memory only"
+            )
+        c = sc.get("counter_under_load")
+        if c:
+            _p(
+                f"  energy counter under load: advanced={bool(c['advanced'])}, "
+                f"{int(c['n_changes'])} changes, smallest step {c['min_step_j']:.4g} J, "
+                f"median update period {c['median_update_period_s'] * 1e3:.1f} ms, "
+                f"mean power {c['mean_power_w']:.1f} W"
+            )
+    else:
+        _p(f"  RAPL: {'available' if sc['rapl_available'] else sc['rapl_reason']}")
+    _p(f"  {'idle power':16s} {sc['idle_power_w']:.2f} W")
+
+
+def _existing_ids(data_dir: Path, platform: str) -> set[str]:
+    """config_ids with a final result (ok or oom) in ``<data_dir>/<platform>.parquet``;
+    skipped and error rows are measured again."""
+    path = data_dir / f"{platform}.parquet"
+    if not path.exists():
+        return set()
+    df = pd.read_parquet(path, columns=["config_id", "status"])
+    return set(df.loc[df["status"].isin(["ok", "oom"]), "config_id"].astype(str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m carb_lib.gpu_campaign", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--out", default=os.environ.get("OUT", "gpu_out"), help="output folder ($OUT)")
+    ap.add_argument("--device", default="cuda", help="cuda | cuda:N | cpu (testing)")
+    ap.add_argument("--platform", default=None, help="platform name (default from the device)")
+    ap.add_argument("--budget", type=float, default=480.0, help="total seconds for everything")
+    ap.add_argument("--reserve", type=float, default=60.0, help="seconds kept for writing")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--n-sample", type=int, default=None, help="sample size (default: all remaining)"
+    )
+    ap.add_argument(
+        "--data-dir", default="data", help="skip configs already in <data-dir>/<platform>.parquet"
+    )
+    ap.add_argument(
+        "--max-gflops", type=float, default=5000.0, help="compute cap (whole batch, GFLOP)"
+    )
+    ap.add_argument("--timeout", type=float, default=60.0, help="per-config wall-clock cap (s)")
+    ap.add_argument("--cooldown", type=float, default=1.0, help="GPU cool-down per config (s)")
+    ap.add_argument("--ref-every", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--noise-configs", type=int, default=10)
+    ap.add_argument("--noise-repeats", type=int, default=3)
+    ap.add_argument("--noise-max-gflops", type=float, default=50.0)
+    ap.add_argument("--selfcheck-seconds", type=float, default=2.0)
+    ap.add_argument("--quick", action="store_true", help="tiny windows (tests only)")
+    ap.add_argument("--no-progress", action="store_true")
+    a = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    deadline = t0 + a.budget
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    from carb_lib import space
+    from carb_lib.campaign import (
+        drift_summary,
+        merge_parts,
+        noise_study,
+        reference_rows,
+        run_campaign,
+    )
+    from carb_lib.profiling import Protocol, get_device
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    kw: dict[str, Any] = {"threads": a.threads, "timeout_s": a.timeout, "cooldown_s": a.cooldown}
+    if a.quick:
+        kw.update(gpu_warmup_iters=2, gpu_min_iters=5, gpu_min_window_s=0.02, cpu_warmup_iters=1,
+                  cpu_min_iters=2, cpu_min_window_s=0.01, cooldown_s=0.0, count_kernels=False)  # fmt: skip
+    protocol = Protocol(**kw)
+    dev = get_device(a.device, platform=a.platform)
+    dev.setup(protocol)
+    platform = dev.platform
+    _p(
+        f"carb gpu_campaign: platform={platform} device={a.device} budget={a.budget:.0f} s out={out}"
+    )
+
+    # 1. self-check
+    sc = selfcheck(dev, a.device, a.selfcheck_seconds)
+    sc["platform"] = platform
+    _print_selfcheck(sc)
+    (out / "selfcheck.json").write_text(json.dumps(sc, indent=2, default=str))
+
+    # 2. noise
+    noise_sum = pd.DataFrame()
+    if a.noise_configs > 0 and a.noise_repeats > 1 and left() > a.reserve + 10:
+        grid = space.paper_grid()
+        from carb_lib.features import static_features
+
+        small = grid[static_features(grid)["flops"].to_numpy() <= a.noise_max_gflops * 1e9]
+        ncfg = space.stratified_sample(small, min(a.noise_configs, len(small)), a.seed + 1)
+        _p(f"=== noise: {len(ncfg)} configs x {a.noise_repeats} repeats (spread, in-process) ===")
+        rows, noise_sum = noise_study(
+            ncfg, dev, protocol, repeats=a.noise_repeats, modes=("spread",),
+            separate_processes=False, progress=not a.no_progress,
+        )  # fmt: skip
+        rows.to_parquet(out / "noise_rows.parquet", index=False)
+        _p(noise_sum.to_string(index=False))
+
+    # 3. campaign
+    grid = space.paper_grid()
+    have = _existing_ids(Path(a.data_dir), platform)
+    remaining = grid[~grid["config_id"].isin(have)]
+    n = len(remaining) if not a.n_sample else min(a.n_sample, len(remaining))
+    sample = space.stratified_sample(remaining, n, a.seed)
+    budget = left() - a.reserve
+    _p(
+        f"=== campaign: {len(sample)} configs not yet in {a.data_dir}/{platform}.parquet "
+        f"({len(have)} there); budget {budget:.0f} s ==="
+    )
+    parts = out / "parts"
+    res = None
+    if budget > 5:
+        res = run_campaign(
+            sample, parts, dev, protocol, platform=platform, seed=a.seed,
+            ref_every=a.ref_every, time_budget_s=budget, max_gflops=a.max_gflops,
+            progress=not a.no_progress, log=_p,
+        )  # fmt: skip
+
+    # 4. write + summary
+    merged = None
+    try:
+        merged = merge_parts(
+            parts, out / f"{platform}.parquet",
+            reference_out=out / f"{platform}_reference.parquet",
+        )  # fmt: skip
+    except FileNotFoundError:
+        _p("no result parts to merge")
+    except Exception as exc:  # keep the summary even if merging fails
+        _p(f"MERGE FAILED: {type(exc).__name__}: {exc} (parts are kept in {parts})")
+
+    _p("")
+    _p("=== summary ===")
+    lines: list[tuple[str, str]] = [
+        ("platform", platform),
+        ("device", sc["versions"].get("gpu_name", getattr(dev, "_name", a.device))),
+        ("torch / cuda", f"{sc['versions']['torch']} / {sc['versions']['torch_cuda']}"),
+    ]
+    if merged is not None:
+        st = merged["status"].value_counts().to_dict()
+        lines.append(("rows by status", ", ".join(f"{k}={v}" for k, v in sorted(st.items()))))
+        ok = merged[merged["status"] == "ok"]
+        if len(ok):
+            lines.append(("median latency_cv", f"{ok['latency_cv'].median():.4f}"))
+            e_ok = ok["energy_j"].notna().mean()
+            lines.append(("rows with energy", f"{e_ok * 100:.0f}%"))
+            if ok["energy_j"].notna().any():
+                lines.append(("median avg_power_w", f"{ok['avg_power_w'].median():.1f}"))
+    if res is not None:
+        lines.append(("stopped by budget", str(res.stopped_by_budget)))
+    c = sc.get("counter_under_load") or sc.get("counter_idle")
+    if c:
+        lines.append(
+            (
+                "energy counter",
+                f"min step {c['min_step_j']:.4g} J, update period "
+                f"{c['median_update_period_s'] * 1e3:.1f} ms",
+            )  # fmt: skip
+        )
+    elif dev.kind == "cuda":
+        lines.append(("energy counter", "UNSUPPORTED: " + str(sc.get("nvml_reason"))))
+    else:
+        lines.append(("energy counter", str(sc.get("rapl_reason") or "RAPL")))
+    lines.append(("idle power", f"{sc['idle_power_w']:.2f} W"))
+    for _, r in noise_sum.iterrows():
+        lines.append(
+            (f"noise CV {r['target']}", f"median {r['median_cv']:.4f} max {r['max_cv']:.4f}")
+        )
+    d = drift_summary(reference_rows(parts)) if parts.exists() else {}
+    if d.get("n_reference", 0):
+        lines.append(("reference drift", f"{d['n_reference']} runs, last/first "
+                                          f"{d['last_over_first']:.3f}, max {d['max_abs_drift_pct']:.1f}%"))  # fmt: skip
+    lines.append(("elapsed", f"{time.perf_counter() - t0:.0f} s"))
+    w = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        _p(f"  {k:<{w}}  {v}")
+    summary = {k: v for k, v in lines}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return 0 if (merged is not None or res is None or sum(res.counts.values()) == 0) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

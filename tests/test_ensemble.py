@@ -1,0 +1,297 @@
+"""CARBRegressor (carb_lib.ensemble) on SYNTHETIC data with tiny models (1 thread)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from carb_synthetic import make_carb_synthetic
+from sklearn.base import clone
+
+from carb_lib import ensemble
+from carb_lib.ensemble import (
+    PAPER_BLEND_WEIGHTS,
+    CARBRegressor,
+    MissingTargetWarning,
+    feature_importances,
+    load_model,
+    model_matrix,
+    save_model,
+)
+
+TINY = {
+    "n_estimators_xgb": 20,
+    "max_depth_xgb": 4,
+    "learning_rate_xgb": 0.3,
+    "n_estimators_lgbm": 20,
+    "num_leaves_lgbm": 15,
+    "learning_rate_lgbm": 0.3,
+    "n_estimators_et": 20,
+    "n_estimators_regime": 20,
+    "cv": 3,
+    "n_jobs": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    df = make_carb_synthetic(700, seed=3)
+    df.index = pd.Index(np.arange(len(df)) * 3 + 100)  # not a RangeIndex: alignment matters
+    return df
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return CARBRegressor(**TINY).fit(data.iloc[:500])
+
+
+def test_fit_predict_round_trip(fitted, data):
+    test = data.iloc[500:]
+    test = test[test["status"] == "ok"]
+    pred = fitted.predict(test)
+    assert list(pred.columns) == fitted.targets_ == ["peak_mem_mib", "energy_j", "latency_ms"]
+    assert pred.index.equals(test.index)
+    assert (pred.to_numpy() > 0).all()
+    for t in fitted.targets_:
+        err = np.log(pred[t]) - np.log(test[t])
+        assert np.sqrt(np.mean(err**2)) < 0.35, t  # log-scale RMSE, tiny models
+    assert fitted.platform_ == "synthetic_gpu"
+    assert fitted.feature_set == "static"
+    assert "flops" in list(fitted.feature_names_in_)
+    assert fitted.n_train_ == int((data.iloc[:500]["status"] == "ok").sum())
+    assert set(fitted.oof_metrics_.columns) >= {"rmse_xgb", "rmse_blend_nnls", "rmse_blend_fixed"}
+    for w in fitted.blend_weights_.values():
+        assert min(w.values()) >= 0 and abs(sum(w.values()) - 1) < 1e-9
+    imp = feature_importances(fitted)
+    assert set(imp["learner"]) == {"xgb", "lgbm", "et", "blend"}
+    assert "cascade_peak_mem_mib" in set(imp[imp.target == "latency_ms"]["feature"])
+
+
+def test_fit_X_y_matches_fit_frame(data):
+    train = data.iloc[:300]
+    train = train[train["status"] == "ok"]
+    y = train[["peak_mem_mib", "latency_ms"]].reset_index(drop=True)
+    X = train.drop(columns=["peak_mem_mib", "energy_j", "latency_ms"])
+    params = {**TINY, "targets": ("peak_mem_mib", "latency_ms")}
+    a = CARBRegressor(**params).fit(X, y).predict(X)
+    b = CARBRegressor(**params).fit(train).predict(X)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_get_params_clone_set_params(fitted):
+    params = fitted.get_params()
+    assert params["targets"] == ("peak_mem_mib", "energy_j", "latency_ms")
+    assert {k: params[k] for k in TINY} == TINY  # fit left the parameters alone
+    c = clone(fitted)
+    assert c.get_params() == params
+    assert not hasattr(c, "models_")
+    c.set_params(blend="fixed", regime_shrink=0.5)
+    assert c.blend == "fixed" and c.regime_shrink == 0.5
+    with pytest.raises(ValueError, match="blend"):
+        CARBRegressor(blend="median").fit(pd.DataFrame({"batch": [1], "family": ["resnet"]}))
+
+
+def test_cascade_inputs_are_out_of_fold(data):
+    """Memory is pure noise: in-sample predictions memorise it, OOF predictions cannot.
+
+    If the cascade inputs were in-sample, the stored training inputs would track the noise
+    (corr ~ 1) and the latency model, whose target here *is* the memory noise, would lean on
+    them; with OOF inputs neither happens.
+    """
+    rng = np.random.default_rng(0)
+    df = data[data["status"] == "ok"].iloc[:450].copy()
+    noise = np.exp(rng.normal(5.0, 1.0, len(df)))
+    df["peak_mem_mib"] = noise
+    df["latency_ms"] = 2.0 * noise
+    model = CARBRegressor(**{**TINY, "targets": ("peak_mem_mib", "latency_ms")}).fit(df)
+    y = np.log1p(noise)
+    cascade_in = model.cascade_train_inputs_["peak_mem_mib"].to_numpy()
+    in_sample = np.log1p(model.predict(df)["peak_mem_mib"].to_numpy())
+    assert np.corrcoef(in_sample, y)[0, 1] > 0.9  # the refit models memorise the noise
+    assert abs(np.corrcoef(cascade_in, y)[0, 1]) < 0.3  # ... the cascade inputs do not
+    assert model.cascade_train_inputs_.index.equals(df.index)
+    np.testing.assert_array_equal(cascade_in, model.oof_predictions_["peak_mem_mib"].to_numpy())
+    # OOF errors of the downstream target stay at the noise level (no leak to exploit)
+    assert model.oof_metrics_.loc["latency_ms", "rmse_final"] > 0.7
+
+
+def test_regime_correction_only_for_small_batches(data):
+    df = data[data["status"] == "ok"].iloc[:400]
+    model = CARBRegressor(**{**TINY, "cascade": False, "targets": ("latency_ms",)}).fit(df)
+    assert model.regime_models_["latency_ms"] is not None
+    X = model_matrix(df).to_numpy(np.float32)
+    blend = sum(w * model.models_["latency_ms"][k].predict(X)
+                for k, w in model.blend_weights_["latency_ms"].items())
+    got = np.log1p(model.predict(df)["latency_ms"].to_numpy())
+    small = (df["batch"] <= 8).to_numpy()
+    np.testing.assert_allclose(got[~small], blend[~small], rtol=1e-6)
+    corr = model.regime_models_["latency_ms"].predict(X[small])
+    np.testing.assert_allclose(got[small], blend[small] + 0.9 * corr, rtol=1e-6)
+
+
+def test_fixed_blend_uses_paper_weights(data):
+    df = data[data["status"] == "ok"].iloc[:200]
+    model = CARBRegressor(**{**TINY, "blend": "fixed"}).fit(df)
+    for t, w in PAPER_BLEND_WEIGHTS.items():
+        assert model.blend_weights_[t] == pytest.approx(w)
+
+
+def test_interval_coverage_with_known_noise():
+    """Log-normal noise (sigma 0.3) dominates the model error: coverage ~ nominal."""
+    df = make_carb_synthetic(2600, seed=11, noise_sigma=0.3, oom_mib=1e12)
+    train, test = df.iloc[:1300], df.iloc[1300:]
+    model = CARBRegressor(**{**TINY, "cv": 5}).fit(train)
+    iv = model.predict_interval(test, coverage=0.9)
+    assert list(iv.columns) == [f"{t}{s}" for t in model.targets_ for s in ("", "_lo", "_hi")]
+    narrow = model.predict_interval(test, coverage=0.5)
+    for t in model.targets_:
+        inside = (test[t] >= iv[f"{t}_lo"]) & (test[t] <= iv[f"{t}_hi"])
+        assert 0.85 <= inside.mean() <= 0.95, (t, inside.mean())
+        assert (iv[f"{t}_lo"] <= iv[t]).all() and (iv[t] <= iv[f"{t}_hi"]).all()
+        assert ((narrow[f"{t}_hi"] - narrow[f"{t}_lo"]) < (iv[f"{t}_hi"] - iv[f"{t}_lo"])).all()
+        assert model.conformal_q_[t]["all"] == pytest.approx(
+            ensemble._conformal_quantile(model.conformal_scores_[t]["all"], 0.9))
+    with pytest.raises(ValueError, match="coverage"):
+        model.predict_interval(test, coverage=1.5)
+
+
+def test_save_load_and_mismatch_errors(fitted, data, tmp_path, monkeypatch):
+    path = save_model(fitted, tmp_path / "carb.joblib")
+    meta = json.loads((tmp_path / "carb.joblib.json").read_text())
+    assert meta["platform"] == "synthetic_gpu" and meta["feature_set"] == "static"
+    assert meta["training_data_hash"] == fitted.training_data_hash_
+    assert set(meta["versions"]) >= {"scikit-learn", "xgboost", "lightgbm", "carb_lib"}
+    test = data.iloc[500:520]
+    loaded = load_model(path, expected_features=fitted.feature_names_in_,
+                        expected_platform="synthetic_gpu")
+    pd.testing.assert_frame_equal(loaded.predict(test), fitted.predict(test))
+    load_model(path, expected_features=fitted.base_features_)  # model-matrix names work too
+
+    with pytest.raises(ValueError, match=r"only in expected: \['sm_util_pct'\]"):
+        load_model(path, expected_features=list(fitted.feature_names_in_) + ["sm_util_pct"])
+    with pytest.raises(ValueError, match="platform 'synthetic_gpu', expected 'h200'"):
+        load_model(path, expected_platform="h200")
+    monkeypatch.setattr(ensemble, "_current_base_features", lambda fs: ["flops", "batch"])
+    with pytest.raises(ValueError, match="no longer builds"):
+        load_model(path)
+    monkeypatch.undo()
+    meta["feature_set"] = "static+telemetry"
+    (tmp_path / "carb.joblib.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="disagrees .* 'feature_set'"):
+        load_model(path)
+    with pytest.raises(FileNotFoundError):
+        load_model(tmp_path / "nope.joblib")
+
+
+def test_missing_feature_names_column_and_row(fitted, data):
+    test = data.iloc[500:510].copy()
+    test["flops"] = test["flops"].astype(float)
+    test.loc[test.index[3], "flops"] = np.nan
+    with pytest.raises(ValueError, match=rf"'flops' is missing .* row {test.index[3]}.*config_id="):
+        fitted.predict(test)
+    with pytest.raises(ValueError, match="'params' is absent"):
+        fitted.predict(data.iloc[500:510].drop(columns=["params"]))
+    bad = data.iloc[:50].copy()
+    bad["depth"] = bad["depth"].astype(float)
+    bad.loc[bad.index[0], "depth"] = np.nan
+    with pytest.raises(ValueError, match=rf"'depth' is missing .* row {bad.index[0]}"):
+        CARBRegressor(**TINY).fit(bad)
+    cpu = data[data["status"] == "ok"].drop(columns=["sm_util_pct"])
+    with pytest.raises(ValueError, match="'sm_util_pct' is absent.*telemetry"):
+        CARBRegressor(**{**TINY, "feature_set": "static+telemetry"}).fit(cpu)
+
+
+def test_missing_target_is_skipped_with_warning(data):
+    cpu = data[data["status"] == "ok"].iloc[:200].assign(energy_j=np.nan)
+    with pytest.warns(MissingTargetWarning, match="'energy_j' is all-NaN"):
+        model = CARBRegressor(**TINY).fit(cpu)
+    assert model.targets_ == ["peak_mem_mib", "latency_ms"]
+    assert model.skipped_targets_ == ["energy_j"]
+    assert list(model.predict(cpu).columns) == ["peak_mem_mib", "latency_ms"]
+    # the cascade goes on without the skipped target
+    assert model.model_features_["latency_ms"][-1] == "cascade_peak_mem_mib"
+    with pytest.warns(MissingTargetWarning, match="'energy_j' is absent"):
+        CARBRegressor(**TINY).fit(cpu.drop(columns=["energy_j"]))
+    sparse = cpu.assign(energy_j=[1.0] * 3 + [np.nan] * (len(cpu) - 3))
+    with pytest.warns(MissingTargetWarning, match="'energy_j' has only 3 value"):
+        CARBRegressor(**{**TINY, "targets": ("peak_mem_mib", "energy_j")}).fit(sparse)
+    with pytest.raises(ValueError, match="none of the targets"), pytest.warns(MissingTargetWarning):
+        CARBRegressor(**{**TINY, "targets": ("energy_j",)}).fit(cpu)
+
+
+def test_non_ok_rows_dropped_with_warning(data):
+    df = data[data["status"] == "ok"].iloc[:200].copy()
+    df.loc[df.index[:5], "status"] = "error"
+    with pytest.warns(UserWarning, match="dropping 5 of 200"):
+        model = CARBRegressor(**{**TINY, "targets": ("peak_mem_mib",)}).fit(df)
+    assert model.n_train_ == 195
+
+
+def test_model_matrix_mixed_families():
+    df = pd.DataFrame({
+        "family": ["resnet", "nb201"],
+        "block": ["bottleneck", None],
+        "depth": [50, np.nan],
+        "width": [1.0, np.nan],
+        "early_downsample": [True, None],
+        "arch": [None, "|nor_conv_3x3~0|+|skip_connect~0|nor_conv_3x3~1|+|none~0|avg_pool_3x3~1|nor_conv_1x1~2|"],
+        "resolution": [64, 32],
+        "batch": [8, 2],
+        "precision": ["fp16", "fp32"],
+        "num_classes": [1000, 10],
+        **{c: [1e6, 2e5] for c in ensemble.STATIC_FEATURES},
+    })
+    mm = model_matrix(df)
+    assert mm.loc[0, "block_bottleneck"] == 1 and mm.loc[0, "precision_fp16"] == 1
+    assert mm.loc[1, "depth"] == -1 and mm.loc[1, "family_nb201"] == 1
+    assert mm.loc[1, "nb201_n_nor_conv_3x3"] == 2 and mm.loc[1, "nb201_n_none"] == 1
+    assert mm.loc[0, ["nb201_n_skip_connect", "nb201_n_avg_pool_3x3"]].tolist() == [0, 0]
+    assert list(mm.columns) == ensemble._current_base_features("static")
+    with pytest.raises(ValueError, match="'arch' is missing .* row 1"):
+        model_matrix(df.assign(arch=[None, None]))
+    with pytest.raises(ValueError, match="'precision' has unknown value 'bf16'"):
+        model_matrix(df.assign(precision=["bf16", "fp32"]))
+
+
+def test_array_mode_for_generic_data():
+    rng = np.random.default_rng(0)
+    X = rng.random((120, 4))
+    y = np.exp(X @ [1.0, 2.0, 0.0, 0.5])
+    model = CARBRegressor(**TINY).fit(X, y)
+    pred = model.predict(X)
+    assert pred.shape == (120,) and model.input_mode_ == "array"
+    assert model.score(X, y) > 0.8
+    Y = np.column_stack([y, 2 * y])
+    assert CARBRegressor(**TINY).fit(X, Y).predict(X).shape == (120, 2)
+
+
+def test_cli_fit_and_predict(tmp_path):
+    from typer.testing import CliRunner
+
+    from carb_lib.cli import app
+
+    data = make_carb_synthetic(300, seed=2, energy=False, telemetry=False, platform="synthetic_cpu")
+    data.to_parquet(tmp_path / "synthetic_cpu.parquet")
+    configs = data[["family", "block", "depth", "width", "early_downsample", "resolution", "batch",
+                    "precision", "num_classes"]].head(20)
+    configs.to_csv(tmp_path / "configs.csv", index=False)  # no static features: computed
+    runner = CliRunner()
+    res = runner.invoke(app, ["fit", "--data", str(tmp_path / "synthetic_cpu.parquet"),
+                              "--out", str(tmp_path / "m.joblib"), "--quick"])
+    assert res.exit_code == 0, res.output
+    assert "skipped ['energy_j']" in res.output and "platform synthetic_cpu" in res.output
+    res = runner.invoke(app, ["predict", "--model", str(tmp_path / "m.joblib"), "--configs",
+                              str(tmp_path / "configs.csv"), "--out", str(tmp_path / "p.csv"),
+                              "--coverage", "0.8"])
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(tmp_path / "p.csv")
+    assert len(pred) == 20 and {"flops", "latency_ms", "latency_ms_lo", "peak_mem_mib_hi"} <= set(pred)
+    assert "energy_j" not in pred
+    res = runner.invoke(app, ["fit", "--data", str(tmp_path / "nope.parquet"), "--out",
+                              str(tmp_path / "x.joblib")])
+    assert res.exit_code == 1 and "no such file" in res.output

@@ -1,0 +1,79 @@
+"""Run notebook 03 (CARB) on its SYNTHETIC demo through the reproduce runner (quick profile)."""
+
+from __future__ import annotations
+
+import nbformat
+import pandas as pd
+import pytest
+import yaml
+
+from carb_lib.record import read_glued
+from carb_lib.reproduce import load_runs, run_profile
+
+NOTEBOOK = "notebooks/03_carb.ipynb"
+
+
+@pytest.mark.slow
+def test_notebook_03_quick_synthetic(tmp_path):
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    # rows of other notebooks / other platforms must survive the merge; ours is replaced
+    pd.DataFrame([
+        {"claim_id": "divergence_energy_latency", "claim": "other notebook", "paper_value": 3.0,
+         "our_value": 2.0, "platform": "synthetic_gpu", "n": 10, "testable": True, "reason": "x"},
+        {"claim_id": "carb_r2_latency_ms", "claim": "stale", "paper_value": 0.992,
+         "our_value": -1.0, "platform": "synthetic_cpu", "n": 1, "testable": True, "reason": "old"},
+    ]).to_csv(out / "results/claims_synthetic.csv", index=False)
+    runs = tmp_path / "runs.yaml"
+    params = {"quick": True, "dataset": str(tmp_path / "absent.parquet"), "synthetic_demo": False,
+              "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results"}
+    runs.write_text(yaml.safe_dump(
+        {"profiles": {"quick": [{"notebook": NOTEBOOK, "parameters": params}]}}))
+    summary = run_profile("quick", runs_file=runs, run_dir=tmp_path / "runs", out_root=out)
+    rec = summary["03_carb"]
+    assert rec == read_glued(tmp_path / "runs" / "03_carb.ipynb")
+    assert rec["synthetic"] is True  # the dataset is absent: SYNTHETIC demo
+    assert rec["platforms"] == ["synthetic_cpu", "synthetic_gpu"]
+    assert rec["synthetic_cpu/targets"] == ["peak_mem_mib", "latency_ms"]  # no energy on CPU
+    assert rec["synthetic_gpu/targets"] == ["peak_mem_mib", "energy_j", "latency_ms"]
+    assert rec["synthetic_cpu/r2/energy_j"] is None
+    assert rec["synthetic_cpu/coverage/energy_j"] is None
+    for p in rec["platforms"]:
+        for t in rec[f"{p}/targets"]:
+            assert rec[f"{p}/r2_log/{t}"] > 0.95, (p, t)
+            assert rec[f"{p}/r2/{t}"] > rec[f"{p}/b1_r2/{t}"], (p, t)  # beats FLOPs-only
+            assert 0.75 <= rec[f"{p}/coverage/{t}"] <= 1.0, (p, t)
+            assert rec[f"{p}/blend_winner/{t}"] in ("nnls", "fixed")
+            assert rec[f"{p}/lobto_r2/{t}"] is not None
+    assert rec["n_claims"] == 26
+    # energy claims are not testable on the CPU-like platform (no energy measured)
+    assert rec["n_claims_testable"]["synthetic_cpu"] < rec["n_claims_testable"]["synthetic_gpu"]
+
+    assert not (out / "results/claims.csv").exists()  # synthetic never reaches claims.csv
+    claims = pd.read_csv(out / "results/claims_synthetic.csv")
+    assert "divergence_energy_latency" in set(claims["claim_id"])
+    mine = claims[(claims.claim_id == "carb_r2_latency_ms") & (claims.platform == "synthetic_cpu")]
+    assert len(mine) == 1 and mine["our_value"].iloc[0] > 0.5
+    assert mine["reason"].iloc[0].startswith("SYNTHETIC")
+    e_cpu = claims[(claims.claim_id == "carb_r2_energy_j") & (claims.platform == "synthetic_cpu")]
+    assert not e_cpu["testable"].iloc[0]
+    for name in ("metrics", "blend_winner", "blend_weights", "oof_metrics", "interval_coverage",
+                 "feature_importance", "lobto", "lodo", "claims"):
+        assert (out / f"results/carb/{name}_synthetic.csv").exists(), name
+    figs = {p.name for p in (out / "figures").glob("*.png")}
+    assert "03_pred_vs_measured_synthetic_gpu_energy_j_synthetic.png" in figs
+    assert "03_feature_importance_synthetic_cpu_latency_ms_synthetic.png" in figs
+    assert all(f.endswith("_synthetic.png") for f in figs)
+
+
+def test_notebook_03_is_in_both_profiles_with_known_parameters(repo_root):
+    nb = nbformat.read(str(repo_root / NOTEBOOK), as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    names = {line.split("=")[0].strip() for line in cell.source.splitlines()
+             if "=" in line and not line.startswith("#")}
+    assert {"dataset", "platform", "feature_set", "fig_dir", "results_dir", "quick",
+            "synthetic_demo"} <= names
+    for profile in ("quick", "full"):
+        (run,) = [r for r in load_runs(profile) if r.name == "03_carb"]
+        assert set(run.parameters) <= names, (profile, set(run.parameters) - names)
+        assert run.parameters["quick"] is (profile == "quick")
