@@ -1,0 +1,46 @@
+"""Run notebook 02 (cross-platform transfer) with its quick profile and check what it records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from carb_lib.record import read_glued
+from carb_lib.reproduce import run_profile
+
+SHIPPED = Path(__file__).resolve().parents[1] / "data/external/help_nb201.parquet"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHIPPED.exists(), reason="HELP parquet not converted")
+def test_notebook_02_quick(tmp_path):
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    # another notebook's claim row must survive the merge
+    pd.DataFrame([{"claim_id": "other_claim", "claim": "x", "paper_value": 1.0, "our_value": 1.0,
+                   "platform": "h200", "n": 1, "testable": True, "reason": ""}]).to_csv(
+        out / "results/claims.csv", index=False)
+    summary = run_profile("quick", only=["02_transfer"], run_dir=tmp_path / "runs",
+                          out_root=out)
+    rec = summary["02_transfer"]
+    assert rec == read_glued(tmp_path / "runs/02_transfer.ipynb")
+    assert rec["n_platforms"] >= 11 and rec["n_settings"] >= 19
+    assert 0.5 < rec["fewshot_spearman_k10_mean"] <= 1.0
+    assert rec["fewshot_spearman_k10_mean"] > rec["flops_spearman_mean"]
+    assert rec["help_reported_spearman_k10_mean"] == 0.932
+    assert set(rec["fewshot_spearman_k10_by_setting"]) >= {"help_titanx@b256", "help_pixel3@b1"}
+    assert 0.8 < rec["pairwise_specific_spearman_mean"] <= 1.0
+    assert rec["slope_n_pairs"] == rec["n_settings"] * (rec["n_settings"] - 1)
+    for name in ("02_transfer_matrix_spearman", "02_transfer_slopes", "02_fewshot_spearman",
+                 "02_fewshot_mape", "02_fewshot_vs_help"):
+        assert (out / f"figures/{name}.png").exists() and (out / f"figures/{name}.pdf").exists()
+    for name in ("pairwise", "slopes", "fewshot_summary", "help_comparison", "inventory"):
+        assert (out / f"results/transfer/{name}.csv").exists()
+    claims = pd.read_csv(out / "results/claims.csv")
+    assert "other_claim" in set(claims["claim_id"])
+    ours = claims[claims["claim_id"].str.startswith("help_")]
+    assert len(ours) == 5 and ours["paper_value"].notna().all() and ours["our_value"].notna().all()
+    assert (ours.set_index("claim_id").at["help_fewshot_spearman_k10_mean", "paper_value"]
+            == 0.932)
