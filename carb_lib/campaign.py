@@ -628,10 +628,21 @@ def measure_in_subprocess(
     timeout_s: float = 900.0,
 ) -> dict[str, Any]:
     """Run :func:`run_one` in a fresh Python process and return its row."""
+    return measure_many_in_subprocess([config_row], device, protocol, platform, timeout_s)[0]
+
+
+def measure_many_in_subprocess(
+    config_rows: list[Mapping[str, Any]],
+    device: str = "cpu",
+    protocol: Protocol | None = None,
+    platform: str | None = None,
+    timeout_s: float = 900.0,
+) -> list[dict[str, Any]]:
+    """Run :func:`run_one` on each config, in order, in ONE fresh Python process; its rows."""
     protocol = protocol or Protocol()
     cmd = [
         sys.executable, "-m", "carb_lib.campaign", "one",
-        "--config", json.dumps(dict(config_row), default=_json_default),
+        "--config", json.dumps([dict(r) for r in config_rows], default=_json_default),
         "--device", device,
         "--protocol", json.dumps(protocol.to_dict()),
     ]  # fmt: skip
@@ -645,8 +656,12 @@ def measure_in_subprocess(
         raise RuntimeError(
             f"measurement subprocess failed ({proc.returncode}): {proc.stderr[-2000:]}"
         )
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]
-    return json.loads(line)
+    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if len(rows) != len(config_rows):
+        raise RuntimeError(
+            f"measurement subprocess returned {len(rows)} rows for {len(config_rows)} configs"
+        )
+    return rows
 
 
 def noise_study(
@@ -660,6 +675,7 @@ def noise_study(
     platform: str | None = None,
     spread_gap_s: float = 0.0,
     progress: bool = True,
+    spread_process_per_round: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Re-measure each config ``repeats`` times and report the spread per target.
 
@@ -669,6 +685,9 @@ def noise_study(
     ``separate_processes`` every measurement is a fresh Python process
     (:func:`measure_in_subprocess`), so process-level state (allocator, thread pools, cuDNN
     handles) is not shared; otherwise they run in this process (a GPU self-check does this).
+    ``spread_process_per_round`` runs each spread round (all configs, in order) in one fresh
+    process instead: repeats of a config are still in separate processes, at a fraction of the
+    start-up cost, so that many configs can be studied.
 
     Returns
     -------
@@ -696,10 +715,18 @@ def noise_study(
     if not separate_processes:
         dev = get_device(device, platform=platform)
     rows = []
+    batched: dict[int, dict[str, Any]] = {}  # spread rows measured one process per round
     for seq, (mode, i, r) in enumerate(tqdm(plan, desc="noise", disable=not progress)):
         if mode == "spread" and spread_gap_s > 0 and r > 0 and i == 0:
             time.sleep(spread_gap_s)
-        if separate_processes:
+        if mode == "spread" and separate_processes and spread_process_per_round:
+            if i == 0:
+                batched = dict(enumerate(
+                    measure_many_in_subprocess(cfg_rows, device, protocol, platform,
+                                               timeout_s=900.0 * len(cfg_rows))
+                ))
+            row = batched[i]
+        elif separate_processes:
             row = measure_in_subprocess(cfg_rows[i], device, protocol, platform)
         else:
             row = run_one(cfg_rows[i], dev, protocol)
@@ -731,7 +758,8 @@ def noise_summary(rows: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------
 def _main(argv: list[str] | None = None) -> int:
     """``python -m carb_lib.campaign one --config JSON [--device D] [--protocol JSON]``:
-    measure one config and print its row as JSON (used by :func:`measure_in_subprocess`)."""
+    measure one config (a JSON object) or several in order (a JSON list) and print one JSON row
+    per line (used by :func:`measure_in_subprocess` / :func:`measure_many_in_subprocess`)."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m carb_lib.campaign")
@@ -744,8 +772,9 @@ def _main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     protocol = Protocol(**json.loads(a.protocol))
     dev = get_device(a.device, platform=a.platform)
-    row = run_one(json.loads(a.config), dev, protocol)
-    print(json.dumps(row, default=_json_default), flush=True)
+    cfg = json.loads(a.config)
+    for c in cfg if isinstance(cfg, list) else [cfg]:
+        print(json.dumps(run_one(c, dev, protocol), default=_json_default), flush=True)
     return 0
 
 

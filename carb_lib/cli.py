@@ -190,6 +190,7 @@ def noise(
     threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads."),
     in_process: bool = typer.Option(False, "--in-process", help="Measure in this process instead of one fresh process per measurement."),
     spread_gap: float = typer.Option(0.0, "--spread-gap", help="Idle seconds between the rounds of the spread mode."),
+    round_process: bool = typer.Option(False, "--round-process", help="Spread mode: one fresh process per round (all configs) instead of per measurement."),
 ) -> None:
     """Re-measure M configs K times (separate processes; back to back and spread); CV per target."""
     from carb_lib.campaign import noise_study, sample_configs
@@ -199,7 +200,7 @@ def noise(
     rows, summary = noise_study(
         df, device, Protocol(threads=threads), repeats=repeats,
         modes=tuple(mode or ("back_to_back", "spread")), separate_processes=not in_process,
-        platform=platform, spread_gap_s=spread_gap,
+        platform=platform, spread_gap_s=spread_gap, spread_process_per_round=round_process,
     )
     out.mkdir(parents=True, exist_ok=True)
     rows.to_parquet(out / "noise_rows.parquet", index=False)
@@ -305,11 +306,12 @@ def fit(
     platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
     quick: bool = typer.Option(False, "--quick", help="Small models (50 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
+    preset: str = typer.Option("paper", "--preset", help="Model size: paper (the paper's, slow) | fast (screening; see carb_lib.ensemble.PRESETS). Ignored with --quick."),
 ) -> None:
     """Fit CARB on a measured dataset and save it (one model per platform)."""
     import warnings
 
-    from carb_lib.ensemble import CARBRegressor, save_model
+    from carb_lib.ensemble import PRESETS, CARBRegressor, save_model
     from carb_lib.evaluation import QUICK_PARAMS, prepare_dataset
 
     try:
@@ -319,7 +321,9 @@ def fit(
             if len(plats) > 1:
                 raise ValueError(f"{data} holds several platforms {plats}: choose one with --platform")
         df = prepare_dataset(raw, platform)
-        params = dict(QUICK_PARAMS) if quick else {"n_jobs": n_jobs}
+        if preset not in PRESETS:
+            raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
+        params = dict(QUICK_PARAMS) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = CARBRegressor(feature_set=feature_set, **params).fit(df)
@@ -331,7 +335,8 @@ def fit(
         raise typer.Exit(1) from exc
     typer.echo(
         f"wrote {out} (+ {out.name}.json): platform {model.platform_}, targets {model.targets_}, "
-        f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}"
+        f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}, "
+        f"preset {'quick' if quick else preset}"
     )
 
 

@@ -207,3 +207,14 @@ def test_gpu_script_runs_on_cpu_with_tiny_budget(tmp_path, capsys):
     assert (df["status"] == "ok").sum() >= 1
     assert set(df["status"]) <= {"ok", "skipped", "error", "oom"}
     assert (out / "selfcheck.json").exists() and (out / "noise_rows.parquet").exists()
+
+
+def test_noise_spread_one_process_per_round(small_configs):
+    """Spread rounds in one fresh process each: every config measured once per round."""
+    rows, summary = cp.noise_study(small_configs.head(2), "cpu", FAST, repeats=2,
+                                   modes=("spread",), progress=False,
+                                   spread_process_per_round=True)  # fmt: skip
+    assert len(rows) == 4 and (rows["status"] == "ok").all()
+    assert rows.groupby("config_id")["repeat"].apply(sorted).tolist() == [[0, 1], [0, 1]]
+    assert list(rows["config_id"][:2]) == list(rows["config_id"][2:])  # same order per round
+    assert summary.set_index("target").loc["latency_ms", "n_configs"] == 2
