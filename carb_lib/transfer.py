@@ -51,6 +51,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from carb_lib.claims import CLAIM_COLUMNS
+
 SETTING = "setting"
 METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "target_only", "flops")
 DEFAULT_METHOD = "blend"
@@ -109,11 +111,14 @@ def arch_keys(df: pd.DataFrame) -> pd.Series:
     parts = []
     for c in cols:
         s = df[c]
+        missing = s.isna().to_numpy()  # a column of another family (rows of mixed families)
         if pd.api.types.is_bool_dtype(s):
-            s = s.map({True: "1", False: "0"})
+            s = s.astype(object).map({True: "1", False: "0"})
         elif pd.api.types.is_numeric_dtype(s):
             s = s.astype(np.float64).map(lambda v: format(v, ".6g"))
-        parts.append(s.astype(str))
+        s = s.astype(object).astype(str)
+        s[missing] = "-"
+        parts.append(s)
     key = parts[0]
     for p in parts[1:]:
         key = key + "|" + p
@@ -715,8 +720,7 @@ def claim_rows(comparison: pd.DataFrame, summary: pd.DataFrame, k: int = 10) -> 
                      "n": n_dev if group in ("mean over devices", "FLOPs alone")
                      else len([d for d in str(r["our_devices"]).split(", ") if d]),
                      "testable": ok, "reason": why if ok else "no device of this kind in data"})
-    return pd.DataFrame(rows, columns=["claim_id", "claim", "paper_value", "our_value",
-                                       "platform", "n", "testable", "reason"])
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], results_dir: str | Path) -> list[Path]:

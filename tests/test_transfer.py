@@ -150,3 +150,19 @@ def test_cli_transfer_round_trip(tmp_path):
         str(tmp_path / "bad.csv"), "--query", str(tmp_path / "query.csv"), "--out", str(out),
     ])
     assert res.exit_code == 1 and "row 3: column 'latency_ms' value -1.0" in res.output
+
+
+def test_arch_keys_with_mixed_families_have_no_missing_parts():
+    """Rows of two families (NaN in the other family's columns) still get distinct keys."""
+    from carb_lib.transfer import arch_keys
+
+    df = pd.DataFrame({
+        "family": ["resnet", "nb201", "nb201"],
+        "block": ["basic", None, None],
+        "early_downsample": pd.array([True, pd.NA, pd.NA], dtype="boolean"),
+        "width": [0.5, np.nan, np.nan],
+        "arch": [None, "|a~0|", "|b~0|"],
+        "resolution": [32, 32, 32],
+    })
+    keys = arch_keys(df)
+    assert keys.notna().all() and keys.nunique() == 3
