@@ -214,6 +214,17 @@ def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None) 
 
 def _finish(units: pd.DataFrame, batch: np.ndarray, precision: pd.Series) -> pd.DataFrame:
     """Scale per-sample units to the batch and the precision's element size."""
+    return _scale_units(units, batch, _bytes_per_element(precision))
+
+
+def _bytes_per_element(precision: pd.Series) -> np.ndarray:
+    """Bytes per element of every row's ``precision``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the first row whose precision is unknown or missing.
+    """
     codes, uniq = pd.factorize(precision)
     table = np.array([BYTES_PER_ELEMENT.get(u, np.nan) for u in uniq] + [np.nan], dtype=float)
     bpe = table[codes]  # code -1 (missing) -> the trailing NaN
@@ -224,6 +235,12 @@ def _finish(units: pd.DataFrame, batch: np.ndarray, precision: pd.Series) -> pd.
             f"row {precision.index[i]!r}: precision={precision.iloc[i]!r} is unknown; "
             f"valid values: {list(BYTES_PER_ELEMENT)}"
         )
+    return bpe
+
+
+def _scale_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray) -> pd.DataFrame:
+    """The static feature columns from per-sample ``units`` (counts, ``macs``, ``params``,
+    ``act_elems``, ``peak_elems``), the batch size and the bytes per element of every row."""
     b = batch.astype(np.float64)
     out = pd.DataFrame(index=units.index)
     for c in ("n_conv", "n_bn", "n_act", "n_fc", "max_channels"):
@@ -334,13 +351,39 @@ def measured_features(config, model=None) -> dict[str, int]:
         from carb_lib.nb201 import measured_nb201_features
 
         return measured_nb201_features(config, model=model)
+    if model is None:
+        model = meta_model(config)
+    return measure_meta_model(model, config, [m for m in model.modules()
+                                              if len(list(m.children())) == 0])
+
+
+def measure_meta_model(model, config, hooked) -> dict[str, int]:
+    """Run ``model`` (on the ``meta`` device) once on ``config``'s input and count.
+
+    FLOPs with ``FlopCounterMode``; parameters by counting; forward hooks on the ``hooked``
+    modules count conv, BN, ReLU and linear calls, the widest conv output (``max_channels``)
+    and the bytes of every hooked module's output (``activation_bytes``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``config``'s network on the ``meta`` device at the config's precision.
+    config
+        A config with ``batch``, ``resolution`` and ``precision``.
+    hooked : iterable of torch.nn.Module
+        The modules whose calls and outputs count (e.g. every leaf module).
+
+    Returns
+    -------
+    dict
+        ``n_conv``, ``n_bn``, ``n_act``, ``n_fc``, ``max_channels``, ``flops``, ``params``,
+        ``param_bytes``, ``activation_bytes``.
+    """
     import torch
     from torch import nn
     from torch.utils.flop_counter import FlopCounterMode
 
     dtype = torch.float16 if config.precision == "fp16" else torch.float32
-    if model is None:
-        model = meta_model(config)
     kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "bn", nn.ReLU: "act", nn.Linear: "fc"}
     counts = {"conv": 0, "bn": 0, "act": 0, "fc": 0}
     totals = {"activation_bytes": 0, "max_channels": 0}
@@ -353,8 +396,7 @@ def measured_features(config, model=None) -> dict[str, int]:
             totals["max_channels"] = max(totals["max_channels"], int(output.shape[1]))
         totals["activation_bytes"] += output.numel() * output.element_size()
 
-    handles = [m.register_forward_hook(hook) for m in model.modules()
-               if len(list(m.children())) == 0]
+    handles = [m.register_forward_hook(hook) for m in hooked]
     x = torch.empty(config.batch, 3, config.resolution, config.resolution, dtype=dtype,
                     device="meta")
     try:
@@ -427,5 +469,5 @@ _register()
 
 __all__ = [
     "STATIC_FEATURE_COLUMNS", "EXACT_COLUMNS", "static_features", "with_static_features",
-    "measured_features", "compare_features", "resnet_static_features",
+    "measured_features", "measure_meta_model", "compare_features", "resnet_static_features",
 ]

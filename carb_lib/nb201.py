@@ -35,7 +35,6 @@ edges; 0 if no such path exists).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
@@ -47,7 +46,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.space import BYTES_PER_ELEMENT, PRECISIONS, ConfigError, Family, register_family
+from carb_lib.space import (
+    PRECISIONS,
+    ConfigError,
+    Family,
+    _check_int,
+    _hash,
+    register_family,
+)
 
 FAMILY = "nb201"
 #: Operations of the NAS-Bench-201 space, in the benchmark's order.
@@ -186,14 +192,6 @@ def edge_encoding(archs: pd.Series) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- config
-def _check_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            return int(value)
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
-    return int(value)
-
-
 def nb201_config_id(
     arch: str, resolution: int = RESOLUTION, batch: int = 1, precision: str = "fp32",
     num_classes: int = NUM_CLASSES,
@@ -204,7 +202,7 @@ def nb201_config_id(
          "precision": precision, "num_classes": int(num_classes)},
         sort_keys=True, separators=(",", ":"),
     )
-    return hashlib.sha1(canonical.encode()).hexdigest()[:16]
+    return _hash(canonical)
 
 
 @dataclass(frozen=True)
@@ -607,27 +605,14 @@ def nb201_static_features(df: pd.DataFrame) -> pd.DataFrame:
     table = np.array(rows, dtype=np.float64).reshape(len(uniques), len(UNIT_COLUMNS))
     units = pd.DataFrame(table[codes], columns=list(UNIT_COLUMNS), index=idx)
 
-    precision = col("precision", "fp32")
-    bpe = precision.map(BYTES_PER_ELEMENT).to_numpy(dtype=np.float64)
-    if np.isnan(bpe).any():
-        i = int(np.flatnonzero(np.isnan(bpe))[0])
-        raise ConfigError(f"row {idx[i]!r}: precision={precision.iloc[i]!r} is unknown; "
-                          f"valid values: {list(BYTES_PER_ELEMENT)}")
+    from carb_lib.features import _bytes_per_element, _scale_units  # lazy: import cycle
+
+    bpe = _bytes_per_element(col("precision", "fp32"))
     batch = col("batch", 1).to_numpy(dtype=np.float64)
     if (batch < 1).any() or not np.all(np.mod(batch, 1) == 0):
         i = int(np.flatnonzero((batch < 1) | (np.mod(batch, 1) != 0))[0])
         raise ConfigError(f"row {idx[i]!r}: batch={batch[i]!r} must be an integer >= 1")
-    out = pd.DataFrame(index=idx)
-    for c in ("n_conv", "n_bn", "n_act", "n_fc", "max_channels"):
-        out[c] = units[c].to_numpy().astype(np.int64)
-    out["flops"] = (2.0 * units["macs"].to_numpy() * batch).astype(np.int64)
-    out["params"] = units["params"].to_numpy().astype(np.int64)
-    out["param_bytes"] = (units["params"].to_numpy() * bpe).astype(np.int64)
-    out["activation_bytes"] = (units["act_elems"].to_numpy() * batch * bpe).astype(np.int64)
-    out["peak_act_bytes"] = (units["peak_elems"].to_numpy() * batch * bpe).astype(np.int64)
-    out["arith_intensity_flop_per_byte"] = out["flops"].to_numpy() / (
-        out["param_bytes"].to_numpy() + out["activation_bytes"].to_numpy()
-    )
+    out = _scale_units(units, batch, bpe)
     for c in OP_COUNT_COLUMNS:
         out[c] = units[c].to_numpy().astype(np.int64)
     return out
@@ -655,41 +640,16 @@ def measured_nb201_features(config: NB201Config, model=None) -> dict[str, int]:
         ``n_conv``, ``n_bn``, ``n_act``, ``n_fc``, ``max_channels``, ``flops``, ``params``,
         ``param_bytes``, ``activation_bytes`` and :data:`OP_COUNT_COLUMNS`.
     """
-    import torch
     from torch import nn
-    from torch.utils.flop_counter import FlopCounterMode
 
-    dtype = torch.float16 if config.precision == "fp16" else torch.float32
+    from carb_lib.features import measure_meta_model, meta_model
+
     if model is None:
-        with torch.device("meta"):
-            model = build_nb201(config).to(dtype=dtype)
-    kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "bn", nn.ReLU: "act", nn.Linear: "fc"}
+        model = meta_model(config)
     counted = (nn.Conv2d, nn.BatchNorm2d, nn.ReLU, nn.Linear, nn.AvgPool2d,
                nn.AdaptiveAvgPool2d)
-    counts = {"conv": 0, "bn": 0, "act": 0, "fc": 0}
-    totals = {"activation_bytes": 0, "max_channels": 0}
-
-    def hook(module, _inputs, output):
-        kind = kinds.get(type(module))
-        if kind is not None:
-            counts[kind] += 1
-        if kind == "conv":
-            totals["max_channels"] = max(totals["max_channels"], int(output.shape[1]))
-        totals["activation_bytes"] += output.numel() * output.element_size()
-
-    handles = []
-    for m in model.modules():
-        if isinstance(m, counted) or type(m).__name__ == "Zero":
-            handles.append(m.register_forward_hook(hook))
-    x = torch.empty(config.batch, 3, config.resolution, config.resolution, dtype=dtype,
-                    device="meta")
-    try:
-        with torch.no_grad(), FlopCounterMode(display=False) as fc:
-            model(x)
-    finally:
-        for hd in handles:
-            hd.remove()
-    params = sum(p.numel() for p in model.parameters())
+    out = measure_meta_model(model, config, [
+        m for m in model.modules() if isinstance(m, counted) or type(m).__name__ == "Zero"])
 
     # op counts from the modules of the first cell (every cell has the same genotype)
     cell = next(m for m in model.modules() if type(m).__name__ == "InferCell")
@@ -705,13 +665,6 @@ def measured_nb201_features(config: NB201Config, model=None) -> dict[str, int]:
         else:
             k = layer.op[1].kernel_size[0]
             ops.append({1: "nor_conv_1x1", 3: "nor_conv_3x3"}[k])
-    out = {
-        "n_conv": counts["conv"], "n_bn": counts["bn"], "n_act": counts["act"],
-        "n_fc": counts["fc"], "max_channels": totals["max_channels"],
-        "flops": int(fc.get_total_flops()), "params": int(params),
-        "param_bytes": int(params * BYTES_PER_ELEMENT[config.precision]),
-        "activation_bytes": int(totals["activation_bytes"]),
-    }
     for name in OPS:
         out[_OP_COLUMN[name]] = sum(op == name for op in ops)
     out["longest_conv_path"] = longest_conv_path(tuple(ops))

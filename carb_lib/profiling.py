@@ -324,6 +324,18 @@ def _freeze_gc_once() -> None:
         _GC_FROZEN = True
 
 
+def _idle_power_from_counter(read_j: Any, source: str, seconds: float) -> float:
+    """Mean power (W) over ``seconds`` of sleep from the cumulative energy counter ``read_j``
+    (an :class:`EnergyMeter` window); NaN if the window raises :class:`EnergyCounterError`."""
+    meter = EnergyMeter(read_j, source)
+    meter.begin()
+    time.sleep(seconds)
+    try:
+        return meter.end().avg_power_w
+    except EnergyCounterError:
+        return NAN
+
+
 def utc_now() -> str:
     """Current UTC time, ISO 8601 with milliseconds."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
@@ -496,13 +508,7 @@ class CpuDevice(Device):
     def idle_power_w(self, seconds: float = 2.0) -> float:
         if not self.rapl.available:
             return NAN
-        meter = EnergyMeter(self.rapl.energy_j, "rapl")
-        meter.begin()
-        time.sleep(seconds)
-        try:
-            return meter.end().avg_power_w
-        except EnergyCounterError:
-            return NAN
+        return _idle_power_from_counter(self.rapl.energy_j, "rapl", seconds)
 
 
 class CudaDevice(Device):
@@ -690,13 +696,8 @@ class CudaDevice(Device):
         if self.nvml is None:
             return NAN
         if self.energy_ok:
-            meter = EnergyMeter(self.nvml.energy_counter_j, "nvml_total_energy")
-            meter.begin()
-            time.sleep(seconds)
-            try:
-                return meter.end().avg_power_w
-            except EnergyCounterError:
-                return NAN
+            return _idle_power_from_counter(self.nvml.energy_counter_j, "nvml_total_energy",
+                                            seconds)
         with TelemetrySampler(self.nvml, hz=20) as s:
             time.sleep(seconds)
         vals = [x.power_w for x in s.samples if not math.isnan(x.power_w)]

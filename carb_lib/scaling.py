@@ -25,8 +25,6 @@ Definitions
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.claims import COLUMN_ORDER, merge_claims  # noqa: F401  (re-exported)
 from carb_lib.dataset import conform
+from carb_lib.space import RESNET_COLUMNS
 
 TARGETS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
 TARGET_LABELS: dict[str, str] = {
@@ -55,18 +55,8 @@ TARGET_LABELS: dict[str, str] = {
     "latency_cv": "latency coefficient of variation",
 }
 #: Columns that define a configuration (those present in a dataset are used for pairing).
-CONFIG_COLS: tuple[str, ...] = (
-    "family",
-    "arch",
-    "block",
-    "depth",
-    "width",
-    "early_downsample",
-    "resolution",
-    "batch",
-    "precision",
-    "num_classes",
-)
+#: The ResNet config columns of the schema plus the nb201 family's ``arch``.
+CONFIG_COLS: tuple[str, ...] = ("family", "arch", *(c for c in RESNET_COLUMNS if c != "family"))
 DEFAULT_X: tuple[str, ...] = ("flops", "batch", "activation_bytes", "params")
 
 
@@ -808,21 +798,8 @@ def noise_summary(df: pd.DataFrame, targets: Sequence[str] = TARGETS) -> pd.Data
 # --------------------------------------------------------------------------- claims
 
 
-CLAIM_COLUMNS = [
-    "claim_id",
-    "claim",
-    "paper_value",
-    "our_value",
-    "our_ci_low",
-    "our_ci_high",
-    "platform",
-    "dataset",
-    "n",
-    "testable",
-    "reason",
-    "method",
-    "source",
-]
+#: Column order of the characterization claims (:data:`carb_lib.claims.COLUMN_ORDER`).
+CLAIM_COLUMNS = list(COLUMN_ORDER)
 
 #: Paper claims tested by the characterization (reported values, see paper-notes.md).
 PAPER_CLAIMS: dict[str, tuple[str, float]] = {
@@ -954,42 +931,3 @@ def claims_table(
             method=method + f"; pairwise CIs disjoint: {disjoint}; our_value = smallest "
             "pairwise exponent difference")
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-
-
-def merge_claims(path: str | Path, rows: pd.DataFrame | Iterable[Mapping]) -> pd.DataFrame:
-    """Merge claim rows into the CSV at ``path`` by ``(claim_id, platform)``.
-
-    Existing rows with another key (other notebooks: transfer, carb, screening, ...) are kept;
-    rows with the same key are replaced. The file is written atomically.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The merged table.
-    """
-    path = Path(path)
-    new = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    for col in ("claim_id", "platform"):
-        if col not in new.columns:
-            raise KeyError(f"claim rows need a {col!r} column")
-    frames = []
-    if path.is_file() and path.stat().st_size > 0:
-        frames.append(pd.read_csv(path))
-    frames.append(new)
-    merged = pd.concat(frames, ignore_index=True)
-    key = merged["claim_id"].astype(str) + "\x00" + merged["platform"].astype(str)
-    merged = merged.loc[~key.duplicated(keep="last")]
-    cols = [c for c in CLAIM_COLUMNS if c in merged.columns]
-    cols += [c for c in merged.columns if c not in cols]
-    merged = merged[cols].sort_values(["claim_id", "platform"], kind="stable")
-    merged = merged.reset_index(drop=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".claims-", suffix=".csv", dir=path.parent)
-    os.close(fd)
-    try:
-        merged.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return merged

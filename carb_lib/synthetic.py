@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.dataset import conform
+from carb_lib.space import RESNET_COLUMNS
 
 #: Ground truth of :func:`make_synthetic_dataset` (natural-log noise ``sigma``).
 SYNTHETIC_TRUTH: dict[str, dict[str, float]] = {
@@ -66,17 +67,7 @@ EARLY_DOWNSAMPLE = (False, True)
 #: Rows per architecture: every (early_downsample, precision, batch) combination.
 ROWS_PER_ARCH = len(EARLY_DOWNSAMPLE) * len(PRECISIONS) * len(BATCHES)
 
-_CONFIG_KEYS = (
-    "family",
-    "block",
-    "depth",
-    "width",
-    "early_downsample",
-    "resolution",
-    "batch",
-    "precision",
-    "num_classes",
-)
+_CONFIG_KEYS = RESNET_COLUMNS  # the schema's ResNet config columns
 
 
 def _config_id(row: dict) -> str:

@@ -24,3 +24,62 @@ def _torch_threads():
         torch.set_num_threads(1)
     except ImportError:  # pragma: no cover
         pass
+
+
+# ---------------------------------------------------------------------------- notebook tests
+@pytest.fixture
+def run_notebook(tmp_path):
+    """Run one notebook through the reproduce runner with the given parameters.
+
+    Returns ``run(notebook, params) -> (recorded, out_root)``: the notebook runs as the only
+    entry of a ``quick`` profile in ``tmp_path/runs.yaml``, executed copies go to
+    ``tmp_path/runs`` and outputs under ``tmp_path/out``; ``recorded`` is its summary entry,
+    checked to equal the values glued in the executed notebook.
+    """
+
+    def run(notebook: str, params: dict) -> tuple[dict, Path]:
+        import yaml
+
+        from carb_lib.record import read_glued
+        from carb_lib.reproduce import run_profile
+
+        runs = tmp_path / "runs.yaml"
+        runs.write_text(yaml.safe_dump(
+            {"profiles": {"quick": [{"notebook": notebook, "parameters": params}]}}))
+        out = tmp_path / "out"
+        name = Path(notebook).stem
+        summary = run_profile("quick", runs_file=runs, run_dir=tmp_path / "runs", out_root=out)
+        rec = summary[name]
+        assert rec == read_glued(tmp_path / "runs" / f"{name}.ipynb")
+        return rec, out
+
+    return run
+
+
+@pytest.fixture
+def check_profiles(repo_root):
+    """Check a notebook's entries in ``papermill_runs.yaml`` against its parameters cell.
+
+    Returns ``check(notebook, required) -> {profile: NotebookRun}``: the notebook has one cell
+    tagged ``parameters`` that names every parameter in ``required``, and each profile
+    (``quick``, ``full``) has one entry for it, passing only parameters that cell names.
+    """
+
+    def check(notebook: str, required: set[str]) -> dict:
+        import nbformat
+
+        from carb_lib.reproduce import load_runs
+
+        nb = nbformat.read(str(repo_root / notebook), as_version=4)
+        (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        names = {line.split("=")[0].strip() for line in cell.source.splitlines()
+                 if "=" in line and not line.startswith("#")}
+        assert set(required) <= names
+        runs = {}
+        for profile in ("quick", "full"):
+            (run,) = [r for r in load_runs(profile) if r.name == Path(notebook).stem]
+            assert set(run.parameters) <= names, (profile, set(run.parameters) - names)
+            runs[profile] = run
+        return runs
+
+    return check

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import nbformat
 import pandas as pd
 import pytest
-import yaml
-
-from carb_lib.record import read_glued
-from carb_lib.reproduce import load_runs, run_profile
 
 NOTEBOOK = "notebooks/01_characterization.ipynb"
 
 
 @pytest.mark.slow
-def test_notebook_01_quick_synthetic(tmp_path):
-    runs = tmp_path / "runs.yaml"
-    params = {"quick": True, "n_boot": 30, "synthetic_demo": True, "synthetic_n": 720,
-              "fig_dir": "figures", "results_dir": "results"}
-    runs.write_text(yaml.safe_dump(
-        {"profiles": {"quick": [{"notebook": NOTEBOOK, "parameters": params}]}}))
-    summary = run_profile("quick", runs_file=runs, run_dir=tmp_path / "runs",
-                          out_root=tmp_path / "out")
-    rec = summary["01_characterization"]
-    assert rec == read_glued(tmp_path / "runs" / "01_characterization.ipynb")
+def test_notebook_01_quick_synthetic(run_notebook):
+    rec, out = run_notebook(NOTEBOOK, {"quick": True, "n_boot": 30, "synthetic_demo": True,
+                                       "synthetic_n": 720, "fig_dir": "figures",
+                                       "results_dir": "results"})
     assert rec["synthetic"] is True
     assert rec["platforms"] == ["synthetic_cpu", "synthetic_gpu"]
     # known synthetic truth: fp32/fp16 latency 1/0.6, energy 1/0.8; breakpoint 1e10 FLOPs
@@ -39,7 +28,6 @@ def test_notebook_01_quick_synthetic(tmp_path):
     assert rec["n_claims"] == 14
     assert rec["n_claims_testable"] == {"synthetic_cpu": 2, "synthetic_gpu": 7}
 
-    out = tmp_path / "out"
     assert not (out / "results/claims.csv").exists()  # synthetic never reaches claims.csv
     claims = pd.read_csv(out / "results/claims_synthetic.csv")
     assert set(claims["platform"]) == {"synthetic_cpu", "synthetic_gpu"}
@@ -52,13 +40,6 @@ def test_notebook_01_quick_synthetic(tmp_path):
     assert all(f.endswith("_synthetic.png") for f in figs)
 
 
-def test_notebook_01_is_in_both_profiles_with_known_parameters(repo_root):
-    nb = nbformat.read(str(repo_root / NOTEBOOK), as_version=4)
-    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    names = {line.split("=")[0].strip() for line in cell.source.splitlines()
-             if "=" in line and not line.startswith("#")}
-    assert {"data_paths", "platform", "fig_dir", "results_dir", "quick", "n_boot",
-            "synthetic_demo"} <= names
-    for profile in ("quick", "full"):
-        (run,) = [r for r in load_runs(profile) if r.name == "01_characterization"]
-        assert set(run.parameters) <= names, (profile, set(run.parameters) - names)
+def test_notebook_01_is_in_both_profiles_with_known_parameters(check_profiles):
+    check_profiles(NOTEBOOK, {"data_paths", "platform", "fig_dir", "results_dir", "quick",
+                              "n_boot", "synthetic_demo"})

@@ -46,3 +46,11 @@ def test_notebook_02_quick(tmp_path):
     assert len(ours) == 5 and ours["paper_value"].notna().all() and ours["our_value"].notna().all()
     assert (ours.set_index("claim_id").at["help_fewshot_spearman_k10_mean", "paper_value"]
             == 0.932)
+    paper = claims.set_index("claim_id")
+    # the paper's transfer claims are all listed: latency testable on HELP GPUs, energy and
+    # memory not testable (measured on at most one platform), never silently dropped
+    for cid in ("transfer_slope_energy", "transfer_energy_rank_rho", "transfer_slope_memory"):
+        assert not paper.at[cid, "testable"] and "platform" in paper.at[cid, "reason"]
+    assert paper.at["transfer_slope_latency", "testable"]
+    assert 0.2 < paper.at["transfer_slope_latency", "our_value"] < 5
+    assert rec["claim/transfer_slope_latency"]["testable"] is True

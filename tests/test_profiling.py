@@ -147,15 +147,33 @@ def test_timeout_gives_error_row():
     assert r["status"] == "error" and r["error"].startswith("timeout")
 
 
-def test_stuck_rapl_counter_gives_nan_energy_with_reason(tmp_path):
+def _stuck_rapl_device(tmp_path):
+    """A CpuDevice reading a fake RAPL tree whose energy counter never advances."""
     z = tmp_path / "intel-rapl:0"
     z.mkdir()
     (z / "energy_uj").write_text("123\n")
     (z / "max_energy_range_uj").write_text("1000000\n")
-    dev = pf.CpuDevice(platform="synthetic_rapl", rapl_root=str(tmp_path))
+    return pf.CpuDevice(platform="synthetic_rapl", rapl_root=str(tmp_path))
+
+
+def test_stuck_rapl_counter_gives_nan_energy_with_reason(tmp_path):
+    dev = _stuck_rapl_device(tmp_path)
     r = check_row(pf.profile_config(tiny(), dev, FAST))
     assert r["status"] == "ok"
     assert np.isnan(r["energy_j"]) and "did not advance" in r["energy_reason"]
+
+
+def test_idle_power_from_an_energy_counter():
+    """The idle-power window shared by CpuDevice (RAPL) and CudaDevice (NVML energy counter)."""
+    readings = iter([10.0, 10.5])  # J: 0.5 J over the window
+    w = pf._idle_power_from_counter(lambda: next(readings), "fake", 0.01)
+    assert 0 < w <= 0.5 / 0.01
+    assert np.isnan(pf._idle_power_from_counter(lambda: 10.0, "stuck", 0.01))
+
+
+def test_stuck_rapl_counter_gives_nan_idle_power(tmp_path):
+    dev = _stuck_rapl_device(tmp_path)
+    assert dev.rapl.available and np.isnan(dev.idle_power_w(seconds=0.01))
 
 
 def test_latency_stats():
