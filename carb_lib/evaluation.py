@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from carb_lib.claims import merge_claims
 from carb_lib.ensemble import (
     STATIC_FEATURES,
     TARGETS,
@@ -35,8 +35,10 @@ from carb_lib.ensemble import (
 
 __all__ = [
     "CLAIM_COLUMNS",
+    "MAIN_VARIANTS",
     "QUICK_PARAMS",
     "STRESS_UTIL_PCT",
+    "ablation_reference_name",
     "batch_tier",
     "blend_winner",
     "claim_rows",
@@ -330,6 +332,22 @@ def _fit_quiet(params: Mapping[str, Any], train: pd.DataFrame) -> CARBRegressor:
         return CARBRegressor(**params).fit(train)
 
 
+#: Variants fitted with the main model size even when ablations use a smaller preset: the main
+#: model, the blend choice (NNLS vs fixed, a headline result) and the feature-set variants
+#: (their R2 is a paper claim).
+MAIN_VARIANTS: tuple[str, ...] = (
+    "carb_nnls",
+    "carb_fixed",
+    "carb_nnls_telemetry",
+    "carb_nnls_static",
+)
+
+
+def ablation_reference_name(ablation_preset: str | None) -> str:
+    """Name of the CARB-NNLS model refitted at the ablation size (``carb_nnls_<preset>``)."""
+    return f"carb_nnls_{ablation_preset or 'ablation'}"
+
+
 def compare_models(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -338,21 +356,42 @@ def compare_models(
     platform: str | None = None,
     split_name: str = "test",
     progress: bool = False,
+    ablation_params: Mapping[str, Any] | None = None,
+    preset: str | None = None,
+    ablation_preset: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, CARBRegressor]]:
     """Fit every variant and the baselines on ``train``; metrics on ``test``.
+
+    Parameters
+    ----------
+    params : mapping
+        CARBRegressor parameters of the main model and of :data:`MAIN_VARIANTS`.
+    ablation_params : mapping, optional
+        Parameters of the other variants (learner-alone, no cascade, no regime correction),
+        e.g. the ``"fast"`` preset. When given, a CARB-NNLS reference is fitted with them too
+        (:func:`ablation_reference_name`), so that each ablation can be compared with a model
+        of its own size. None: every variant uses ``params``.
+    preset, ablation_preset : str, optional
+        Labels of the two parameter sets, written to the ``preset`` column (NaN for the
+        baselines, which are not CARB models).
 
     Returns
     -------
     (pandas.DataFrame, dict)
-        Tidy metrics (column ``model``) and the fitted CARB variants by name.
+        Tidy metrics (columns ``model``, ``preset``) and the fitted CARB variants by name.
     """
     targets = [t for t in params.get("targets", TARGETS) if _has_values(train, t)]
     telemetry = all(_has_values(train, c) and _has_values(test, c) for c in TELEMETRY_FEATURES)
+    split_params = ablation_params is not None
+    if ablation_params is None:
+        ablation_params, ablation_preset = params, preset
     if variants is None:
         variants = variant_specs(telemetry, params.get("feature_set", "static"))
+        if split_params:
+            variants = {**variants, ablation_reference_name(ablation_preset): {"blend": "nnls"}}
     noise_cv = noise_floor_cv(train)
     tables, models = [], {}
-    kw = {"platform": platform, "noise_cv": noise_cv, "split": split_name}
+    kw = {"platform": platform, "noise_cv": noise_cv, "split": split_name, "preset": None}
     for t in targets:
         for mode in ("loglog", "raw"):
             pred = flops_baseline(train, test, t, mode).to_frame()
@@ -369,9 +408,14 @@ def compare_models(
 
         items = tqdm(items, desc="CARB variants")
     for name, over in items:
-        model = _fit_quiet({**params, **over}, train)
+        main = name in MAIN_VARIANTS
+        base = params if main else ablation_params
+        # the ablation size, but the main model's targets / feature set / seed / threads
+        fixed = {k: params[k] for k in ("targets", "feature_set", "random_state") if k in params}
+        model = _fit_quiet({**base, **({} if main else fixed), **over}, train)
         models[name] = model
-        tables.append(metrics_table(test, model.predict(test), name, **kw))
+        label = preset if main else ablation_preset
+        tables.append(metrics_table(test, model.predict(test), name, **{**kw, "preset": label}))
     return pd.concat(tables, ignore_index=True), models
 
 
@@ -410,7 +454,11 @@ def interval_coverage(
 
 
 def leave_one_batch_tier_out(
-    df: pd.DataFrame, params: Mapping[str, Any], batch_max: int = 8, platform: str | None = None
+    df: pd.DataFrame,
+    params: Mapping[str, Any],
+    batch_max: int = 8,
+    platform: str | None = None,
+    preset: str | None = None,
 ) -> pd.DataFrame:
     """Train on ``batch > batch_max``, test on ``batch <= batch_max`` (CARB with NNLS blend).
 
@@ -431,6 +479,7 @@ def leave_one_batch_tier_out(
         platform,
         noise_floor_cv(train),
         split=f"lobto(batch<={batch_max})",
+        preset=preset,
     )
 
 
@@ -440,8 +489,12 @@ def leave_one_depth_out(
     depths: Iterable[int] | None = None,
     platform: str | None = None,
     progress: bool = False,
+    preset: str | None = None,
 ) -> pd.DataFrame:
-    """For each ResNet depth: train on the other depths, test on it (CARB with NNLS blend)."""
+    """For each ResNet depth: train on the other depths, test on it (CARB with NNLS blend).
+
+    ``preset`` labels ``params`` in the ``preset`` column.
+    """
     d = pd.to_numeric(df["depth"], errors="coerce")
     depths = sorted(d.dropna().unique()) if depths is None else list(depths)
     if progress:
@@ -465,6 +518,7 @@ def leave_one_depth_out(
                 noise_cv,
                 split="lodo",
                 held_out_depth=int(depth),
+                preset=preset,
             )
         )
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
@@ -487,8 +541,18 @@ def evaluate_platform(
     lodo_depths: Iterable[int] | None = None,
     run_lodo: bool = True,
     progress: bool = False,
+    ablation_params: Mapping[str, Any] | None = None,
+    preset: str | None = None,
+    ablation_preset: str | None = None,
 ) -> dict[str, Any]:
     """The whole evaluation of one platform's data (already :func:`prepare_dataset`-ed).
+
+    ``params`` size the main model, the NNLS-vs-fixed blend comparison, the feature-set
+    variants and leave-one-batch-tier-out; ``ablation_params`` (default: ``params``), e.g.
+    :data:`carb_lib.ensemble.PRESETS` ``["fast"]``, size the learner-alone / no-cascade /
+    no-regime ablations (with a CARB-NNLS reference of the same size) and the
+    leave-one-depth-out fits (one per depth). ``preset`` / ``ablation_preset`` label them in
+    every table's ``preset`` column.
 
     Returns
     -------
@@ -500,18 +564,32 @@ def evaluate_platform(
     """
     split = stratified_split(df, random_state=random_state)
     train, val, test = (df[split == s] for s in ("train", "val", "test"))
+    if ablation_params is None:
+        ablation_params, ablation_preset = params, preset
+    sizes = {"ablation_params": ablation_params, "preset": preset, "ablation_preset": ablation_preset}
+    if dict(ablation_params) == dict(params):
+        sizes["ablation_params"] = None  # one size for everything: no separate reference
     val_metrics, models = compare_models(
-        train, val, params, platform=platform, split_name="val", progress=progress
+        train, val, params, platform=platform, split_name="val", progress=progress, **sizes
     )
+    preset_of = val_metrics.drop_duplicates("model").set_index("model")["preset"]
     test_tables = []
     for name, model in models.items():
         test_tables.append(
             metrics_table(
-                test, model.predict(test), name, platform, noise_floor_cv(train), split="test"
+                test,
+                model.predict(test),
+                name,
+                platform,
+                noise_floor_cv(train),
+                split="test",
+                preset=preset_of.get(name),
             )
         )
     # baselines on test (cheap; refit on train)
-    base, _ = compare_models(train, test, params, variants={}, platform=platform, split_name="test")
+    base, _ = compare_models(
+        train, test, params, variants={}, platform=platform, split_name="test", **sizes
+    )
     test_metrics = pd.concat([base] + test_tables, ignore_index=True)
     winner = blend_winner(val_metrics).rename(
         columns={"carb_nnls": "val_r2_log_nnls", "carb_fixed": "val_r2_log_fixed"}
@@ -531,10 +609,13 @@ def evaluate_platform(
         "test_metrics": test_metrics,
         "blend_winner": winner,
         "coverage": interval_coverage(model, test, coverage),
-        "lobto": leave_one_batch_tier_out(df, params, platform=platform),
-        "lodo": leave_one_depth_out(df, params, lodo_depths, platform, progress)
+        "lobto": leave_one_batch_tier_out(df, params, platform=platform, preset=preset),
+        "lodo": leave_one_depth_out(
+            df, ablation_params, lodo_depths, platform, progress, preset=ablation_preset
+        )
         if run_lodo
         else pd.DataFrame(),
+        "presets": {"main": preset, "ablation": ablation_preset},
         "model": model,
         "models": models,
         "test": test,
@@ -546,32 +627,8 @@ def evaluate_platform(
 # ---------------------------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------------------------
-def merge_claims(
-    rows: pd.DataFrame | Sequence[Mapping[str, Any]], path: str | Path
-) -> pd.DataFrame:
-    """Merge claim rows into ``path`` (CSV) by ``(claim_id, platform)``; other rows survive.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The merged table as written.
-    """
-    new = pd.DataFrame(rows).reindex(columns=CLAIM_COLUMNS)
-    path = Path(path)
-    if path.exists():
-        old = pd.read_csv(path)
-        for col in CLAIM_COLUMNS:
-            if col not in old.columns:
-                old[col] = None
-        key_old = old["claim_id"].astype(str) + "\x00" + old["platform"].astype(str)
-        key_new = set(new["claim_id"].astype(str) + "\x00" + new["platform"].astype(str))
-        old = old[~key_old.isin(key_new)]
-        merged = pd.concat([old, new], ignore_index=True) if len(old) else new
-    else:
-        merged = new
-    path.parent.mkdir(parents=True, exist_ok=True)
-    merged.to_csv(path, index=False)
-    return merged
+# merge_claims: one implementation for every notebook, carb_lib.claims.merge_claims(path,
+# rows) (imported above; the argument order is (path, rows) like carb_lib.scaling's).
 
 
 #: Paper-reported R2 values (reference notes; "reported", never ours), by claim id.

@@ -295,3 +295,75 @@ def test_cli_fit_and_predict(tmp_path):
     res = runner.invoke(app, ["fit", "--data", str(tmp_path / "nope.parquet"), "--out",
                               str(tmp_path / "x.joblib")])
     assert res.exit_code == 1 and "no such file" in res.output
+
+
+def test_presets_paper_is_the_default_and_fast_is_smaller():
+    presets = ensemble.PRESETS
+    assert set(presets) >= {"paper", "fast"}
+    defaults = CARBRegressor().get_params()
+    for name, params in presets.items():
+        assert set(params) <= set(defaults), name  # only constructor parameters
+        CARBRegressor(**params)._check_params()
+    assert {k: defaults[k] for k in presets["paper"]} == presets["paper"]
+    fast, paper = presets["fast"], presets["paper"]
+    assert fast["n_estimators_xgb"] < paper["n_estimators_xgb"]
+    assert fast["n_estimators_et"] < paper["n_estimators_et"]
+    assert fast["min_samples_leaf_et"] > 1 or fast["max_depth_et"] is not None
+
+
+def test_fast_preset_limits_extratrees(data):
+    train = data[data["status"] == "ok"].iloc[:300]
+    params = {**ensemble.PRESETS["fast"], "n_estimators_xgb": 10, "n_estimators_lgbm": 10,
+              "n_estimators_et": 5, "n_estimators_regime": 10, "cv": 3, "n_jobs": 1,
+              "targets": ("peak_mem_mib",)}
+    model = CARBRegressor(**params).fit(train)
+    et = model.models_["peak_mem_mib"]["et"]
+    assert et.max_depth == params["max_depth_et"]
+    assert et.min_samples_leaf == params["min_samples_leaf_et"]
+    assert all(e.tree_.max_depth <= params["max_depth_et"] for e in et.estimators_)
+
+
+def test_model_matrix_same_for_object_and_string_dtypes(data):
+    ok = data[data["status"] == "ok"].iloc[:200]
+    ref = model_matrix(ok)
+    assert ref.dtypes.eq(np.float32).all() and ref.to_numpy().flags.c_contiguous
+    as_object = ok.astype({c: object for c in ("family", "block", "precision", "early_downsample")})
+    pd.testing.assert_frame_equal(model_matrix(as_object), ref)
+    words = as_object.assign(early_downsample=as_object["early_downsample"].map(
+        lambda v: "TRUE" if v else "0"))
+    pd.testing.assert_frame_equal(model_matrix(words), ref)
+    with pytest.raises(TypeError):
+        model_matrix(words.assign(early_downsample="maybe"))
+    # NB201 arch strings: counted once per distinct string, same counts per row
+    arch = "|nor_conv_3x3~0|+|skip_connect~0|nor_conv_3x3~1|+|none~0|avg_pool_3x3~1|nor_conv_1x1~2|"
+    nb = pd.DataFrame({
+        "family": ["nb201"] * 3 + ["resnet"], "block": [None] * 3 + ["basic"],
+        "depth": [np.nan] * 3 + [18], "width": [np.nan] * 3 + [1.0],
+        "early_downsample": [None] * 3 + ["false"],
+        "arch": [arch, "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|", arch, None],
+        "resolution": 32, "batch": 4, "precision": "fp32", "num_classes": 10,
+        **{c: 1e5 for c in ensemble.STATIC_FEATURES},
+    })
+    mm = model_matrix(nb)
+    assert mm["nb201_n_nor_conv_3x3"].tolist() == [2, 0, 2, 0]
+    assert mm["nb201_n_none"].tolist() == [1, 6, 1, 0]
+    assert mm["early_downsample"].tolist() == [-1, -1, -1, 0]
+
+
+def test_cli_fit_preset(tmp_path):
+    from typer.testing import CliRunner
+
+    from carb_lib.cli import app
+
+    data = make_carb_synthetic(200, seed=4, energy=False, telemetry=False, platform="synthetic_cpu")
+    data.to_parquet(tmp_path / "synthetic_cpu.parquet")
+    runner = CliRunner()
+    args = ["fit", "--data", str(tmp_path / "synthetic_cpu.parquet"), "--out",
+            str(tmp_path / "m.joblib"), "--n-jobs", "1"]
+    res = runner.invoke(app, args + ["--preset", "fast"])
+    assert res.exit_code == 0, res.output
+    assert "preset fast" in res.output
+    meta = json.loads((tmp_path / "m.joblib.json").read_text())
+    assert meta["params"]["n_estimators_xgb"] == ensemble.PRESETS["fast"]["n_estimators_xgb"]
+    res = runner.invoke(app, args + ["--preset", "huge"])
+    assert res.exit_code == 1 and "--preset must be one of ['fast', 'paper']" in res.output

@@ -83,9 +83,38 @@ def test_variant_specs():
 
 def test_merge_claims_keeps_other_rows(tmp_path):
     path = tmp_path / "claims.csv"
-    ev.merge_claims([{"claim_id": "a", "platform": "p1", "our_value": 1.0},
-                     {"claim_id": "a", "platform": "p2", "our_value": 2.0}], path)
-    merged = ev.merge_claims([{"claim_id": "a", "platform": "p1", "our_value": 3.0}], path)
+    ev.merge_claims(path, [{"claim_id": "a", "platform": "p1", "our_value": 1.0},
+                           {"claim_id": "a", "platform": "p2", "our_value": 2.0}])
+    merged = ev.merge_claims(path, [{"claim_id": "a", "platform": "p1", "our_value": 3.0}])
     assert list(merged.columns) == ev.CLAIM_COLUMNS
     got = merged.set_index(["claim_id", "platform"])["our_value"].to_dict()
     assert got == {("a", "p2"): 2.0, ("a", "p1"): 3.0}
+
+
+def test_evaluate_platform_with_a_smaller_ablation_preset():
+    d = ev.prepare_dataset(make_carb_synthetic(500, seed=7, energy=False, telemetry=False,
+                                               platform="synthetic_cpu"))
+    main = {"n_estimators_xgb": 12, "max_depth_xgb": 3, "n_estimators_lgbm": 12,
+            "num_leaves_lgbm": 7, "n_estimators_et": 6, "n_estimators_regime": 8, "cv": 3,
+            "n_jobs": 1}
+    small = {**main, "n_estimators_xgb": 5, "n_estimators_lgbm": 5, "n_estimators_et": 3,
+             "max_depth_et": 4}
+    depth = int(d["depth"].dropna().iloc[0])
+    r = ev.evaluate_platform(d, main, platform="synthetic_cpu", lodo_depths=[depth],
+                             ablation_params=small, preset="big", ablation_preset="small")
+    ref = ev.ablation_reference_name("small")
+    assert ref == "carb_nnls_small" and ref in r["models"]
+    preset = r["test_metrics"].drop_duplicates("model").set_index("model")["preset"]
+    assert preset["carb_nnls"] == preset["carb_fixed"] == "big"
+    assert preset["xgb_alone"] == preset["blend_no_cascade"] == preset[ref] == "small"
+    assert preset[["b1_flops_raw", "b1_flops_loglog"]].isna().all()
+    assert set(r["val_metrics"]["preset"].dropna()) == {"big", "small"}
+    assert r["models"]["carb_nnls"].n_estimators_xgb == 12
+    assert r["models"]["xgb_alone"].n_estimators_xgb == 5
+    assert r["models"][ref].max_depth_et == 4
+    assert set(r["lobto"]["preset"]) == {"big"} and set(r["lodo"]["preset"]) == {"small"}
+    assert r["presets"] == {"main": "big", "ablation": "small"}
+    # one size for everything: no reference model, one preset label
+    same = ev.evaluate_platform(d, main, run_lodo=False, ablation_params=dict(main), preset="big",
+                                ablation_preset="big")
+    assert not any(m.startswith("carb_nnls_") for m in same["models"])

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import nbformat
 import pandas as pd
 import pytest
-import yaml
-
-from carb_lib.record import read_glued
-from carb_lib.reproduce import load_runs, run_profile
 
 NOTEBOOK = "notebooks/03_carb.ipynb"
 
 
 @pytest.mark.slow
-def test_notebook_03_quick_synthetic(tmp_path):
+def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
     out = tmp_path / "out"
     (out / "results").mkdir(parents=True)
     # rows of other notebooks / other platforms must survive the merge; ours is replaced
@@ -24,14 +19,9 @@ def test_notebook_03_quick_synthetic(tmp_path):
         {"claim_id": "carb_r2_latency_ms", "claim": "stale", "paper_value": 0.992,
          "our_value": -1.0, "platform": "synthetic_cpu", "n": 1, "testable": True, "reason": "old"},
     ]).to_csv(out / "results/claims_synthetic.csv", index=False)
-    runs = tmp_path / "runs.yaml"
     params = {"quick": True, "dataset": str(tmp_path / "absent.parquet"), "synthetic_demo": False,
               "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results"}
-    runs.write_text(yaml.safe_dump(
-        {"profiles": {"quick": [{"notebook": NOTEBOOK, "parameters": params}]}}))
-    summary = run_profile("quick", runs_file=runs, run_dir=tmp_path / "runs", out_root=out)
-    rec = summary["03_carb"]
-    assert rec == read_glued(tmp_path / "runs" / "03_carb.ipynb")
+    rec, out = run_notebook(NOTEBOOK, params)
     assert rec["synthetic"] is True  # the dataset is absent: SYNTHETIC demo
     assert rec["platforms"] == ["synthetic_cpu", "synthetic_gpu"]
     assert rec["synthetic_cpu/targets"] == ["peak_mem_mib", "latency_ms"]  # no energy on CPU
@@ -66,14 +56,8 @@ def test_notebook_03_quick_synthetic(tmp_path):
     assert all(f.endswith("_synthetic.png") for f in figs)
 
 
-def test_notebook_03_is_in_both_profiles_with_known_parameters(repo_root):
-    nb = nbformat.read(str(repo_root / NOTEBOOK), as_version=4)
-    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    names = {line.split("=")[0].strip() for line in cell.source.splitlines()
-             if "=" in line and not line.startswith("#")}
-    assert {"dataset", "platform", "feature_set", "fig_dir", "results_dir", "quick",
-            "synthetic_demo"} <= names
-    for profile in ("quick", "full"):
-        (run,) = [r for r in load_runs(profile) if r.name == "03_carb"]
-        assert set(run.parameters) <= names, (profile, set(run.parameters) - names)
+def test_notebook_03_is_in_both_profiles_with_known_parameters(check_profiles):
+    runs = check_profiles(NOTEBOOK, {"dataset", "platform", "feature_set", "fig_dir",
+                                     "results_dir", "quick", "synthetic_demo"})
+    for profile, run in runs.items():
         assert run.parameters["quick"] is (profile == "quick")

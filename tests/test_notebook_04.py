@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import nbformat
 import pandas as pd
 import pytest
-import yaml
-
-from carb_lib.record import read_glued
-from carb_lib.reproduce import load_runs, run_profile
 
 NOTEBOOK = "notebooks/04_screening.ipynb"
 SCENARIOS = ("paper_style", "edge_memory", "batch1_latency")
 
 
 @pytest.mark.slow
-def test_notebook_04_quick_synthetic(tmp_path):
-    runs = tmp_path / "runs.yaml"
-    params = {"quick": True, "synthetic_demo": True, "synthetic_n": 1440, "k": 8,
-              "fig_dir": "figures", "results_dir": "results"}
-    runs.write_text(yaml.safe_dump(
-        {"profiles": {"quick": [{"notebook": NOTEBOOK, "parameters": params}]}}))
-    summary = run_profile("quick", runs_file=runs, run_dir=tmp_path / "runs",
-                          out_root=tmp_path / "out")
-    rec = summary["04_screening"]
-    assert rec == read_glued(tmp_path / "runs" / "04_screening.ipynb")
+def test_notebook_04_quick_synthetic(run_notebook):
+    rec, out = run_notebook(NOTEBOOK, {"quick": True, "synthetic_demo": True, "synthetic_n": 1440,
+                                       "k": 8, "fig_dir": "figures", "results_dir": "results"})
     assert rec["synthetic"] is True and rec["platform"] == "synthetic_gpu"
     assert rec["platform_a"] == "synthetic_gpu_b" and rec["has_energy"] is True
     assert rec["n_train"] > rec["n_test"] > 0
@@ -50,7 +38,6 @@ def test_notebook_04_quick_synthetic(tmp_path):
     assert rec["batch1_latency/candidates"] < rec["edge_memory/candidates"] < 17_280
     assert rec["n_claims"] == 6 and rec["n_claims_testable"] == 0  # synthetic: never testable
 
-    out = tmp_path / "out"
     assert not (out / "results/claims.csv").exists()  # synthetic never reaches claims.csv
     claims = pd.read_csv(out / "results/claims_synthetic.csv")
     assert set(claims.columns) >= {"claim_id", "claim", "paper_value", "our_value", "platform",
@@ -64,13 +51,6 @@ def test_notebook_04_quick_synthetic(tmp_path):
     assert all(f.endswith("_synthetic.png") for f in figs)
 
 
-def test_notebook_04_is_in_both_profiles_with_known_parameters(repo_root):
-    nb = nbformat.read(str(repo_root / NOTEBOOK), as_version=4)
-    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    names = {line.split("=")[0].strip() for line in cell.source.splitlines()
-             if "=" in line and not line.startswith("#")}
-    assert {"dataset", "budgets", "objectives", "k", "quick", "fig_dir", "results_dir",
-            "synthetic_demo"} <= names
-    for profile in ("quick", "full"):
-        (run,) = [r for r in load_runs(profile) if r.name == "04_screening"]
-        assert set(run.parameters) <= names, (profile, set(run.parameters) - names)
+def test_notebook_04_is_in_both_profiles_with_known_parameters(check_profiles):
+    check_profiles(NOTEBOOK, {"dataset", "budgets", "objectives", "k", "quick", "fig_dir",
+                              "results_dir", "synthetic_demo"})
