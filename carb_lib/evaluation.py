@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.claims import merge_claims
+from carb_lib.claims import CLAIM_COLUMNS, merge_claims
 from carb_lib.ensemble import (
     STATIC_FEATURES,
     TARGETS,
@@ -76,16 +76,6 @@ QUICK_PARAMS: dict[str, Any] = {
     # contend and small fits get 10-100x slower with n_jobs=2
     "n_jobs": 1,
 }
-CLAIM_COLUMNS = [
-    "claim_id",
-    "claim",
-    "paper_value",
-    "our_value",
-    "platform",
-    "n",
-    "testable",
-    "reason",
-]
 
 
 # ---------------------------------------------------------------------------------------------
