@@ -48,6 +48,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import GroupKFold, KFold
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from carb_lib.nb201 import OPS, arch_ops
+
 __all__ = [
     "CARBRegressor",
     "CONFIG_COLUMNS",
@@ -175,13 +177,7 @@ _LOG_FEATURES = (
     "peak_act_bytes",
     "arith_intensity_flop_per_byte",
 )
-NB201_OPS: tuple[str, ...] = (
-    "none",
-    "skip_connect",
-    "nor_conv_1x1",
-    "nor_conv_3x3",
-    "avg_pool_3x3",
-)
+NB201_OPS: tuple[str, ...] = OPS  # the NB201 family's operation list, in its order
 _PRECISIONS = ("fp32", "fp16")
 _BLOCKS = ("basic", "bottleneck")
 _NOT_APPLICABLE = -1.0  # value of a config feature that does not apply to the row's family
@@ -354,11 +350,9 @@ def _nb201_op_counts(arch: pd.Series) -> np.ndarray:
     """Counts of each :data:`NB201_OPS` operation per arch string, shape (rows, ops)."""
 
     def table(uniques):
-        u = pd.Series(np.asarray(uniques, dtype=object)).astype(str)
-        # NB201 arch strings look like "|nor_conv_3x3~0|+|skip_connect~0|none~1|+|..."
-        return np.column_stack(
-            [u.str.count(rf"\|{op}~").to_numpy(dtype=float) for op in NB201_OPS]
-        ).reshape(len(u), len(NB201_OPS))
+        # one parse per distinct arch string, with the family's own (validating) parser
+        rows = [[ops.count(op) for op in NB201_OPS] for ops in map(arch_ops, uniques)]
+        return np.asarray(rows, dtype=float).reshape(len(uniques), len(NB201_OPS))
 
     codes, uniques = pd.factorize(arch, use_na_sentinel=True)
     counts = table(uniques)
