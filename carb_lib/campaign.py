@@ -288,6 +288,88 @@ class CampaignResult:
         return asdict(self)
 
 
+class ConfigListError(ValueError):
+    """A config list (``--configs``) is unreadable or holds an invalid row; nothing measured."""
+
+
+def read_config_list(path: str | Path) -> pd.DataFrame:
+    """Read and validate a config list: exactly the configs to measure.
+
+    The file (``.parquet`` or ``.csv``) holds either config columns (any family; other columns
+    of the dataset schema are allowed and ignored, so a shipped dataset can be passed to
+    re-measure its rows) or only the ``config_id`` column (configs of the paper grid). Every
+    row is validated by its family before anything is measured.
+
+    Raises
+    ------
+    ConfigListError
+        Unreadable or empty file, unknown columns, an invalid value (names row, column and
+        value), an unknown ``config_id``, a ``config_id`` that does not match its config
+        columns, or a duplicated config.
+    """
+    from carb_lib import space
+    from carb_lib.dataset import COLUMNS
+
+    p = Path(path)
+    if not p.exists():
+        raise ConfigListError(f"{p}: no such file")
+    if p.suffix not in (".parquet", ".csv"):
+        raise ConfigListError(f"{p}: config list must be .parquet or .csv, got {p.suffix!r}")
+    try:
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+    except Exception as exc:
+        raise ConfigListError(f"{p}: cannot read as {p.suffix[1:]}: {exc}") from None
+    if len(df) == 0:
+        raise ConfigListError(f"{p}: no rows")
+    unknown = [c for c in df.columns if c not in COLUMNS]
+    if unknown:
+        raise ConfigListError(
+            f"{p}: unknown column(s) {unknown}; give config columns "
+            f"({', '.join(space.CONFIG_COLUMNS)}) or config_id"
+        )
+    config_cols = [c for c in df.columns if COLUMNS[c].group == "config" and c != "config_id"]
+    if not config_cols:
+        if "config_id" not in df.columns:
+            raise ConfigListError(f"{p}: neither config columns nor config_id")
+        grid = space.paper_grid().set_index("config_id")
+        ids = df["config_id"].astype(str)
+        bad = ~ids.isin(grid.index)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ConfigListError(
+                f"{p}: row {i}, column 'config_id': {ids.iloc[i]!r} is not a config of the "
+                f"paper grid ({int(bad.sum())} unknown id(s)); give config columns instead"
+            )
+        out = grid.loc[ids.to_numpy()].reset_index()
+    else:
+        configs = []
+        for i, row in enumerate(df[config_cols].to_dict(orient="records")):
+            row = {k: v for k, v in row.items() if not (np.isscalar(v) and pd.isna(v))}
+            try:
+                configs.append(space.config_from_row(row))
+            except (space.ConfigError, ValueError, TypeError, KeyError) as exc:
+                raise ConfigListError(f"{p}: row {i}: {exc}") from None
+        out = pd.DataFrame([c.to_dict() for c in configs])
+        out["config_id"] = [c.config_id for c in configs]
+        if "config_id" in df.columns:
+            given = df["config_id"].astype(str).to_numpy()
+            bad = given != out["config_id"].to_numpy()
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ConfigListError(
+                    f"{p}: row {i}, column 'config_id': {given[i]!r} does not match the row's "
+                    f"config (its id is {out['config_id'].iloc[i]!r})"
+                )
+    dup = out["config_id"].duplicated(keep="first").to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise ConfigListError(
+            f"{p}: row {i}: config_id {out['config_id'].iloc[i]!r} is duplicated "
+            f"({int(dup.sum())} duplicate row(s)); list each config once"
+        )
+    return out.reset_index(drop=True)
+
+
 def sample_configs(
     n_sample: int | None = None,
     seed: int = 0,
@@ -295,16 +377,13 @@ def sample_configs(
     max_gflops: float | None = None,
     sample_under_cap: bool = False,
 ) -> pd.DataFrame:
-    """Configs for a campaign: from a file (Parquet/CSV of config columns) or the paper grid,
+    """Configs for a campaign: from a file (:func:`read_config_list`) or the paper grid,
     optionally a seeded stratified sample of ``n_sample`` rows. With ``sample_under_cap`` the
     sample is drawn from configs whose ``flops`` (whole batch) are within ``max_gflops``."""
     from carb_lib import space
 
     if configs_file is not None:
-        p = Path(configs_file)
-        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-        if "config_id" not in df.columns:
-            df = space.add_config_ids(df)
+        df = read_config_list(configs_file)
     else:
         df = space.paper_grid()
     if sample_under_cap and max_gflops is not None:

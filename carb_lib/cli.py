@@ -207,6 +207,39 @@ def noise(
     summary.to_csv(out / "noise_summary.csv", index=False)
     typer.echo(summary.to_string(index=False))
     typer.echo(f"wrote {out / 'noise_rows.parquet'}, {out / 'noise_summary.csv'}")
+@app.command()
+def audit(
+    dataset: Path = typer.Argument(..., help="Measured dataset (.parquet) to audit."),
+    n: int = typer.Option(200, "--n", help="Rows to re-measure (seeded random sample of ok rows)."),
+    seed: int = typer.Option(0, "--seed", help="Sample seed."),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N."),
+    out: Path = typer.Option(Path("results/measurement"), "--out", help="Folder for <platform>_audit_rows.parquet, <platform>_audit.csv and <platform>_noise_by_regime.csv."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+) -> None:
+    """Re-measure a seeded random sample of a dataset in fresh processes; print the agreement."""
+    from carb_lib.audit import audit as run_audit
+    from carb_lib.audit import format_agreement, noise_by_regime
+    from carb_lib.dataset import SchemaError, read_dataset
+
+    try:
+        if not dataset.is_file():
+            raise FileNotFoundError(f"{dataset}: no such dataset file")
+        df = read_dataset(dataset)
+        rows, ag = run_audit(df, n, seed=seed, device=device, progress=progress)
+    except (ValueError, FileNotFoundError, RuntimeError, SchemaError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    plat = str(df["platform"].iloc[0])
+    out.mkdir(parents=True, exist_ok=True)
+    rows.to_parquet(out / f"{plat}_audit_rows.parquet", index=False)
+    import pandas as pd
+
+    pd.DataFrame([ag.to_dict()]).to_csv(out / f"{plat}_audit.csv", index=False)
+    noise_by_regime(df, rows).to_csv(out / f"{plat}_noise_by_regime.csv", index=False)
+    typer.echo(format_agreement(ag, plat))
+    typer.echo(f"wrote {out / f'{plat}_audit_rows.parquet'}, {out / f'{plat}_audit.csv'}")
+
+
 # --- end measurement ---
 
 

@@ -55,6 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.interference import QUALITIES
+
 STATUSES: tuple[str, ...] = ("ok", "oom", "error", "skipped")
 STATIC_FEATURE_COLUMNS: tuple[str, ...] = (
     "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
@@ -141,6 +143,21 @@ SCHEMA: tuple[Column, ...] = (
     _c("latency_p90_ms", "float", "quality", missing="ok_required", nonneg=True),
     _c("latency_cv", "float", "quality", missing="ok_required", nonneg=True),
     _c("status", "str", "quality", doc="ok | oom | error | skipped"),
+    _c("quality", "str", "quality", False, "allowed",
+       doc="clean | retried | disturbed: verdict of the interference detector (v2 protocol)"),
+    _c("n_windows", "int", "quality", False, "allowed", True, doc="timed windows taken"),
+    _c("n_rejected", "int", "quality", False, "allowed", True,
+       doc="windows taken but not used (disturbed or disagreeing)"),
+    _c("latency_window_cv", "float", "quality", False, "allowed", True,
+       doc="CV of the used windows' median latencies: the row's own noise"),
+    _c("cpu_share", "float", "quality", False, "allowed", True,
+       doc="lowest CPU time / wall time of the measuring thread over the used windows"),
+    _c("other_busy", "float", "quality", False, "allowed", True,
+       doc="highest share of the other cores kept busy by other processes in a used window"),
+    _c("rejected_by", "str", "quality", False, "allowed",
+       doc="windows not used, by reason: share=a,other=b,spread=c"),
+    _c("load_1m", "float", "quality", False, "allowed", True,
+       doc="host 1-minute load average when the row was measured"),
     _c("error", "str", "quality", missing="allowed", doc="message when status != ok"),
     # measurement
     _c("latency_norm_ms", "float", "measurement", False, "allowed", True,
@@ -165,6 +182,12 @@ SCHEMA: tuple[Column, ...] = (
        doc="mean of sampled power over the window (telemetry only, not energy)"),
     _c("kernel_launches", "int", "telemetry", False, "allowed", True,
        doc="CUDA kernel launches of one inference"),
+    _c("gpu_other_procs", "int", "telemetry", False, "allowed", True,
+       doc="other compute processes on the GPU during the used window (NVML)"),
+    _c("throttle_reasons", "int", "telemetry", False, "allowed", True,
+       doc="NVML clock-throttle reasons bitmask, OR of window start and end"),
+    _c("sm_clock_start_mhz", "float", "telemetry", False, "allowed", True),
+    _c("sm_clock_end_mhz", "float", "telemetry", False, "allowed", True),
     # provenance
     _c("device_name", "str", "provenance"),
     _c("driver", "str", "provenance", False, "allowed"),
@@ -173,6 +196,17 @@ SCHEMA: tuple[Column, ...] = (
     _c("host", "str", "provenance"),
     _c("measured_at", "str", "provenance", doc="UTC ISO 8601"),
     _c("threads", "int", "provenance", nonneg=True, doc="torch intra-op threads"),
+    _c("carb_version", "str", "provenance", False, "allowed"),
+    _c("git_commit", "str", "provenance", False, "allowed", doc="commit of the measuring code"),
+    _c("git_dirty", "bool", "provenance", False, "allowed",
+       doc="the measuring checkout had uncommitted changes to tracked files"),
+    _c("mkldnn_enabled", "bool", "provenance", False, "allowed"),
+    _c("cudnn_benchmark", "bool", "provenance", False, "allowed"),
+    _c("tf32_matmul", "bool", "provenance", False, "allowed",
+       doc="torch.backends.cuda.matmul.allow_tf32"),
+    _c("tf32_cudnn", "bool", "provenance", False, "allowed", doc="torch.backends.cudnn.allow_tf32"),
+    _c("deterministic", "bool", "provenance", False, "allowed",
+       doc="torch.are_deterministic_algorithms_enabled()"),
 )  # fmt: skip
 
 COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
@@ -329,6 +363,11 @@ def validate(
     bad = ~ids.str.fullmatch(_HEX16).fillna(False).to_numpy(dtype=bool)
     if bad.any():
         _fail(df, "config_id", bad, "is not 16 lowercase hex digits")
+    if "quality" in df.columns:
+        q = df["quality"]
+        bad = ~(q.isna() | q.isin(QUALITIES)).to_numpy(dtype=bool)
+        if bad.any():
+            _fail(df, "quality", bad, f"is not a valid quality; allowed: {list(QUALITIES)}")
     bad = ~df["precision"].isin(("fp32", "fp16")).to_numpy(dtype=bool)
     if bad.any():
         _fail(df, "precision", bad, "is not fp32 or fp16")

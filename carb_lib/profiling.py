@@ -20,6 +20,21 @@ from typing import Any
 
 import numpy as np
 
+from carb_lib.counters import (  # noqa: F401 - re-exported for callers of this module
+    _resident_bytes,
+    count_kernel_launches,
+    cpu_peak_memory_bytes,
+    memory_events,
+)
+from carb_lib.interference import (
+    OtherLoad,
+    Window,
+    WindowPolicy,
+    cpu_clock,
+    host_load,
+    run_windows,
+    software_provenance,
+)
 from carb_lib.telemetry import (
     NAN,
     EnergyCounterError,
@@ -77,14 +92,29 @@ class Protocol:
       (CPU + CUDA activities); the number of CUDA runtime/driver kernel-launch calls
       (``cudaLaunchKernel*``, ``cuLaunchKernel*``, ``cudaLaunchCooperativeKernel*``) in it; if
       none are visible, the number of GPU kernel events (memcpy/memset excluded).
+    * Interference: other compute processes on the device (``gpu_other_procs``, NVML), the
+      clock-throttle reasons at start and end of the window (``throttle_reasons``, their
+      bitwise OR) and the SM clock at start and end. A window with another compute process on
+      the device is re-measured (``max_windows`` in all); ``latency_window_cv`` is the CV of
+      the medians of ``n_windows`` consecutive thirds of the window's inferences.
 
     **CPU**. The intra-op thread count is fixed with ``torch.set_num_threads`` (``threads``;
     default: the current setting) and recorded. Build and cast as above; garbage collect; an
     optional idle ``cpu_cooldown_s`` (default 0). ``cpu_warmup_iters`` (3) warm-up inferences
-    (the first are slow: 3.0 ms against 1.8 ms on a tiny config); a window timed with
-    ``time.perf_counter`` per inference until both ``cpu_min_iters`` (3) and
-    ``cpu_min_window_s`` (0.2 s) have passed. Energy from RAPL (``/sys/class/powercap``) where
-    readable, else NaN with ``energy_reason``. ``peak_mem_mib``: one extra inference runs under
+    (the first are slow: 3.0 ms against 1.8 ms on a tiny config). Then **windows**: each is
+    timed with ``time.perf_counter`` per inference until both ``cpu_min_iters`` (2) and
+    ``cpu_min_window_s`` (0.1 s) have passed, and records the measuring thread's CPU time
+    (``time.thread_time``; process CPU time / threads with several threads), the share of the
+    other cores that other processes kept busy (``/proc/stat``) and the host's load. A window
+    whose thread got less than ``min_cpu_share`` (0.95) of a core, or during which others kept
+    more than ``max_other_busy`` (0.3) of the other cores busy, was disturbed and is
+    re-measured after a backoff; ``n_windows`` (3) accepted windows whose medians agree
+    within ``max_window_spread`` (5 %, relative range) make the row, ``max_windows`` (8) at
+    most (:mod:`carb_lib.interference`). ``latency_ms`` is the median of the used windows'
+    inferences; ``latency_window_cv`` the CV of their medians (the row's noise); ``quality``
+    is ``clean``, ``retried`` or ``disturbed`` (kept with its flag, never dropped).
+    Energy from RAPL (``/sys/class/powercap``) over the used windows where readable, else
+    NaN with ``energy_reason``. ``peak_mem_mib``: one extra inference runs under
     ``torch.profiler`` with ``profile_memory=True``; the allocator's memory events (bytes > 0
     allocations, < 0 frees, from Kineto's results) are ordered by time and summed; the maximum
     of that running sum plus the bytes already allocated before the inference (parameters,
@@ -109,6 +139,17 @@ class Protocol:
     cpu_cooldown_s : float
     cpu_warmup_iters, cpu_min_iters : int
     cpu_min_window_s : float
+        Per window (CPU).
+    n_windows, max_windows : int
+        Accepted windows a row needs; windows taken at most.
+    min_cpu_share : float
+        A CPU window whose measuring thread got less of a core is disturbed.
+    max_window_spread : float
+        Largest relative range of the used windows' medians.
+    backoff_s : float
+        Sleep after a disturbed window (doubled each time, capped at 1 s).
+    max_other_busy : float
+        A CPU window in which other processes kept more of the other cores busy is disturbed.
     threads : int or None
         CPU intra-op threads (None: leave torch's setting).
     sample_hz : float
@@ -129,8 +170,14 @@ class Protocol:
     gpu_min_window_s: float = 0.5
     cpu_cooldown_s: float = 0.0
     cpu_warmup_iters: int = 3
-    cpu_min_iters: int = 3
-    cpu_min_window_s: float = 0.2
+    cpu_min_iters: int = 2
+    cpu_min_window_s: float = 0.1
+    n_windows: int = 3
+    max_windows: int = 8
+    min_cpu_share: float = 0.95
+    max_window_spread: float = 0.05
+    backoff_s: float = 0.05
+    max_other_busy: float = 0.3
     threads: int | None = None
     sample_hz: float = 50.0
     count_kernels: bool = True
@@ -140,6 +187,17 @@ class Protocol:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def policy(self) -> WindowPolicy:
+        """The window policy (:class:`carb_lib.interference.WindowPolicy`) of this protocol."""
+        return WindowPolicy(
+            n_windows=self.n_windows,
+            max_windows=self.max_windows,
+            min_cpu_share=self.min_cpu_share,
+            max_window_spread=self.max_window_spread,
+            backoff_s=self.backoff_s,
+            max_other_busy=self.max_other_busy,
+        )
 
 
 class ConfigTimeoutError(RuntimeError):
@@ -167,113 +225,6 @@ def latency_stats(times_ms: np.ndarray | list[float]) -> dict[str, float]:
 def _deadline_check(deadline: float | None, what: str) -> None:
     if deadline is not None and time.perf_counter() > deadline:
         raise ConfigTimeoutError(f"timeout: per-config wall-clock cap exceeded during {what}")
-
-
-def _resident_bytes(model: Any, *tensors: Any) -> int:
-    """Bytes of the distinct storages of the model's parameters and buffers and ``tensors``."""
-    seen: set[int] = set()
-    total = 0
-    items = [*model.parameters(), *model.buffers(), *tensors]
-    for t in items:
-        st = t.untyped_storage()
-        key = st.data_ptr()
-        if key in seen or st.nbytes() == 0:
-            continue
-        seen.add(key)
-        total += st.nbytes()
-    return total
-
-
-def memory_events(prof: Any) -> list[tuple[int, int]]:
-    """``(time_ns, nbytes)`` of the CPU allocator's events recorded by a ``torch.profiler``
-    run with ``profile_memory=True``, ordered by time (allocations > 0, frees < 0).
-
-    Uses Kineto's results (``prof.profiler.kineto_results.events()``, ``[memory]`` events);
-    in torch 2.13 the plain ``prof.events()`` list does not carry every allocation. Falls back
-    to ``prof.events()`` (``cpu_memory_usage``) on torch versions without that API.
-    """
-    import torch
-
-    out: list[tuple[int, int]] = []
-    try:
-        kev = prof.profiler.kineto_results.events()
-        cpu = torch.profiler.DeviceType.CPU if hasattr(torch.profiler, "DeviceType") else None
-        for e in kev:
-            if e.name() != "[memory]":
-                continue
-            if cpu is not None and e.device_type() != cpu:
-                continue
-            out.append((int(e.start_ns()), int(e.nbytes())))
-    except AttributeError:  # pragma: no cover - older/newer torch
-        for e in prof.events():
-            nb = int(getattr(e, "cpu_memory_usage", 0) or 0)
-            if nb:
-                out.append((int(e.time_range.start * 1000), nb))
-    out.sort(key=lambda p: p[0])
-    return out
-
-
-def cpu_peak_memory_bytes(model: Any, x: Any) -> dict[str, int]:
-    """Peak CPU memory of one inference ``model(x)``, from the profiler's memory events.
-
-    Returns
-    -------
-    dict
-        ``peak_bytes`` (resident + peak increment), ``resident_bytes`` (parameters, buffers and
-        input allocated before the call), ``peak_increment_bytes`` (max of the running sum of
-        allocations and frees during the call), ``n_events``.
-    """
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    resident = _resident_bytes(model, x)
-    with torch.inference_mode():
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            model(x)
-    ev = memory_events(prof)
-    running = peak = 0
-    for _, nb in ev:
-        running += nb
-        peak = max(peak, running)
-    return {
-        "peak_bytes": resident + peak,
-        "resident_bytes": resident,
-        "peak_increment_bytes": peak,
-        "n_events": len(ev),
-    }
-
-
-_LAUNCH_RE = re.compile(r"^(cuda|cu)Launch(Kernel|CooperativeKernel)")
-
-
-def count_kernel_launches(model: Any, x: Any) -> float:
-    """CUDA kernel launches of one inference, counted with ``torch.profiler``.
-
-    Counts runtime/driver launch calls (``cudaLaunchKernel*``, ``cuLaunchKernel*``,
-    ``cudaLaunchCooperativeKernel*``); if the profiler shows none, counts GPU kernel events
-    (excluding memcpy/memset). NaN if the profiler fails.
-    """
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    try:
-        with torch.inference_mode():
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                model(x)
-                torch.cuda.synchronize()
-        kev = prof.profiler.kineto_results.events()
-        launches = sum(1 for e in kev if _LAUNCH_RE.match(e.name()))
-        if launches:
-            return float(launches)
-        cuda = torch.profiler.DeviceType.CUDA
-        kernels = sum(
-            1
-            for e in kev
-            if e.device_type() == cuda and not re.match(r"(?i)^(memcpy|memset)", e.name())
-        )
-        return float(kernels) if kernels else NAN
-    except Exception:
-        return NAN
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -380,6 +331,7 @@ class Device:
             "torch_version": torch.__version__,
             "host": socket.gethostname(),
             "threads": int(torch.get_num_threads()),
+            **software_provenance(),
         }
 
     def prepare(self, model: Any, config: Any, protocol: Protocol) -> tuple[Any, Any]:
@@ -459,15 +411,17 @@ class CpuDevice(Device):
         gc.collect()
         if protocol.cpu_cooldown_s > 0:
             time.sleep(protocol.cpu_cooldown_s)
-        out: dict[str, Any] = {}
-        with torch.inference_mode():
-            for _ in range(max(protocol.cpu_warmup_iters, 0)):
-                model(x)
-                _deadline_check(deadline, "warm-up")
+        out: dict[str, Any] = {"load_1m": host_load()}
+        clock = cpu_clock(torch.get_num_threads())
+        other = OtherLoad()
+
+        def take_window() -> Window:
+            times: list[float] = []
             meter = EnergyMeter(self.rapl.energy_j, "rapl") if self.rapl.available else None
             if meter:
                 meter.begin()
-            times: list[float] = []
+            other.start()
+            c0 = clock()
             t_start = time.perf_counter()
             while True:
                 t0 = time.perf_counter()
@@ -480,21 +434,42 @@ class CpuDevice(Device):
                 ):
                     break
                 _deadline_check(deadline, "the timed window")
-            window_s = time.perf_counter() - t_start
-        n = len(times)
-        out.update(latency_stats(np.asarray(times) * 1e3))
+            wall = time.perf_counter() - t_start
+            share = (clock() - c0) / wall
+            w = Window(np.asarray(times) * 1e3, wall, share=share, other_busy=other.stop())
+            if meter:
+                try:
+                    w.extra["energy_j"] = meter.end().energy_j
+                except EnergyCounterError as exc:
+                    w.extra["energy_error"] = str(exc)
+            return w
+
+        with torch.inference_mode():
+            for _ in range(max(protocol.cpu_warmup_iters, 0)):
+                model(x)
+                _deadline_check(deadline, "warm-up")
+            res = run_windows(
+                take_window,
+                protocol.policy(),
+                deadline_check=lambda: _deadline_check(deadline, "the timed windows"),
+            )
+        out.update(res.columns())
+        window_s = res.wall_s
+        n = len(res.times_ms)
+        out.update(latency_stats(res.times_ms))
         out.update(n_iters=n, window_s=window_s)
-        if meter:
-            try:
-                em = meter.end()
+        if self.rapl.available:
+            errors = [w.extra["energy_error"] for w in res.used if "energy_error" in w.extra]
+            if errors:
+                out.update(energy_j=NAN, energy_reason=errors[0])
+            else:
+                total_j = float(sum(w.extra["energy_j"] for w in res.used))
                 out.update(
-                    energy_j=em.energy_j / n, avg_power_w=em.avg_power_w, power_source="rapl"
+                    energy_j=total_j / n, avg_power_w=total_j / window_s, power_source="rapl"
                 )
                 if not math.isnan(idle_power_w):
                     out["idle_power_w"] = idle_power_w
                     out["energy_dynamic_j"] = out["energy_j"] - idle_power_w * window_s / n
-            except EnergyCounterError as exc:
-                out.update(energy_j=NAN, energy_reason=str(exc))
         else:
             out.update(energy_j=NAN, energy_reason=self.rapl.reason)
         if protocol.cpu_profile_memory:
@@ -588,12 +563,69 @@ class CudaDevice(Device):
             model = model.half()
         return model, _make_input(config, protocol, self.torch_device, _dtype(config.precision))
 
+    def _interference(self) -> tuple[float, float, float]:
+        """(other compute processes, throttle-reason bitmask, SM clock MHz) now."""
+        if self.nvml is None:
+            return NAN, NAN, NAN
+        return (
+            self.nvml.other_compute_processes(),
+            self.nvml.throttle_reasons(),
+            self.nvml.clocks_mhz()[0],
+        )
+
+    def _window(self, model: Any, x: Any, protocol: Protocol, deadline: float | None) -> dict:
+        """One timed window (energy, events, interference at both ends)."""
+        import torch
+
+        w: dict[str, Any] = {"energy_reason": None, "em": None}
+        torch.cuda.synchronize(self.torch_device)
+        torch.cuda.reset_peak_memory_stats(self.torch_device)
+        w["temp_c_before"] = self.nvml.temperature_c() if self.nvml else NAN
+        w["start"] = self._interference()
+        meter = (
+            EnergyMeter(self.nvml.energy_counter_j, "nvml_total_energy")
+            if (self.nvml is not None and self.energy_ok)
+            else None
+        )
+        events: list[tuple[Any, Any]] = []
+        w["t_mono0"] = time.monotonic()
+        if meter:
+            meter.begin()
+        t_start = time.perf_counter()
+        while True:
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            model(x)
+            e.record()
+            events.append((s, e))
+            if (
+                len(events) >= protocol.gpu_min_iters
+                and time.perf_counter() - t_start >= protocol.gpu_min_window_s
+            ):
+                torch.cuda.synchronize(self.torch_device)
+                if time.perf_counter() - t_start >= protocol.gpu_min_window_s:
+                    break
+            _deadline_check(deadline, "the timed window")
+        torch.cuda.synchronize(self.torch_device)
+        w["window_s"] = time.perf_counter() - t_start
+        if meter:
+            try:
+                w["em"] = meter.end()
+            except EnergyCounterError as exc:
+                w["energy_reason"] = str(exc)
+        w["t_mono1"] = time.monotonic()
+        w["end"] = self._interference()
+        w["temp_c_after"] = self.nvml.temperature_c() if self.nvml else NAN
+        w["times_ms"] = np.array([s.elapsed_time(e) for s, e in events])
+        return w
+
     def measure(
         self, model: Any, x: Any, protocol: Protocol, idle_power_w: float, deadline: float | None
     ) -> dict[str, Any]:
         import torch
 
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"load_1m": host_load()}
         torch.cuda.synchronize(self.torch_device)
         gc.collect()
         torch.cuda.empty_cache()
@@ -602,62 +634,54 @@ class CudaDevice(Device):
         sampler = None
         if self.nvml is not None and protocol.sample_hz > 0:
             sampler = TelemetrySampler(self.nvml, hz=protocol.sample_hz).start()
+        policy = protocol.policy()
+        attempts = max(1, policy.max_windows // policy.n_windows)
+        n_rejected = 0
         try:
             with torch.inference_mode():
                 for _ in range(max(protocol.gpu_warmup_iters, 0)):
                     model(x)
                     _deadline_check(deadline, "warm-up")
-                torch.cuda.synchronize(self.torch_device)
-                torch.cuda.reset_peak_memory_stats(self.torch_device)
-                out["temp_c_before"] = self.nvml.temperature_c() if self.nvml else NAN
-                meter = (
-                    EnergyMeter(self.nvml.energy_counter_j, "nvml_total_energy")
-                    if (self.nvml is not None and self.energy_ok)
-                    else None
-                )
-                events: list[tuple[Any, Any]] = []
-                t_mono0 = time.monotonic()
-                if meter:
-                    meter.begin()
-                t_start = time.perf_counter()
-                while True:
-                    s = torch.cuda.Event(enable_timing=True)
-                    e = torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    model(x)
-                    e.record()
-                    events.append((s, e))
-                    if (
-                        len(events) >= protocol.gpu_min_iters
-                        and time.perf_counter() - t_start >= protocol.gpu_min_window_s
-                    ):
-                        torch.cuda.synchronize(self.torch_device)
-                        if time.perf_counter() - t_start >= protocol.gpu_min_window_s:
-                            break
-                    _deadline_check(deadline, "the timed window")
-                torch.cuda.synchronize(self.torch_device)
-                window_s = time.perf_counter() - t_start
-                em = None
-                if meter:
-                    try:
-                        em = meter.end()
-                    except EnergyCounterError as exc:
-                        out["energy_reason"] = str(exc)
-                t_mono1 = time.monotonic()
-                out["temp_c_after"] = self.nvml.temperature_c() if self.nvml else NAN
+                for attempt in range(attempts):
+                    w = self._window(model, x, protocol, deadline)
+                    others = np.nanmax([w["start"][0], w["end"][0], 0.0])
+                    if others > 0 and attempt < attempts - 1:
+                        n_rejected += 1
+                        time.sleep(min(policy.backoff_s * 2**attempt, 1.0))
+                        continue
+                    break
         finally:
             if sampler is not None:
                 sampler.stop()
-        n = len(events)
-        times_ms = np.array([s.elapsed_time(e) for s, e in events])
+        times_ms = w["times_ms"]
+        n = len(times_ms)
+        window_s = w["window_s"]
+        em = w["em"]
         out.update(latency_stats(times_ms))
-        out.update(n_iters=n, window_s=window_s)
+        thirds = [np.median(c) for c in np.array_split(times_ms, policy.n_windows) if len(c)]
+        out.update(
+            n_iters=n,
+            window_s=window_s,
+            temp_c_before=w["temp_c_before"],
+            temp_c_after=w["temp_c_after"],
+            n_windows=n_rejected + 1,
+            n_rejected=n_rejected,
+            latency_window_cv=(
+                float(np.std(thirds, ddof=1) / np.mean(thirds)) if len(thirds) > 1 else NAN
+            ),
+            gpu_other_procs=others if self.nvml is not None else NAN,
+            sm_clock_start_mhz=w["start"][2],
+            sm_clock_end_mhz=w["end"][2],
+            quality="disturbed" if others > 0 else ("retried" if n_rejected else "clean"),
+        )
+        tr = [v for v in (w["start"][1], w["end"][1]) if not math.isnan(v)]
+        out["throttle_reasons"] = float(int(tr[0]) | int(tr[-1])) if tr else NAN
         if em is not None:
             out["energy_j"] = em.energy_j / n
             out["avg_power_w"] = em.avg_power_w
         else:
             out["energy_j"] = NAN
-            out.setdefault("energy_reason", self.nvml_reason or "no energy counter")
+            out["energy_reason"] = w["energy_reason"] or self.nvml_reason or "no energy counter"
         if not math.isnan(idle_power_w):
             out["idle_power_w"] = idle_power_w
             if em is not None:
@@ -668,7 +692,7 @@ class CudaDevice(Device):
             out["nvml_proc_mem_mib"] = self.nvml.process_memory_mib()
             out["power_source"] = self.nvml.power_source
         if sampler is not None:
-            m = sampler.window_means(t_mono0, t_mono1)
+            m = sampler.window_means(w["t_mono0"], w["t_mono1"])
             out.update(
                 sm_util_pct=m["sm_util_pct"],
                 mem_util_pct=m["mem_util_pct"],

@@ -421,6 +421,37 @@ class NvmlDevice:
                 return float(used) / MIB
         return NAN
 
+    def other_compute_processes(self, pid: int | None = None) -> float:
+        """Compute processes on this GPU other than process ``pid`` (default: this one).
+
+        When NVML lists processes but not ``pid`` (a container whose PID namespace differs
+        from the driver's), one listed process is taken to be this one. NaN where NVML cannot
+        list processes.
+        """
+        pid = os.getpid() if pid is None else pid
+        if "procs" in self._unsupported:
+            return NAN
+        try:
+            procs = self._call(self._nvml.nvmlDeviceGetComputeRunningProcesses, "compute processes")
+        except NVMLNotSupportedError:
+            self._unsupported.add("procs")
+            return NAN
+        pids = [int(p.pid) for p in procs]
+        if pid in pids:
+            return float(sum(1 for q in pids if q != pid))
+        return float(max(len(pids) - 1, 0))
+
+    def throttle_reasons(self) -> float:
+        """The current clock-throttle (clock-event) reasons as NVML's bitmask; NaN where
+        unsupported. 0 means none; bit 0x1 is "GPU idle"."""
+        nvml = self._nvml
+        fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        if fn is None:
+            return NAN
+        return self._optional("throttle", lambda: self._call(fn, "throttle reasons"))
+
     def power_limit_w(self) -> float:
         return self._optional(
             "plimit",

@@ -1,0 +1,196 @@
+"""Audit a measured dataset: re-measure a seeded random sample and compare.
+
+:func:`audit` re-measures ``n`` ``ok`` rows of a dataset (seeded random sample) in separate,
+fresh processes with the dataset's protocol, and :func:`agreement` compares the new values
+with the shipped ones: median |log ratio| of latency, the share of rows within 5 % and 10 %,
+and the share whose peak memory is identical. :func:`noise_by_regime` reports the noise floor
+per regime (batch tier, FLOPs tier, precision) from the rows' own window spread and, where an
+audit exists, from the re-measurement.
+
+``carb audit DATASET --n 200`` runs it from the command line and writes
+``<out>/<platform>_audit_rows.parquet`` and ``<out>/<platform>_audit.csv``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger("carb.audit")
+
+#: Batch tiers of the noise table (batch sizes of each tier).
+BATCH_TIERS: dict[str, tuple[int, int]] = {"1-8": (1, 8), "16-64": (16, 64), "128-256": (128, 256)}
+#: FLOPs tiers (whole batch, GFLOP): upper bounds.
+FLOPS_TIERS: dict[str, tuple[float, float]] = {
+    "<0.05 GFLOP": (0.0, 0.05),
+    "0.05-0.5 GFLOP": (0.05, 0.5),
+    ">0.5 GFLOP": (0.5, np.inf),
+}
+
+
+@dataclass
+class Agreement:
+    """How well re-measured rows agree with the shipped ones."""
+
+    n: int
+    median_abs_log_ratio: float
+    p90_abs_log_ratio: float
+    within_5pct: float
+    within_10pct: float
+    memory_identical: float
+    median_ratio: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tier(values: np.ndarray, tiers: dict[str, tuple[float, float]]) -> np.ndarray:
+    out = np.full(len(values), "", dtype=object)
+    for name, (lo, hi) in tiers.items():
+        out[(values >= lo) & (values <= hi) & (out == "")] = name
+    return out
+
+
+def agreement(rows: pd.DataFrame) -> Agreement:
+    """Agreement of ``latency_ms_new`` with ``latency_ms`` and of the memory columns.
+
+    ``rows`` has ``latency_ms``, ``latency_ms_new``, ``peak_mem_mib``, ``peak_mem_mib_new``
+    (rows whose re-measurement failed are ignored)."""
+    r = rows.dropna(subset=["latency_ms", "latency_ms_new"])
+    lr = np.abs(np.log(r["latency_ms_new"].to_numpy(float) / r["latency_ms"].to_numpy(float)))
+    mem_same = np.isclose(
+        r["peak_mem_mib_new"].to_numpy(float), r["peak_mem_mib"].to_numpy(float), rtol=0, atol=1e-9
+    )
+    nan = float("nan")
+    return Agreement(
+        n=int(len(r)),
+        median_abs_log_ratio=float(np.median(lr)) if len(r) else nan,
+        p90_abs_log_ratio=float(np.percentile(lr, 90)) if len(r) else nan,
+        within_5pct=float(np.mean(lr <= np.log(1.05))) if len(r) else nan,
+        within_10pct=float(np.mean(lr <= np.log(1.10))) if len(r) else nan,
+        memory_identical=float(np.mean(mem_same)) if len(r) else nan,
+        median_ratio=float(np.exp(np.median(np.log(
+            r["latency_ms_new"].to_numpy(float) / r["latency_ms"].to_numpy(float))))) if len(r) else nan,
+    )  # fmt: skip
+
+
+def regimes(df: pd.DataFrame) -> pd.DataFrame:
+    """``batch_tier``, ``flops_tier`` and ``precision`` of each row."""
+    return pd.DataFrame(
+        {
+            "batch_tier": _tier(df["batch"].to_numpy(float), BATCH_TIERS),
+            "flops_tier": _tier(df["flops"].to_numpy(float) / 1e9, FLOPS_TIERS),
+            "precision": df["precision"].astype(str).to_numpy(),
+        },
+        index=df.index,
+    )
+
+
+def noise_by_regime(df: pd.DataFrame, audit_rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Noise floor per regime: rows, median ``latency_window_cv`` (within-row spread), share of
+    rows not ``clean``, and, with ``audit_rows``, median |log ratio| of the re-measurement."""
+    ok = df[df["status"] == "ok"]
+    reg = regimes(ok)
+    out = []
+    for key in ("batch_tier", "flops_tier", "precision"):
+        for val, idx in reg.groupby(key).groups.items():
+            g = ok.loc[idx]
+            rec: dict[str, Any] = {"regime": key, "value": val, "rows": len(g)}
+            if "latency_window_cv" in g:
+                rec["median_window_cv"] = float(g["latency_window_cv"].median())
+            if "quality" in g:
+                rec["share_not_clean"] = float((g["quality"] != "clean").mean())
+            if audit_rows is not None and len(audit_rows):
+                a = audit_rows[audit_rows["config_id"].isin(g["config_id"])]
+                ag = agreement(a)
+                rec.update(audit_n=ag.n, audit_median_abs_log_ratio=ag.median_abs_log_ratio,
+                           audit_within_5pct=ag.within_5pct)  # fmt: skip
+            out.append(rec)
+    return pd.DataFrame(out)
+
+
+def sample_rows(df: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
+    """A seeded random sample of ``n`` ok rows (all of them if fewer)."""
+    ok = df[df["status"] == "ok"]
+    if n <= 0:
+        raise ValueError(f"--n must be >= 1, got {n}")
+    if len(ok) == 0:
+        raise ValueError("the dataset has no ok rows to audit")
+    rng = np.random.default_rng(seed)
+    idx = np.sort(rng.choice(len(ok), min(n, len(ok)), replace=False))
+    return ok.iloc[idx]
+
+
+def audit(
+    dataset: str | Path | pd.DataFrame,
+    n: int = 200,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    protocol: Any = None,
+    chunk: int = 25,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, Agreement]:
+    """Re-measure a seeded random sample of ``n`` ok rows in fresh processes (``chunk`` rows
+    per process) and compare.
+
+    Returns
+    -------
+    rows : pandas.DataFrame
+        One row per audited config: config columns, shipped and new latency and memory,
+        ``log_ratio``, the new row's ``quality``.
+    agreement : Agreement
+    """
+    from tqdm.auto import tqdm
+
+    from carb_lib.campaign import measure_many_in_subprocess
+    from carb_lib.dataset import read_dataset
+    from carb_lib.profiling import Protocol
+    from carb_lib.space import CONFIG_COLUMNS
+
+    df = read_dataset(dataset) if not isinstance(dataset, pd.DataFrame) else dataset
+    platforms = df["platform"].astype(str).unique()
+    if len(platforms) != 1:
+        raise ValueError(f"audit one platform at a time; the dataset has {list(platforms)}")
+    threads = int(df["threads"].dropna().iloc[0]) if df["threads"].notna().any() else None
+    protocol = protocol or Protocol(threads=threads)
+    sample = sample_rows(df, n, seed)
+    configs = sample[list(CONFIG_COLUMNS)].to_dict(orient="records")
+    new_rows: list[dict[str, Any]] = []
+    with tqdm(total=len(configs), desc="carb audit", unit="cfg", disable=not progress) as bar:
+        for i in range(0, len(configs), chunk):
+            part = configs[i : i + chunk]
+            new_rows += measure_many_in_subprocess(part, device, protocol, str(platforms[0]))
+            bar.update(len(part))
+    new = pd.DataFrame(new_rows).set_index("config_id")
+    keep = ["config_id", *CONFIG_COLUMNS, "flops", "latency_ms", "peak_mem_mib", "measured_at"]
+    keep += [c for c in ("quality", "latency_window_cv") if c in sample.columns]
+    rows = sample[[c for c in keep if c in sample.columns]].copy().reset_index(drop=True)
+    ids = rows["config_id"].to_numpy()
+    rows["status_new"] = new.loc[ids, "status"].to_numpy()
+    rows["latency_ms_new"] = pd.to_numeric(new.loc[ids, "latency_ms"]).to_numpy(float)
+    rows["peak_mem_mib_new"] = pd.to_numeric(new.loc[ids, "peak_mem_mib"]).to_numpy(float)
+    if "quality" in new.columns:
+        rows["quality_new"] = new.loc[ids, "quality"].to_numpy()
+    rows["measured_at_new"] = new.loc[ids, "measured_at"].to_numpy()
+    rows["log_ratio"] = np.log(rows["latency_ms_new"] / rows["latency_ms"])
+    return rows, agreement(rows)
+
+
+def format_agreement(ag: Agreement, platform: str = "") -> str:
+    """A short table for the terminal."""
+    lines = [
+        f"audit {platform}: {ag.n} rows re-measured",
+        f"  latency median |log ratio|   {ag.median_abs_log_ratio * 100:6.2f} %",
+        f"  latency p90 |log ratio|      {ag.p90_abs_log_ratio * 100:6.2f} %",
+        f"  latency within 5 %           {ag.within_5pct * 100:6.1f} %",
+        f"  latency within 10 %          {ag.within_10pct * 100:6.1f} %",
+        f"  latency median ratio new/old {ag.median_ratio:8.4f}",
+        f"  peak memory identical        {ag.memory_identical * 100:6.1f} %",
+    ]
+    return "\n".join(lines)
