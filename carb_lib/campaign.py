@@ -38,10 +38,13 @@ import pandas as pd
 
 from carb_lib.dataset import (
     STATIC_FEATURE_COLUMNS,
+    SchemaError,
+    clean_temporary_files,
     conform,
     validate,
     write_dataset,
 )
+from carb_lib.lock import FolderLock
 from carb_lib.dataset import atomic_write_parquet as _atomic_write
 from carb_lib.profiling import (
     NAN,
@@ -55,6 +58,8 @@ from carb_lib.profiling import (
 
 RESULTS_PREFIX = "results"
 REFERENCE_PREFIX = "reference"
+#: Reference measurements tried at each checkpoint until one is accepted.
+REFERENCE_TRIES = 3
 #: Default reference config (cheap on a CPU, a few ms; launch-bound on a large GPU).
 DEFAULT_REFERENCE: dict[str, Any] = {
     "family": "resnet",
@@ -209,7 +214,10 @@ def drift_table(ref: pd.DataFrame) -> pd.DataFrame:
     relative to the platform's first one."""
     if len(ref) == 0:
         return pd.DataFrame()
-    ok = ref[ref["status"] == "ok"].copy()
+    keep = ref["status"] == "ok"
+    if "quality" in ref.columns:
+        keep &= ref["quality"].fillna("clean") != "disturbed"
+    ok = ref[keep.to_numpy(dtype=bool)].copy()
     ok = ok.sort_values("measured_at", kind="stable")
     out = []
     for _plat, g in ok.groupby("platform", sort=False):
@@ -448,10 +456,6 @@ def run_campaign(
     -------
     CampaignResult
     """
-    from tqdm.auto import tqdm
-
-    from carb_lib.space import add_config_ids, config_from_row
-
     t_begin = time.perf_counter()
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     protocol = protocol or Protocol()
@@ -461,8 +465,44 @@ def run_campaign(
     dev.setup(protocol)
     plat = dev.platform
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out} is a file; give a folder for the part files")
     out.mkdir(parents=True, exist_ok=True)
     shard_t = parse_shard(shard) if isinstance(shard, str) or shard is None else shard
+    with FolderLock(out):
+        stale = clean_temporary_files(out)
+        if stale:
+            log(f"[campaign] removed {len(stale)} temporary file(s) of an interrupted write")
+        return _run_locked(
+            configs, out, dev, protocol, plat=plat, seed=seed, ref_every=ref_every,
+            reference=reference, time_budget_s=time_budget_s, max_gflops=max_gflops,
+            shard_t=shard_t, idle_seconds=idle_seconds, progress=progress, log=log,
+            t_begin=t_begin,
+        )  # fmt: skip
+
+
+def _run_locked(
+    configs: pd.DataFrame,
+    out: Path,
+    dev: Device,
+    protocol: Protocol,
+    *,
+    plat: str,
+    seed: int,
+    ref_every: int,
+    reference: Mapping[str, Any] | None,
+    time_budget_s: float | None,
+    max_gflops: float | None,
+    shard_t: tuple[int, int] | None,
+    idle_seconds: float,
+    progress: bool,
+    log: Any,
+    t_begin: float,
+) -> CampaignResult:
+    """The body of :func:`run_campaign`, run while holding the folder's lock."""
+    from tqdm.auto import tqdm
+
+    from carb_lib.space import add_config_ids, config_from_row
 
     cfg = configs.copy()
     if "config_id" not in cfg.columns:
@@ -508,15 +548,24 @@ def run_campaign(
         return time_budget_s - (time.perf_counter() - t_begin)
 
     def checkpoint() -> bool:
-        """Idle power + reference; returns False if the budget ran out."""
+        """Idle power + reference; returns False if the budget ran out.
+
+        A reference measurement that is not clean (``quality == "disturbed"`` or a failure)
+        is kept with its flag but re-measured, up to :data:`REFERENCE_TRIES` times: drift
+        normalisation uses only accepted reference rows."""
         nonlocal idle_w
         if dev.kind == "cuda":
             idle_w = dev.idle_power_w(idle_seconds)
-        if budget_left() <= 0:
-            return False
-        row = profile_config(ref_cfg, dev, protocol, idle_power_w=idle_w)
-        ref_writer.write([row])
-        res.n_reference += 1
+        for _ in range(REFERENCE_TRIES):
+            if budget_left() <= 0:
+                return False
+            row = profile_config(ref_cfg, dev, protocol, idle_power_w=idle_w)
+            ref_writer.write([row])
+            res.n_reference += 1
+            if row["status"] == "ok" and row.get("quality") != "disturbed":
+                break
+            log(f"[campaign] reference measurement not clean ({row.get('quality')}, "
+                f"{row.get('error')}); re-measuring")  # fmt: skip
         return True
 
     n_measured = 0
@@ -625,35 +674,80 @@ def merge_parts(
     existing: str | Path | None = None,
     features: bool = True,
     reference_out: str | Path | None = None,
+    force: bool = False,
+    allow_mixed_platforms: bool = False,
 ) -> pd.DataFrame:
     """Join a campaign folder's result parts into one validated dataset.
 
     Rows are deduplicated per (platform, config_id) by :func:`dedupe` (first ``ok`` row,
-    else the last row), rows of ``existing`` (a dataset file, optional) counting as earlier.
-    ``latency_norm_ms`` is computed from the reference parts (:func:`normalise_latency`);
-    static features are joined (``features=True``). The result is validated and, if
-    ``out_path`` is given, written atomically. ``reference_out`` writes the reference rows.
+    else the last row), rows of ``existing`` counting as earlier. **An existing file at
+    ``out_path`` is extended, never silently replaced**: it is the ``existing`` dataset unless
+    ``force``, and its previous version is kept as ``<name>.bak``
+    (:func:`carb_lib.dataset.backup_path`). ``latency_norm_ms`` is computed from the accepted
+    reference rows (:func:`normalise_latency`); static features are joined
+    (``features=True``). The result is validated and, if ``out_path`` is given, written
+    atomically. ``reference_out`` writes the reference rows (extending an existing file).
+
+    Parameters
+    ----------
+    force : bool, default False
+        Overwrite ``out_path`` with the parts alone, without a backup.
+    allow_mixed_platforms : bool, default False
+        Accept parts and existing rows of different platforms in one file.
 
     Raises
     ------
     FileNotFoundError
         No result parts in ``folder``.
+    ValueError
+        Platforms differ (parts among themselves or against the existing file) and
+        ``allow_mixed_platforms`` is False; or ``out_path`` is not a ``.parquet`` file.
     carb_lib.dataset.SchemaError
-        The merged data violates the schema.
+        The merged data violates the schema, or the existing file cannot be read.
     """
     from carb_lib.features import static_features
 
-    df = read_parts(folder, RESULTS_PREFIX)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such campaign folder")
+    if out_path is not None:
+        out_path = Path(out_path)
+        if out_path.is_dir():
+            raise IsADirectoryError(f"{out_path} is a folder; give a .parquet file name")
+        if out_path.suffix != ".parquet":
+            raise ValueError(f"{out_path}: a dataset is written as Parquet; name it *.parquet")
+    try:
+        df = read_parts(folder, RESULTS_PREFIX)
+    except Exception as exc:  # a corrupt part file
+        raise SchemaError(f"{folder}: cannot read the part files: {exc}") from None
     if len(df) == 0:
         raise FileNotFoundError(f"no {RESULTS_PREFIX}-*.parquet parts in {folder}")
     ref = reference_rows(folder)
     df["latency_norm_ms"] = normalise_latency(df, ref)
+    if existing is None and out_path is not None and out_path.exists() and not force:
+        existing = out_path
+    plats = set(df["platform"].astype(str))
     n_old = 0
     if existing is not None and Path(existing).exists():
-        old = conform(pd.read_parquet(existing))
+        try:
+            old = conform(pd.read_parquet(existing))
+        except Exception as exc:
+            raise SchemaError(f"{existing}: cannot read the existing dataset: {exc}") from None
+        old_plats = set(old["platform"].astype(str)) if "platform" in old else set()
+        if old_plats and old_plats != plats and not allow_mixed_platforms:
+            raise ValueError(
+                f"platform mismatch: {existing} holds {sorted(old_plats)}, the parts in "
+                f"{folder} hold {sorted(plats)}; merge into data/<platform>.parquet of their "
+                "own platform, or pass --allow-mixed-platforms"
+            )
         old = old.drop(columns=[c for c in old.columns if c not in df.columns])
         n_old = len(old)
         df = conform(pd.concat([old, df], ignore_index=True))
+    elif len(plats) > 1 and not allow_mixed_platforms:
+        raise ValueError(
+            f"the parts in {folder} hold several platforms {sorted(plats)}; merge each into "
+            "its own file, or pass --allow-mixed-platforms"
+        )
     df = dedupe(df, n_existing=n_old)
 
     df = df.drop(columns=[c for c in STATIC_FEATURE_COLUMNS if c in df.columns])
@@ -666,9 +760,14 @@ def merge_parts(
     df = conform(df)
     validate(df, require_features=features)
     if out_path is not None:
-        write_dataset(df, out_path, require_features=features)
+        write_dataset(df, out_path, require_features=features, backup=not force)
     if reference_out is not None and len(ref):
-        write_dataset(ref, reference_out, require_features=False, unique=False)
+        ref_out = Path(reference_out)
+        if ref_out.exists() and not force:
+            prev = conform(pd.read_parquet(ref_out))
+            ref = conform(pd.concat([prev, ref], ignore_index=True))
+            ref = ref.drop_duplicates(subset=["platform", "config_id", "measured_at"])
+        write_dataset(ref, ref_out, require_features=False, unique=False, backup=not force)
     return df
 
 

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,9 +19,53 @@ app = typer.Typer(
 )
 
 
+_STATE = {"debug": False}
+#: Exceptions that mean the user's input or environment is wrong: one line, exit code 1.
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSError, RuntimeError)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
+def _error_path(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The one CLI error path: a user error prints ``error: <message>`` (one line naming the
+    file, row, column or option) and exits 1; any other exception prints one line and exits
+    2. ``carb --debug COMMAND`` shows the traceback instead."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except USER_ERRORS as exc:
+            if _STATE["debug"]:
+                raise
+            typer.secho(f"error: {_one_line(exc)}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1) from None
+        except Exception as exc:
+            if _STATE["debug"]:
+                raise
+            typer.secho(
+                f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+                "(rerun with carb --debug ... for the traceback)",
+                fg=typer.colors.RED,
+                err=True,
+            )
+            raise typer.Exit(2) from None
+
+    return run
+
+
 @app.callback()
-def main() -> None:
+def main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+) -> None:
     """CARB: measure, explain, predict and screen the inference cost of CNNs."""
+    _STATE["debug"] = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, format="%(message)s")
 
 
 @app.command()
@@ -142,37 +191,39 @@ def profile(
     from carb_lib.campaign import run_campaign, sample_configs
     from carb_lib.profiling import Protocol
 
-    try:
-        kw = {"threads": threads, "timeout_s": timeout}
-        if cooldown is not None:
-            kw["cooldown_s"] = cooldown
-        df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
-        res = run_campaign(
-            df, out, device, Protocol(**kw), platform=platform, seed=seed, ref_every=ref_every,
-            time_budget_s=time_budget, max_gflops=max_gflops, shard=shard, progress=progress,
-        )
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from exc
+    for name, value, lo in (("--n-sample", n_sample, 1), ("--threads", threads, 1),
+                            ("--ref-every", ref_every, 0)):  # fmt: skip
+        if value is not None and value < lo:
+            raise ValueError(f"{name} must be >= {lo}, got {value}")
+    for name, value in (("--timeout", timeout), ("--time-budget", time_budget),
+                        ("--max-gflops", max_gflops), ("--cooldown", cooldown)):  # fmt: skip
+        if value is not None and not value > 0 and not (name == "--cooldown" and value == 0):
+            raise ValueError(f"{name} must be > 0 seconds/GFLOP, got {value}")
+    kw = {"threads": threads, "timeout_s": timeout}
+    if cooldown is not None:
+        kw["cooldown_s"] = cooldown
+    df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
+    res = run_campaign(
+        df, out, device, Protocol(**kw), platform=platform, seed=seed, ref_every=ref_every,
+        time_budget_s=time_budget, max_gflops=max_gflops, shard=shard, progress=progress,
+    )
     typer.echo(f"counts {res.counts}; reference runs {res.n_reference}; drift {res.drift}")
 
 
 @app.command()
 def merge(
     parts_dir: Path = typer.Argument(..., help="Campaign folder of part files."),
-    out: Path = typer.Argument(..., help="Dataset to write, e.g. data/<platform>.parquet."),
-    existing: Path | None = typer.Option(None, "--existing", help="Extend this dataset (its rows count as earlier)."),
+    out: Path = typer.Argument(..., help="Dataset to write or extend, e.g. data/<platform>.parquet."),
+    existing: Path | None = typer.Option(None, "--existing", help="Extend this dataset (its rows count as earlier); default: OUT itself if it exists."),
     reference_out: Path | None = typer.Option(None, "--reference-out", help="Also write the reference-config rows here."),
+    force: bool = typer.Option(False, "--force", help="Overwrite OUT with the parts alone, without a backup."),
+    allow_mixed_platforms: bool = typer.Option(False, "--allow-mixed-platforms", help="Accept rows of several platforms in one file."),
 ) -> None:
-    """Merge part files into one validated dataset with static features and latency_norm_ms."""
+    """Merge part files into a validated dataset (extending OUT, keeping OUT.bak)."""
     from carb_lib.campaign import merge_parts
-    from carb_lib.dataset import SchemaError
 
-    try:
-        df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out)
-    except (SchemaError, FileNotFoundError) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from exc
+    df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out,
+                     force=force, allow_mixed_platforms=allow_mixed_platforms)  # fmt: skip
     typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")
 
 
@@ -196,6 +247,11 @@ def noise(
     from carb_lib.campaign import noise_study, sample_configs
     from carb_lib.profiling import Protocol
 
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out} is a file; give a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    if not os.access(out, os.W_OK):
+        raise PermissionError(f"--out {out} is not writable")
     df = sample_configs(n_configs, seed, configs, max_gflops, sample_under_cap=max_gflops is not None)
     rows, summary = noise_study(
         df, device, Protocol(threads=threads), repeats=repeats,
@@ -404,6 +460,10 @@ def predict(
                f"coverage {coverage}")
 # --- end carb ensemble ---
 
+
+# every command goes through the one error path (commands above need no try/except of their own)
+for _cmd in app.registered_commands:
+    _cmd.callback = _error_path(_cmd.callback)
 
 if __name__ == "__main__":
     app()

@@ -427,6 +427,31 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def backup_path(path: str | Path) -> Path:
+    """Where :func:`write_dataset` keeps the previous version of ``path`` (``<name>.bak``)."""
+    path = Path(path)
+    return path.with_name(path.name + ".bak")
+
+
+def clean_temporary_files(folder: str | Path) -> list[Path]:
+    """Remove ``.tmp-*`` files that an interrupted atomic write left in ``folder``; returns
+    them. Call only while no writer is active in the folder (e.g. holding its lock)."""
+    removed = []
+    for f in Path(folder).glob(".tmp-*"):
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
+
+
 def atomic_write_parquet(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` to ``path`` atomically: a temporary file in the same folder, fsync,
     ``os.replace``, fsync of the folder. A crash leaves either the old file or the new one
@@ -439,6 +464,7 @@ def atomic_write_parquet(df: pd.DataFrame, path: str | Path) -> Path:
             df.to_parquet(fh, index=False)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; datasets are shared files
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -457,11 +483,31 @@ def write_dataset(
     require_features: bool = True,
     unique: bool = True,
     extra_columns: Iterable[str] = (),
+    backup: bool = False,
 ) -> Path:
     """Conform, validate, then write ``df`` to Parquet atomically (see
-    :func:`atomic_write_parquet`). Returns the path."""
+    :func:`atomic_write_parquet`). With ``backup``, an existing file at ``path`` is first
+    copied to :func:`backup_path` (replacing an older backup). Returns the path.
+
+    Raises
+    ------
+    SchemaError
+        ``df`` violates the schema (nothing is written).
+    IsADirectoryError
+        ``path`` is a folder.
+    """
     out = conform(df, extra_columns).reset_index(drop=True)
     validate(out, require_features=require_features, unique=unique, extra_columns=extra_columns)
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; give a file name ending in .parquet")
+    if backup and path.exists():
+        import shutil
+
+        bak = backup_path(path)
+        tmp = bak.with_name(f".tmp-{bak.name}")
+        shutil.copy2(path, tmp)
+        os.replace(tmp, bak)
     return atomic_write_parquet(out, path)
 
 

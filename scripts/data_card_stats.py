@@ -41,6 +41,22 @@ def main() -> None:
     print("\nmedian within-window latency CV by precision:",
           ok.groupby("precision")["latency_cv"].median().round(4).to_dict())
     print("energy_reason:", ok["energy_reason"].dropna().unique()[:2])
+    if "quality" in ok.columns and ok["quality"].notna().any():
+        print("\nquality of ok rows (interference detector):\n")
+        print(pd.crosstab(ok["quality"], ok["precision"], margins=True).to_string())
+        w = ok[["n_windows", "n_rejected", "latency_window_cv", "cpu_share", "other_busy",
+                "load_1m"]].astype(float)
+        print("\nwindows per row, detector readings (median, p90):")
+        print(w.quantile([0.5, 0.9]).T.to_string(float_format=lambda v: f"{v:.4g}"))
+        reasons = ok["rejected_by"].astype(str).str.extract(
+            r"share=(\d+),other=(\d+),spread=(\d+)").astype(float).sum()
+        print("windows not used, by reason (share, other load, spread):", reasons.tolist())
+        t = pd.to_datetime(ok["measured_at"].astype(str), utc=True, format="ISO8601")
+        span_min = (t.max() - t.min()).total_seconds() / 60
+        print(f"throughput: {len(df) / span_min:.1f} rows/min over {span_min:.1f} min")
+        for col in ("git_commit", "git_dirty", "carb_version", "mkldnn_enabled"):
+            if col in df:
+                print(f"{col}: {sorted(map(str, df[col].dropna().unique()))}")
     if a.reference is not None and a.reference.exists():
         ref = pd.read_parquet(a.reference)
         print("\nreference config drift:", {k: round(v, 4) if isinstance(v, float) else v

@@ -1,0 +1,297 @@
+"""Fault injection for the measurement commands: bad input gets one clear line (never a
+traceback), writes never destroy a dataset, one writer per campaign folder.
+
+Rows here are SYNTHETIC (platform names start with ``synthetic``): they exercise merging and
+validation, never the instrument."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from carb_lib import campaign as cp
+from carb_lib.cli import app
+from carb_lib.dataset import backup_path, clean_temporary_files, empty_row, read_dataset
+from carb_lib.lock import LOCK_NAME, FolderLock, FolderLockedError
+from carb_lib.space import CONFIG_COLUMNS, paper_grid
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def grid() -> pd.DataFrame:
+    return paper_grid()
+
+
+def syn_rows(configs: pd.DataFrame, platform: str = "synthetic_cpu", lat: float = 2.0) -> list:
+    """SYNTHETIC ok rows for real configs (valid schema rows, invented costs)."""
+    rows = []
+    for i, rec in enumerate(configs.to_dict(orient="records")):
+        r = empty_row()
+        r.update({c: rec[c] for c in CONFIG_COLUMNS}, config_id=rec["config_id"])
+        r.update(
+            platform=platform, status="ok", error=None, latency_ms=lat + i, peak_mem_mib=10.0 + i,
+            energy_j=np.nan, energy_reason="SYNTHETIC row: no counter", n_iters=6,
+            window_s=0.3, latency_mean_ms=lat + i, latency_p10_ms=lat + i,
+            latency_p90_ms=lat + i, latency_cv=0.01, device_name="synthetic", torch_version="x",
+            host="h", measured_at=f"2026-01-01T00:00:{i:02d}.000+00:00", threads=1,
+            quality="clean",
+        )  # fmt: skip
+        rows.append(r)
+    return rows
+
+
+def write_parts(folder: Path, rows: list) -> Path:
+    cp.PartWriter(folder, cp.RESULTS_PREFIX).write(rows)
+    return folder
+
+
+def cli(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def assert_one_line_error(res, *fragments: str, code: int = 1) -> None:
+    assert res.exit_code == code, res.output
+    out = res.output.strip()
+    assert "Traceback" not in out
+    assert out.startswith("error:") or out.startswith("internal error:"), out
+    assert len(out.splitlines()) == 1, out
+    for f in fragments:
+        assert f in out, (f, out)
+
+
+# ---------------------------------------------------------------------------- merge
+def test_merge_extends_an_existing_dataset_and_keeps_a_backup(tmp_path, grid):
+    out = tmp_path / "data" / "synthetic_cpu.parquet"
+    a = write_parts(tmp_path / "a", syn_rows(grid.iloc[:30]))
+    assert cli("merge", str(a), str(out)).exit_code == 0
+    first = read_dataset(out)
+    assert len(first) == 30
+    assert stat.S_IMODE(os.stat(out).st_mode) & 0o044  # readable by others, not 0600
+    b = write_parts(tmp_path / "b", syn_rows(grid.iloc[25:40], lat=50.0))
+    res = cli("merge", str(b), str(out))
+    assert res.exit_code == 0, res.output
+    merged = read_dataset(out)
+    assert len(merged) == 40 and merged["config_id"].is_unique  # 30 + 15 - 5 overlapping
+    old = merged.set_index("config_id").loc[grid.config_id.iloc[25:30], "latency_ms"]
+    assert (old < 50).all()  # existing ok rows win over later duplicates
+    assert len(read_dataset(backup_path(out))) == 30  # the previous version is kept
+
+
+def test_merge_refuses_another_platform_unless_asked(tmp_path, grid):
+    out = tmp_path / "x.parquet"
+    cli("merge", str(write_parts(tmp_path / "a", syn_rows(grid.iloc[:5]))), str(out))
+    other = write_parts(tmp_path / "b", syn_rows(grid.iloc[5:9], platform="synthetic_gpu"))
+    res = cli("merge", str(other), str(out))
+    assert_one_line_error(res, "platform mismatch", "synthetic_cpu", "synthetic_gpu")
+    assert len(read_dataset(out)) == 5  # untouched
+    res = cli("merge", str(other), str(out), "--allow-mixed-platforms")
+    assert res.exit_code == 0 and len(read_dataset(out)) == 9
+
+
+def test_merge_force_overwrites_without_merging(tmp_path, grid):
+    out = tmp_path / "x.parquet"
+    cli("merge", str(write_parts(tmp_path / "a", syn_rows(grid.iloc[:5]))), str(out))
+    res = cli("merge", str(write_parts(tmp_path / "b", syn_rows(grid.iloc[5:7]))), str(out),
+              "--force")  # fmt: skip
+    assert res.exit_code == 0 and len(read_dataset(out)) == 2
+
+
+@pytest.mark.parametrize(
+    "make_out, fragment",
+    [
+        (lambda t: t / "folder_out", "is a folder"),
+        (lambda t: t / "out.csv", "name it *.parquet"),
+        (lambda t: t / "out.txt", "name it *.parquet"),
+    ],
+)
+def test_merge_bad_output(tmp_path, grid, make_out, fragment):
+    parts = write_parts(tmp_path / "a", syn_rows(grid.iloc[:3]))
+    out = make_out(tmp_path)
+    if out.name == "folder_out":
+        out.mkdir()
+    assert_one_line_error(cli("merge", str(parts), str(out)), fragment)
+
+
+def test_merge_bad_inputs(tmp_path, grid):
+    assert_one_line_error(cli("merge", str(tmp_path / "nope"), str(tmp_path / "o.parquet")),
+                          "no such campaign folder")  # fmt: skip
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(cli("merge", str(tmp_path / "empty"), str(tmp_path / "o.parquet")),
+                          "no results-")  # fmt: skip
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "results-x-000000.parquet").write_bytes(b"not parquet at all")
+    assert_one_line_error(cli("merge", str(corrupt), str(tmp_path / "o.parquet")),
+                          "cannot read the part files")  # fmt: skip
+    parts = write_parts(tmp_path / "a", syn_rows(grid.iloc[:3]))
+    bad_existing = tmp_path / "broken.parquet"
+    bad_existing.write_bytes(b"garbage")
+    assert_one_line_error(cli("merge", str(parts), str(bad_existing)),
+                          "cannot read the existing dataset")  # fmt: skip
+    assert bad_existing.read_bytes() == b"garbage"  # nothing written half
+
+
+def test_merge_rejects_invalid_rows_and_writes_nothing(tmp_path, grid):
+    rows = syn_rows(grid.iloc[:4])
+    rows[2]["latency_ms"] = -1.0
+    folder = tmp_path / "p"
+    folder.mkdir()
+    cp.atomic_write_parquet(pd.DataFrame(rows), folder / "results-x-000000.parquet")
+    out = tmp_path / "o.parquet"
+    res = cli("merge", str(folder), str(out))
+    assert_one_line_error(res, "latency_ms", grid.config_id.iloc[2], "negative")
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------------- lock
+def test_lock_refuses_a_live_holder_and_takes_over_a_stale_one(tmp_path):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (folder / LOCK_NAME).write_text(json.dumps(
+            {"pid": sleeper.pid, "host": socket.gethostname(), "since": "then"}))  # fmt: skip
+        with pytest.raises(FolderLockedError, match=f"in use by pid {sleeper.pid} on this host"):
+            FolderLock(folder).acquire()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    with FolderLock(folder) as lock:  # the holder is dead now: stale, taken over
+        assert lock.took_over["pid"] == sleeper.pid
+        assert json.loads((folder / LOCK_NAME).read_text())["pid"] == os.getpid()
+    assert not (folder / LOCK_NAME).exists()
+    (folder / LOCK_NAME).write_text(json.dumps({"pid": 1, "host": "elsewhere", "since": "x"}))
+    with pytest.raises(FolderLockedError, match="host 'elsewhere'"):
+        FolderLock(folder).acquire()
+
+
+def test_profile_on_a_locked_folder_is_refused_before_measuring(tmp_path):
+    folder = tmp_path / "c"
+    with FolderLock(folder):
+        res = cli("profile", "--out", str(folder), "--n-sample", "1", "--no-progress")
+    assert_one_line_error(res, "in use by pid", str(os.getpid()))
+    assert not list(folder.glob("results-*"))
+
+
+def test_temporary_files_of_a_killed_write_are_cleaned(tmp_path):
+    (tmp_path / ".tmp-results-x.parquet.abc").write_bytes(b"half")
+    (tmp_path / "results-keep.parquet").write_bytes(b"x")
+    removed = clean_temporary_files(tmp_path)
+    assert [p.name for p in removed] == [".tmp-results-x.parquet.abc"]
+    assert (tmp_path / "results-keep.parquet").exists()
+
+
+# ---------------------------------------------------------------------------- profile input
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("family,block,depth,width,early_downsample,resolution,batch,precision,num_classes\n"
+         "resnet,basic,19,0.5,True,64,8,fp32,1000\n", "row 0"),
+        ("config_id,colour\nabc,red\n", "unknown column(s) ['colour']"),
+        ("config_id\n0123456789abcdef\n", "not a config of the paper grid"),
+        ("config_id\n", "no rows"),
+    ],
+)  # fmt: skip
+def test_profile_configs_file_errors(tmp_path, content, fragment):
+    f = tmp_path / "c.csv"
+    f.write_text(content)
+    out = tmp_path / "out"
+    res = cli("profile", "--configs", str(f), "--out", str(out), "--no-progress")
+    assert_one_line_error(res, fragment)
+    assert not list(out.glob("results-*")) if out.exists() else True
+
+
+def test_profile_out_is_a_file(tmp_path):
+    f = tmp_path / "out"
+    f.write_text("x")
+    res = cli("profile", "--out", str(f), "--n-sample", "1", "--no-progress")
+    assert_one_line_error(res, "is a file")
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    f = tmp_path / "c.csv"
+    f.write_text("config_id,colour\nabc,red\n")
+    res = runner.invoke(app, ["--debug", "profile", "--configs", str(f), "--out",
+                              str(tmp_path / "o"), "--no-progress"])  # fmt: skip
+    assert res.exit_code != 0 and res.exception is not None
+    assert "unknown column" in str(res.exception)
+
+
+def test_audit_bad_inputs(tmp_path):
+    assert_one_line_error(cli("audit", str(tmp_path / "missing.parquet")), "no such dataset")
+    (tmp_path / "bad.parquet").write_bytes(b"nope")
+    assert_one_line_error(cli("audit", str(tmp_path / "bad.parquet")))
+
+
+def test_noise_into_an_output_that_is_a_file(tmp_path, grid):
+    f = tmp_path / "out"
+    f.write_text("x")
+    cfg = tmp_path / "c.csv"
+    grid.iloc[[0]][["config_id"]].to_csv(cfg, index=False)
+    res = cli("noise", "--configs", str(cfg), "--out", str(f), "--n-configs", "1",
+              "--repeats", "1", "--mode", "back_to_back", "--in-process")  # fmt: skip
+    assert_one_line_error(res)
+
+
+@pytest.mark.parametrize(
+    "opt, value",
+    [("--n-sample", "0"), ("--timeout", "0"), ("--timeout", "-1"), ("--time-budget", "0"),
+     ("--threads", "0"), ("--max-gflops", "-2"), ("--ref-every", "-1")],
+)  # fmt: skip
+def test_profile_option_ranges(tmp_path, opt, value):
+    res = cli("profile", "--out", str(tmp_path / "o"), opt, value, "--no-progress")
+    assert_one_line_error(res, opt, value)
+    assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------------------- config frames
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        (dict(width=-0.5), "width=-0.5"),
+        (dict(resolution=0), "resolution=0 is outside the valid range"),
+        (dict(batch=10**9), "batch=1000000000 is outside"),
+        (dict(depth=19), "depth=19 is not valid"),
+        (dict(block="wide"), "block='wide' is unknown"),
+        (dict(precision="int8"), "precision='int8' is unknown"),
+        (dict(family="vit"), "family='vit' is unknown"),
+    ],
+)
+def test_invalid_configs_are_named_by_row(grid, change, fragment):
+    from carb_lib.space import ConfigError, validate_config_frame
+
+    df = grid.iloc[:5].reset_index(drop=True)
+    for k, v in change.items():
+        df[k] = df[k].astype(object)
+        df.loc[3, k] = v
+    with pytest.raises(ConfigError, match="candidates: row 3: "):
+        validate_config_frame(df, "candidates")
+    try:
+        validate_config_frame(df, "candidates")
+    except ConfigError as exc:
+        assert fragment in str(exc)
+
+
+def test_off_grid_but_valid_configs_pass_and_large_frames_work(grid):
+    from carb_lib.space import extended_sample, validate_config_frame
+
+    df = grid.iloc[:3].copy()
+    df["resolution"] = [33, 200, 1000]
+    df["batch"] = [3, 5, 4000]
+    validate_config_frame(df)
+    big = extended_sample(100_000, seed=0)
+    validate_config_frame(big)  # distinct configs once each
+    big.loc[big.index[-1], "resolution"] = 2048
+    with pytest.raises(Exception, match=f"row {len(big) - 1}: resolution=2048"):
+        validate_config_frame(big)
