@@ -963,9 +963,13 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                     va = va[regime[va]]
                     if len(tr) >= 2 and len(va):
                         corr_oof[va] = (
-                            self._make_corrector().fit(feats[tr], resid[tr]).predict(feats[va])
+                            self._make_corrector()
+                            .fit(feats[tr], resid[tr], sample_weight=wt[tr])
+                            .predict(feats[va])
                         )
-                corrector = self._make_corrector().fit(feats[reg_train], resid[reg_train])
+                corrector = self._make_corrector().fit(
+                    feats[reg_train], resid[reg_train], sample_weight=wt[reg_train]
+                )
             elif self.regime_shrink > 0 and batch is not None:
                 warnings.warn(
                     f"{int(reg_train.sum())} training row(s) of {t!r} with batch <= "
