@@ -395,7 +395,7 @@ def fit(
     platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
     quick: bool = typer.Option(False, "--quick", help="Small models (50 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
-    preset: str = typer.Option("paper", "--preset", help="Model size: paper (the paper's, slow) | fast (screening; see carb_lib.ensemble.PRESETS). Ignored with --quick."),
+    preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick. Ignored with --quick."),
 ) -> None:
     """Fit CARB on a measured dataset and save it (one model per platform)."""
     import warnings

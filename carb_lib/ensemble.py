@@ -1,18 +1,27 @@
-"""CARB: the cascade-blended ensemble that predicts peak memory, energy and latency.
+"""CARB: the characterization-guided, cascade-blended ensemble for memory, energy and latency.
 
 :class:`CARBRegressor` follows the reported design of the CARB paper (see
-``/work/shared/reference/paper-notes.md``; the paper's numbers are not ours):
+``/work/shared/reference/paper-notes.md``; the paper's numbers are not ours), made
+*characterization-guided*:
 
-* per target three learners, XGBoost, LightGBM and ExtraTrees, on ``log1p(target)``;
-* their predictions blended with fixed weights (the paper's) or with non-negative least squares
-  (NNLS) weights learned on out-of-fold (OOF) predictions (the default);
+* per target a base law from the characterization (:mod:`carb_lib.base_models`): peak memory
+  by NNLS on parameter and activation bytes per precision; latency and energy by a
+  roofline-style law (FLOPs / throughput + bytes / bandwidth + layers x per-layer overhead +
+  batch and constant terms), fitted by relative NNLS with interpretable constants;
+* learners (XGBoost, LightGBM, ExtraTrees; which ones: :data:`PRESETS`) model only
+  ``log(measured / base)``, with ``log(base)`` among their inputs, so the scaling the trees
+  cannot extrapolate comes from the law;
+* their predictions blended with NNLS weights learned on out-of-fold (OOF) predictions (or the
+  paper's fixed weights);
 * a cascade: memory = f(x); energy = f(x, predicted memory); latency = f(x, predicted memory,
   predicted energy). During training the cascade inputs are OOF predictions, never in-sample
   ones, so a downstream model sees inputs as noisy as those it gets at prediction time;
 * a regime correction: a LightGBM model of the OOF residual, used only where
   ``batch <= regime_batch_max``; final = blend + ``regime_shrink`` x predicted residual;
-* split-conformal intervals from the OOF residuals on the log scale (CV+ style, Mondrian by
-  batch regime when both regimes are large enough).
+* split-conformal intervals on a held-out calibration fold (log scale, Mondrian by batch
+  regime) at the requested ``coverage``; a per-row ``extrapolated`` flag where a candidate's
+  features leave the training range;
+* rows weighted by their measured timing noise (``latency_window_cv``) when the data carry it.
 
 Two input modes:
 
@@ -39,6 +48,7 @@ import math
 import platform as _py_platform
 import warnings
 from collections.abc import Sequence
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +56,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import GroupKFold, KFold
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from carb_lib.nb201 import OPS, arch_ops
@@ -79,26 +90,29 @@ PAPER_BLEND_WEIGHTS: dict[str, dict[str, float]] = {
     "latency_ms": {"xgb": 0.2, "lgbm": 0.3, "et": 0.5},
 }
 
-#: Named model sizes: ``CARBRegressor(**PRESETS[name])`` (plus ``n_jobs``, ``feature_set``...).
+#: Named model configurations, the one place where model sizes are defined:
+#: ``CARBRegressor(**PRESETS[name])`` (plus ``n_jobs``, ``feature_set``...).
 #:
-#: Measured with ``benchmarks/bench_carb.py`` (2 cores, ``n_jobs=2``, 3 targets, SYNTHETIC
-#: 17,280-row grid; ``results/benchmarks/carb.csv``):
-#:
+#: ``"default"``
+#:     The constructor defaults, sized for screening: base law + XGBoost (150 trees, depth 6) +
+#:     LightGBM (150 trees, 31 leaves) on ``log(y / base)``, NNLS blend, cascade, small-batch
+#:     corrector (60 trees), split-conformal intervals. The learner set follows the ablation
+#:     on validation data (``carb_lib.evaluation.choose_default``; ``results/carb/``). Size and
+#:     speed: ``benchmarks/bench_carb.py`` (README).
 #: ``"paper"``
-#:     The paper's sizes and the estimator's defaults: XGBoost 800 trees of depth 9, LightGBM
-#:     800 trees of 127 leaves, ExtraTrees 400 fully grown trees, residual corrector 200 trees,
-#:     5-fold OOF. Fit 17k rows ~3.5 min; predict 1M rows ~3 min; saved model ~2.9 GiB (the
-#:     fully grown ExtraTrees).
+#:     The paper's model sizes, kept to reproduce them: XGBoost 800 trees of depth 9, LightGBM
+#:     800 trees of 127 leaves, ExtraTrees 400 fully grown trees, corrector 200 trees, 5-fold
+#:     OOF, all three learners (with the base law; ``base=False`` is the paper's design).
+#:     Fit ~3.5 min and predict 1M rows ~3 min on 2 cores, ~2.9 GiB saved: not for screening.
 #: ``"fast"``
-#:     XGBoost 100 trees of depth 6, LightGBM 40 trees of 15 leaves (higher learning rates),
-#:     ExtraTrees 8 trees of depth <= 16, corrector 40 trees of 7 leaves; the same 5-fold OOF,
-#:     cascade, regime correction and conformal intervals. Fit 17k rows ~6 s; predict 1M rows
-#:     ~3.6 s; model ~34 MiB. For screening large candidate sets and for repeated fits
-#:     (ablations, leave-one-out). On the measured CPU data (3 stratified splits) its test
-#:     accuracy is close to "paper": memory MAPE ~2.8 % vs ~2.0 %, latency MAPE ~15.0 % vs
-#:     ~15.8 % (latency is limited by the measurement noise, not the model size).
+#:     The three learners at small sizes (XGBoost 100 x depth 6, LightGBM 40 x 15 leaves,
+#:     ExtraTrees 8 trees of depth <= 16, corrector 40 trees).
+#: ``"quick"``
+#:     Test and quick-profile size (tens of trees, 3 folds, one thread): seconds per fit.
 PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},  # filled below from the constructor defaults
     "paper": {
+        "learners": ("xgb", "lgbm", "et"),
         "n_estimators_xgb": 800,
         "max_depth_xgb": 9,
         "learning_rate_xgb": 0.05,
@@ -115,6 +129,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "cv": 5,
     },
     "fast": {
+        "learners": ("xgb", "lgbm", "et"),
         "n_estimators_xgb": 100,
         "max_depth_xgb": 6,
         "learning_rate_xgb": 0.15,
@@ -129,6 +144,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         "num_leaves_regime": 7,
         "learning_rate_regime": 0.15,
         "cv": 5,
+    },
+    "quick": {
+        "n_estimators_xgb": 40,
+        "max_depth_xgb": 5,
+        "learning_rate_xgb": 0.2,
+        "n_estimators_lgbm": 40,
+        "num_leaves_lgbm": 15,
+        "learning_rate_lgbm": 0.2,
+        "n_estimators_et": 20,
+        "max_depth_et": 10,
+        "n_estimators_regime": 20,
+        "num_leaves_regime": 7,
+        "learning_rate_regime": 0.2,
+        "cv": 3,
+        # one thread: on a shared, loaded 2-core machine the OpenMP threads of XGBoost /
+        # LightGBM contend and small fits get 10-100x slower with n_jobs=2
+        "n_jobs": 1,
     },
 }
 
@@ -183,6 +215,8 @@ _BLOCKS = ("basic", "bottleneck")
 _NOT_APPLICABLE = -1.0  # value of a config feature that does not apply to the row's family
 _MIN_REGIME_ROWS = 10  # fewer training rows in the small-batch regime: no corrector
 _MIN_CONFORMAL_GROUP = 30  # smaller regime group: use the pooled conformal scores
+_MIN_CALIBRATION = 20  # fewer calibration rows: conformal scores from OOF residuals
+_NOISY_TARGETS = ("latency_ms", "energy_j")  # weighted by the measured timing noise
 _REGIMES = ("small_batch", "large_batch")
 
 
@@ -466,125 +500,190 @@ def _conformal_quantile(scores: np.ndarray, coverage: float) -> float:
 
 
 class CARBRegressor(RegressorMixin, BaseEstimator):
-    """Cascade-blended, regime-corrected ensemble for CNN inference cost (CARB).
+    """Characterization-guided, cascade-blended ensemble for CNN inference cost (CARB).
 
     (``RegressorMixin`` comes before ``BaseEstimator`` as scikit-learn requires for mixins.)
+
+    Per target, a base law from the characterization (:mod:`carb_lib.base_models`: NNLS on
+    parameter/activation bytes for memory, a roofline-style law with a per-layer overhead for
+    latency and energy) carries the scaling; the tree learners model only ``log(y / base)``
+    (with ``log(base)`` as one of their inputs), their out-of-fold (OOF) predictions blended by
+    NNLS weights; a cascade feeds earlier targets' predictions to later ones; a LightGBM
+    corrector refines small batches; split-conformal intervals (Mondrian by batch regime) at the
+    requested ``coverage``.
 
     Parameters
     ----------
     targets : tuple of str
         Targets in cascade order (each later target gets the earlier predictions as inputs).
         Frame mode only; targets absent or all-NaN in the training data are skipped with a
-        :class:`MissingTargetWarning` (energy on CPU).
+        :class:`MissingTargetWarning` (energy on CPU); if none is left, one ``ValueError``
+        says why for each.
     feature_set : {"static", "static+telemetry"}
         Which columns :func:`model_matrix` uses (frame mode).
-    blend : {"nnls", "fixed"}
-        Blend weights learned by NNLS on OOF predictions (normalised to sum 1) or the paper's
-        fixed weights (:data:`PAPER_BLEND_WEIGHTS`; equal weights for other targets).
+    base : bool
+        Use the characterization base law (frame mode; array mode has no named features, so no
+        base). False: the learners model ``log1p(target)`` directly (the paper's design).
     learners : tuple of str
-        Subset of ``("xgb", "lgbm", "et")`` (ablations: one learner alone).
+        Subset of ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law alone.
+    blend : {"nnls", "fixed"}
+        NNLS weights on OOF predictions (normalised to sum 1) or the paper's fixed weights.
     cascade : bool
         Feed earlier targets' predictions to later targets (False: independent models).
     n_estimators_xgb, max_depth_xgb, learning_rate_xgb : XGBoost size.
     n_estimators_lgbm, num_leaves_lgbm, learning_rate_lgbm : LightGBM size.
-    n_estimators_et : int
-        ExtraTrees size.
-    min_samples_leaf_et, max_features_et, max_depth_et : ExtraTrees leaf size, features per
-        split and depth limit (defaults: fully grown trees on all features, as in scikit-learn;
-        larger leaves, a depth limit or fewer features make fitting, prediction and the saved
-        model much cheaper: fully grown trees on 17k rows have ~35k nodes each).
+    n_estimators_et, min_samples_leaf_et, max_features_et, max_depth_et : ExtraTrees size.
     n_estimators_regime, num_leaves_regime, learning_rate_regime : residual corrector size.
     regime_batch_max : int
-        The corrector is trained on and applied to rows with ``batch <= regime_batch_max``.
+        Small-batch regime: ``batch <= regime_batch_max`` (corrector and Mondrian conformal).
     regime_shrink : float
-        final = blend + ``regime_shrink`` x predicted residual; 0 disables the correction.
+        final = blend + ``regime_shrink`` x predicted small-batch residual; 0 disables it.
     cv : int
-        Folds for the OOF predictions (grouped by ``config_id`` when present).
+        Folds for the OOF predictions (grouped by ``config_id`` when present). Needs at least
+        ``2 * cv`` training rows with a target value.
     log_target : bool
-        Learn ``log1p(target)`` and return ``expm1`` (targets must be > -1).
+        Without ``base``: learn ``log1p(target)`` (True) or the raw target (False). With a base
+        law the learning scale is always ``log(target)`` (targets must be > 0).
+    conformal : {"split", "oof"}
+        ``"split"``: a calibration fold (``calibration_size`` of the rows, stratified by batch
+        regime) is held out of every fit and its absolute log residuals are the conformal
+        scores: finite-sample coverage for exchangeable rows. ``"oof"``: scores from the OOF
+        residuals of all rows (no rows held out; approximate, jackknife+-after-refit style).
+        With fewer than 20 calibration rows ``"split"`` falls back to ``"oof"`` (warning).
+    calibration_size : float
+        Fraction of rows in the calibration fold (``conformal="split"``).
+    coverage : float
+        Nominal coverage of :meth:`predict_interval` (default of its ``coverage`` argument) and
+        of ``conformal_q_``.
     conformal_by_regime : bool
         Separate conformal quantiles for small and large batches (frame mode, when each regime
-        has at least 30 OOF residuals).
+        has at least 30 calibration scores; otherwise the pooled scores).
+    noise_weighting : bool
+        Weight latency/energy rows by their measured noise when the data carry it
+        (``latency_window_cv``, the spread of the accepted timing windows): weight
+        ``1 / (cv^2 + median(cv)^2)``, normalised to mean 1; rows without it get the median.
     random_state : int
     n_jobs : int
         Threads for every learner, in fit and predict (<= 2 on the shared machine).
 
     Notes
     -----
-    The defaults are the paper's model sizes (:data:`PRESETS` ``["paper"]``). For screening
-    many candidates, or when fitting time matters, use the smaller ``"fast"`` preset:
-    ``CARBRegressor(**PRESETS["fast"], n_jobs=2)``. A preset is only a dict of constructor
-    parameters (scikit-learn convention); any of them can be overridden.
+    The defaults are :data:`PRESETS` ``["default"]`` (sized for screening millions of
+    candidates); ``PRESETS["paper"]`` has the paper's model sizes; ``PRESETS["quick"]`` is the
+    test size. A preset is only a dict of constructor parameters.
 
     Attributes
     ----------
     input_mode_ : {"frame", "array"}
-    targets_ : list of str
-        Fitted targets in cascade order.
-    skipped_targets_ : list of str
+    targets_, skipped_targets_ : list of str
     feature_names_in_ : ndarray of str
-        Input columns read (frame: :func:`input_columns`; array: the DataFrame's columns).
     n_features_in_ : int
     base_features_ : list of str
-        Columns of the model matrix (before cascade inputs).
+        Columns of the model matrix (before base and cascade inputs).
+    base_laws_ : dict
+        Target -> fitted :class:`carb_lib.base_models.BaseLaw` (empty without ``base``).
     model_features_ : dict
-        Target -> feature names of its learners (model matrix + ``cascade_<target>`` inputs).
+        Target -> feature names of its learners (model matrix, ``base_<t>``, ``cascade_<t>``).
     models_ : dict
-        Target -> {learner: fitted model} (refitted on all training rows).
+        Target -> {learner: fitted model} (refitted on every training row, calibration fold
+        excluded).
     blend_weights_ : dict
-        Target -> {learner: weight}.
     regime_models_ : dict
         Target -> fitted LightGBM residual corrector, or None.
     oof_predictions_ : pandas.DataFrame
-        Final (blend + correction) OOF predictions per target, on the learning (log) scale.
+        Final OOF predictions per target on the learning scale (training rows; calibration
+        rows get the fitted model's predictions, as at prediction time).
     cascade_train_inputs_ : pandas.DataFrame
-        The cascade inputs the downstream learners were trained on (OOF, learning scale).
     oof_metrics_ : pandas.DataFrame
-        OOF RMSE (learning scale) per target of each learner, the NNLS and the fixed blend,
-        and the corrected blend: which blend wins on OOF.
+        OOF RMSE (learning scale) per target of the base law, each learner, both blends and the
+        final prediction.
     conformal_scores_ : dict
-        Target -> {group: sorted absolute OOF residuals (learning scale)}.
+        Target -> {group: sorted absolute residuals (learning scale)}.
     conformal_q_ : dict
-        Target -> {group: conformal half-width at 90% coverage (learning scale)}.
+        Target -> {group: conformal half-width at ``coverage``}.
+    conformal_method_ : str
+        ``"split"`` or ``"oof"`` (what was actually used).
+    calibration_index_ : pandas.Index
+        Rows of the calibration fold (empty with ``"oof"``).
+    feature_min_, feature_max_ : ndarray
+        Training range of every model-matrix column (for :meth:`extrapolated`).
     platform_ : str or None
-        The training data's ``platform`` (``"a+b"`` if several, None if absent).
     training_data_hash_ : str
-        SHA-256 of the training model matrix and targets.
     n_train_ : int
     """
+
+    _parameter_constraints: dict = {
+        "targets": [tuple, list],
+        "feature_set": [StrOptions(set(FEATURE_SETS))],
+        "base": ["boolean"],
+        "learners": [tuple, list],
+        "blend": [StrOptions({"nnls", "fixed"})],
+        "cascade": ["boolean"],
+        "n_estimators_xgb": [Interval(Integral, 1, None, closed="left")],
+        "max_depth_xgb": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate_xgb": [Interval(Real, 0, None, closed="neither")],
+        "n_estimators_lgbm": [Interval(Integral, 1, None, closed="left")],
+        "num_leaves_lgbm": [Interval(Integral, 2, None, closed="left")],
+        "learning_rate_lgbm": [Interval(Real, 0, None, closed="neither")],
+        "n_estimators_et": [Interval(Integral, 1, None, closed="left")],
+        "min_samples_leaf_et": [Interval(Integral, 1, None, closed="left")],
+        "max_features_et": [Interval(Real, 0, 1, closed="right")],
+        "max_depth_et": [Interval(Integral, 1, None, closed="left"), None],
+        "n_estimators_regime": [Interval(Integral, 1, None, closed="left")],
+        "num_leaves_regime": [Interval(Integral, 2, None, closed="left")],
+        "learning_rate_regime": [Interval(Real, 0, None, closed="neither")],
+        "regime_batch_max": [Interval(Real, 0, None, closed="left")],
+        "regime_shrink": [Interval(Real, 0, 1, closed="both")],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "log_target": ["boolean"],
+        "conformal": [StrOptions({"split", "oof"})],
+        "calibration_size": [Interval(Real, 0, 0.5, closed="right")],
+        "coverage": [Interval(Real, 0, 1, closed="neither")],
+        "conformal_by_regime": ["boolean"],
+        "noise_weighting": ["boolean"],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "n_jobs": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def __init__(
         self,
         targets: Sequence[str] = TARGETS,
+        *,
         feature_set: str = "static",
+        base: bool = True,
+        learners: Sequence[str] = ("xgb", "lgbm"),
         blend: str = "nnls",
-        learners: Sequence[str] = LEARNERS,
         cascade: bool = True,
-        n_estimators_xgb: int = 800,
-        max_depth_xgb: int = 9,
-        learning_rate_xgb: float = 0.05,
-        n_estimators_lgbm: int = 800,
-        num_leaves_lgbm: int = 127,
-        learning_rate_lgbm: float = 0.05,
-        n_estimators_et: int = 400,
-        min_samples_leaf_et: int = 1,
+        n_estimators_xgb: int = 150,
+        max_depth_xgb: int = 6,
+        learning_rate_xgb: float = 0.1,
+        n_estimators_lgbm: int = 150,
+        num_leaves_lgbm: int = 31,
+        learning_rate_lgbm: float = 0.1,
+        n_estimators_et: int = 30,
+        min_samples_leaf_et: int = 2,
         max_features_et: float = 1.0,
-        max_depth_et: int | None = None,
-        n_estimators_regime: int = 200,
-        num_leaves_regime: int = 31,
-        learning_rate_regime: float = 0.05,
+        max_depth_et: int | None = 14,
+        n_estimators_regime: int = 60,
+        num_leaves_regime: int = 15,
+        learning_rate_regime: float = 0.1,
         regime_batch_max: int = 8,
         regime_shrink: float = 0.9,
         cv: int = 5,
         log_target: bool = True,
+        conformal: str = "split",
+        calibration_size: float = 0.2,
+        coverage: float = 0.9,
         conformal_by_regime: bool = True,
+        noise_weighting: bool = True,
         random_state: int = 0,
         n_jobs: int = 2,
     ) -> None:
         self.targets = targets
         self.feature_set = feature_set
-        self.blend = blend
+        self.base = base
         self.learners = learners
+        self.blend = blend
         self.cascade = cascade
         self.n_estimators_xgb = n_estimators_xgb
         self.max_depth_xgb = max_depth_xgb
@@ -603,7 +702,11 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.regime_shrink = regime_shrink
         self.cv = cv
         self.log_target = log_target
+        self.conformal = conformal
+        self.calibration_size = calibration_size
+        self.coverage = coverage
         self.conformal_by_regime = conformal_by_regime
+        self.noise_weighting = noise_weighting
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -617,20 +720,17 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     def _check_params(self) -> None:
-        _check_feature_set(self.feature_set)
-        if self.blend not in ("nnls", "fixed"):
-            raise ValueError(f"blend must be 'nnls' or 'fixed', got {self.blend!r}")
+        """Declarative checks (``_parameter_constraints``) plus the cross-parameter ones."""
+        self._validate_params()
         learners = tuple(self.learners)
-        if not learners or len(set(learners)) != len(learners) or set(learners) - set(LEARNERS):
+        if len(set(learners)) != len(learners) or set(learners) - set(LEARNERS):
             raise ValueError(
                 f"learners must be distinct names from {LEARNERS}, got {self.learners!r}"
             )
+        if not learners and not self.base:
+            raise ValueError("learners may be empty only with base=True (the base law alone)")
         if isinstance(self.targets, str) or not len(self.targets):
             raise ValueError(f"targets must be a non-empty sequence of names, got {self.targets!r}")
-        if not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            raise ValueError(f"cv must be an int >= 2, got {self.cv!r}")
-        if not 0.0 <= float(self.regime_shrink) <= 1.0:
-            raise ValueError(f"regime_shrink must be in [0, 1], got {self.regime_shrink!r}")
 
     def _make_learner(self, name: str):
         if name == "xgb":
@@ -657,6 +757,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                 subsample=0.8,
                 subsample_freq=1,
                 colsample_bytree=0.8,
+                min_child_samples=5,
                 importance_type="gain",
                 random_state=self.random_state,
                 n_jobs=self.n_jobs,
@@ -695,9 +796,24 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         w = np.array([table.get(name, 1.0) for name in self.learners], dtype=float)
         return w / w.sum()
 
+    @property
+    def _uses_base(self) -> bool:
+        return bool(self.base) and getattr(self, "input_mode_", None) == "frame"
+
+    def _to_learning(self, y: np.ndarray) -> np.ndarray:
+        if self._uses_base:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.log(y)
+        return np.log1p(y) if self.log_target else y
+
+    def _inverse(self, values: np.ndarray) -> np.ndarray:
+        if self._uses_base:
+            return np.exp(values)
+        return np.expm1(values) if self.log_target else values
+
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Fit the cascade.
+        """Fit the base laws, the learners, the cascade and the conformal calibration.
 
         Parameters
         ----------
@@ -706,8 +822,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             unless ``y`` is given; rows whose ``status`` is not ``"ok"`` are dropped (warning).
             Array mode: numeric features.
         y : pandas.DataFrame, pandas.Series, array-like or None
-            Frame mode: optional targets (columns named like ``targets``), positionally aligned
-            with ``X``. Array mode: required, 1-D or 2-D.
+            Frame mode: optional targets, positionally aligned with ``X``. Array mode: required.
 
         Returns
         -------
@@ -715,22 +830,35 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         """
         self._check_params()
         if _is_frame_input(X):
-            mm, Y, batch, groups = self._prepare_frame_fit(X, y)
+            mm, Y, batch, groups, df = self._prepare_frame_fit(X, y)
         else:
             mm, Y = self._prepare_array_fit(X, y)
-            batch, groups = None, None
+            batch, groups, df = None, None, None
         index = mm.index
         n = len(mm)
-        if n < self.cv:
+        need = 2 * self.cv
+        if n < need:
             raise ValueError(
-                f"CARBRegressor needs at least cv={self.cv} training rows for its out-of-fold "
-                f"predictions, got n_samples = {n}"
+                f"CARBRegressor(cv={self.cv}) needs at least 2 x cv = {need} training rows for "
+                f"its out-of-fold predictions, got n_samples = {n}; lower cv or add rows"
             )
         self.base_features_ = list(mm.columns)
         self.n_train_ = n
         self.training_data_hash_ = _hash_training_data(mm, Y)
         Xb = mm.to_numpy(dtype=np.float32)
-        if self.log_target:
+        self.feature_min_ = Xb.min(axis=0)
+        self.feature_max_ = Xb.max(axis=0)
+        Yv = Y.to_numpy(dtype=float)
+        if self._uses_base:
+            bad = np.isfinite(Yv) & (Yv <= 0)
+            if bad.any():
+                j = int(np.flatnonzero(bad.any(axis=0))[0])
+                raise ValueError(
+                    f"target {self.targets_[j]!r} has {int(bad[:, j].sum())} value(s) <= 0; the "
+                    "base law works on log(target) (costs are positive; use base=False and "
+                    "log_target=False for other data)"
+                )
+        elif self.log_target:
             low = Y.min(axis=0, skipna=True)
             if (low <= -1).any():
                 t = low.index[int(np.argmax((low <= -1).to_numpy()))]
@@ -738,60 +866,110 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                     f"target {t!r} has values <= -1 (min {low[t]!r}); log1p needs > -1 "
                     "(costs are positive; use log_target=False for other data)"
                 )
-            Yl = np.log1p(Y.to_numpy(dtype=float))
-        else:
-            Yl = Y.to_numpy(dtype=float)
-
-        if groups is not None and pd.Series(groups).duplicated().any():
-            splitter = GroupKFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
-            folds = list(splitter.split(Xb, groups=groups))
-        else:
-            splitter = KFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
-            folds = list(splitter.split(Xb))
+        Z = self._to_learning(Yv)
         regime = (
             np.asarray(batch, float) <= self.regime_batch_max
             if batch is not None
             else np.zeros(n, bool)
         )
+        W = self._noise_weights(df, n)
+
+        # calibration fold (split conformal), stratified by batch regime
+        cal = np.zeros(n, bool)
+        self.conformal_method_ = self.conformal
+        if self.conformal == "split":
+            n_cal = int(round(self.calibration_size * n))
+            if n_cal < _MIN_CALIBRATION or n - n_cal < need:
+                warnings.warn(
+                    f"{n} training rows are too few for a calibration fold of "
+                    f"{self.calibration_size:.0%} (>= {_MIN_CALIBRATION} rows, and 2 x cv left "
+                    "to fit): conformal scores from out-of-fold residuals instead",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                self.conformal_method_ = "oof"
+            else:
+                rng = np.random.default_rng(self.random_state + 7919)
+                for rows in (np.flatnonzero(regime), np.flatnonzero(~regime)):
+                    k = int(round(self.calibration_size * len(rows)))
+                    cal[rng.choice(rows, size=k, replace=False)] = True
+        fit_rows = np.flatnonzero(~cal)
+        cal_rows = np.flatnonzero(cal)
+        self.calibration_index_ = index[cal_rows]
+
+        # base laws, fitted on the rows the learners see
+        self.base_laws_ = {}
+        offsets = np.zeros_like(Z)
+        if self._uses_base:
+            from carb_lib.base_models import fit_base_law
+
+            dfit = df.iloc[fit_rows]
+            for j, t in enumerate(self.targets_):
+                law = fit_base_law(dfit, t, Yv[fit_rows, j], sample_weight=W[fit_rows, j])
+                self.base_laws_[t] = law
+                offsets[:, j] = np.log(law.predict(df))
+
+        g_fit = None if groups is None else groups[fit_rows]
+        if g_fit is not None and pd.Series(g_fit).duplicated().any():
+            splitter = GroupKFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
+            folds = list(splitter.split(fit_rows, groups=g_fit))
+        else:
+            splitter = KFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
+            folds = list(splitter.split(fit_rows))
+        folds = [(fit_rows[tr], fit_rows[va]) for tr, va in folds]
 
         learners = tuple(self.learners)
         self.models_, self.blend_weights_, self.regime_models_ = {}, {}, {}
         self.model_features_, self.conformal_scores_, self.conformal_q_ = {}, {}, {}
-        oof_final: dict[str, np.ndarray] = {}
+        zhat: dict[str, np.ndarray] = {}
         metrics_rows = []
         for j, t in enumerate(self.targets_):
             upstream = self.targets_[:j] if self.cascade else []
-            feats = np.column_stack([Xb] + [oof_final[u].astype(np.float32) for u in upstream])
-            self.model_features_[t] = self.base_features_ + [f"cascade_{u}" for u in upstream]
-            yl = Yl[:, j]
-            has_y = np.isfinite(yl)
+            feats = self._features(Xb, offsets[:, j], [zhat[u] for u in upstream])
+            self.model_features_[t] = (
+                self.base_features_
+                + ([f"base_{t}"] if self._uses_base else [])
+                + [f"cascade_{u}" for u in upstream]
+            )
+            zt, wt, off = Z[:, j], W[:, j], offsets[:, j]
+            r = zt - off  # what the learners model
+            has_y = np.isfinite(zt)
 
-            # out-of-fold base-learner predictions (every row gets one: rows without a target
-            # value are predicted by models that never saw them, too)
+            # out-of-fold learner predictions of the residual on the fitting rows
             P = np.full((n, len(learners)), np.nan)
             for tr, va in folds:
                 tr = tr[has_y[tr]]
                 for k, name in enumerate(learners):
-                    P[va, k] = self._make_learner(name).fit(feats[tr], yl[tr]).predict(feats[va])
-            w_fixed = self._fixed_weights(t)
-            w = _nnls_weights(P[has_y], yl[has_y]) if self.blend == "nnls" else w_fixed
-            blend_oof = P @ w
+                    model = self._make_learner(name).fit(feats[tr], r[tr], sample_weight=wt[tr])
+                    P[va, k] = model.predict(feats[va])
+            fy = fit_rows[has_y[fit_rows]]
+            if learners:
+                w_fixed = self._fixed_weights(t)
+                w_nnls = _nnls_weights(P[fy] * np.sqrt(wt[fy, None]), r[fy] * np.sqrt(wt[fy]))
+                w = w_nnls if self.blend == "nnls" else w_fixed
+            else:
+                w_fixed = w_nnls = w = np.zeros(0)
+            blend_oof = off + (P @ w if learners else 0.0)
             self.blend_weights_[t] = dict(zip(learners, map(float, w), strict=True))
 
-            # regime correction: residual model on the small-batch rows, from OOF residuals
+            # small-batch corrector of the OOF residual
             corr_oof = np.zeros(n)
             corrector = None
-            reg_train = regime & has_y
+            reg_train = regime & has_y & ~cal
             if self.regime_shrink > 0 and reg_train.sum() >= _MIN_REGIME_ROWS:
-                resid = yl - blend_oof
+                resid = zt - blend_oof
                 for tr, va in folds:
                     tr = tr[reg_train[tr]]
                     va = va[regime[va]]
                     if len(tr) >= 2 and len(va):
                         corr_oof[va] = (
-                            self._make_corrector().fit(feats[tr], resid[tr]).predict(feats[va])
+                            self._make_corrector()
+                            .fit(feats[tr], resid[tr], sample_weight=wt[tr])
+                            .predict(feats[va])
                         )
-                corrector = self._make_corrector().fit(feats[reg_train], resid[reg_train])
+                corrector = self._make_corrector().fit(
+                    feats[reg_train], resid[reg_train], sample_weight=wt[reg_train]
+                )
             elif self.regime_shrink > 0 and batch is not None:
                 warnings.warn(
                     f"{int(reg_train.sum())} training row(s) of {t!r} with batch <= "
@@ -800,40 +978,87 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                     stacklevel=2,
                 )
             self.regime_models_[t] = corrector
-            final_oof = blend_oof + self.regime_shrink * corr_oof
-            oof_final[t] = final_oof
+            final = blend_oof + self.regime_shrink * corr_oof
 
-            # refit the learners on every row with a target value
+            # refit the learners on every fitting row with a target value
             self.models_[t] = {
-                name: self._make_learner(name).fit(feats[has_y], yl[has_y]) for name in learners
+                name: self._make_learner(name).fit(feats[fy], r[fy], sample_weight=wt[fy])
+                for name in learners
             }
+            if len(cal_rows):  # calibration rows: exactly what predict() gives
+                final[cal_rows] = self._predict_target(t, feats[cal_rows], off[cal_rows],
+                                                       regime[cal_rows])
+            zhat[t] = final
 
-            # conformal scores (CV+ style, from OOF residuals), Mondrian by batch regime
-            scores = np.abs(yl - final_oof)
-            groups_t = {"all": np.sort(scores[has_y])}
+            # conformal scores, Mondrian by batch regime
+            score_rows = (cal if self.conformal_method_ == "split" else ~cal) & has_y
+            scores = np.abs(zt - final)
+            groups_t = {"all": np.sort(scores[score_rows])}
             if self.conformal_by_regime and batch is not None:
                 for g, rows in zip(_REGIMES, (regime, ~regime), strict=True):
-                    s = scores[has_y & rows]
+                    s = scores[score_rows & rows]
                     if len(s) >= _MIN_CONFORMAL_GROUP:
                         groups_t[g] = np.sort(s)
             self.conformal_scores_[t] = groups_t
-            self.conformal_q_[t] = {g: _conformal_quantile(s, 0.9) for g, s in groups_t.items()}
+            self.conformal_q_[t] = {
+                g: _conformal_quantile(s, self.coverage) for g, s in groups_t.items()
+            }
 
-            def rmse(pred, _yl=yl, _m=has_y):
-                return float(np.sqrt(np.mean((_yl[_m] - pred[_m]) ** 2)))
+            def rmse(pred, _z=zt, _m=fy):
+                return float(np.sqrt(np.mean((_z[_m] - pred[_m]) ** 2)))
 
-            row = {"target": t, "n": int(has_y.sum())}
-            row.update({f"rmse_{name}": rmse(P[:, k]) for k, name in enumerate(learners)})
-            row["rmse_blend_nnls"] = rmse(P @ _nnls_weights(P[has_y], yl[has_y]))
-            row["rmse_blend_fixed"] = rmse(P @ w_fixed)
-            row["rmse_final"] = rmse(final_oof)
+            row = {"target": t, "n": len(fy), "n_calibration": int((cal & has_y).sum())}
+            if self._uses_base:
+                row["rmse_base"] = rmse(off)
+            row.update({f"rmse_{nm}": rmse(off + P[:, k]) for k, nm in enumerate(learners)})
+            if learners:
+                row["rmse_blend_nnls"] = rmse(off + P @ w_nnls)
+                row["rmse_blend_fixed"] = rmse(off + P @ w_fixed)
+            row["rmse_final"] = rmse(final)
             metrics_rows.append(row)
 
-        self.oof_predictions_ = pd.DataFrame(oof_final, index=index)
+        self.oof_predictions_ = pd.DataFrame(zhat, index=index)
         cascaded = self.targets_[:-1] if self.cascade else []
         self.cascade_train_inputs_ = self.oof_predictions_[list(cascaded)].copy()
         self.oof_metrics_ = pd.DataFrame(metrics_rows).set_index("target")
         return self
+
+    def _noise_weights(self, df: pd.DataFrame | None, n: int) -> np.ndarray:
+        """Row weights per target (n, targets): measured-noise weights for latency/energy."""
+        W = np.ones((n, len(self.targets_)))
+        if not self.noise_weighting or df is None or "latency_window_cv" not in df.columns:
+            return W
+        cv = _num(df, "latency_window_cv")
+        good = np.isfinite(cv) & (cv >= 0)
+        if not good.any():
+            return W
+        med = float(np.median(cv[good]))
+        cv = np.where(good, cv, med)
+        w = 1.0 / (cv**2 + max(med, 1e-4) ** 2)
+        w = w / w.mean()
+        for j, t in enumerate(self.targets_):
+            if t in _NOISY_TARGETS:
+                W[:, j] = w
+        return W
+
+    def _features(self, Xb: np.ndarray, offset: np.ndarray, upstream: list) -> np.ndarray:
+        cols = [Xb]
+        if self._uses_base:
+            cols.append(offset.astype(np.float32)[:, None])
+        cols += [u.astype(np.float32)[:, None] for u in upstream]
+        return np.column_stack(cols) if len(cols) > 1 else Xb
+
+    def _predict_target(self, t: str, feats: np.ndarray, offset: np.ndarray,
+                        regime: np.ndarray) -> np.ndarray:
+        out = offset.astype(float).copy()
+        for name, model in self.models_[t].items():
+            w = self.blend_weights_[t][name]
+            if w != 0.0:  # one call per learner, on every row (n_jobs threads)
+                out += w * model.predict(feats)
+        corrector = self.regime_models_.get(t)
+        if corrector is not None and regime.any():
+            out[regime] += self.regime_shrink * corrector.predict(feats[regime])
+        return out
 
     def _prepare_frame_fit(self, X: pd.DataFrame, y):
         df = X
@@ -857,7 +1082,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                     stacklevel=3,
                 )
                 df, Y = df.loc[ok], Y.loc[ok]
-        fitted, skipped = [], []
+        fitted, skipped, reasons = [], [], []
         for t in self.targets:
             count = int(pd.to_numeric(Y[t], errors="coerce").notna().sum()) if t in Y else 0
             if count >= 2 * self.cv:
@@ -869,7 +1094,11 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             elif count == 0:
                 why = "is all-NaN in the training data"
             else:
-                why = f"has only {count} value(s) in the training data (< 2 x cv = {2 * self.cv})"
+                why = (
+                    f"has only {count} value(s) in the training data (< 2 x cv = "
+                    f"{2 * self.cv}: too few rows for cv={self.cv})"
+                )
+            reasons.append(f"{t!r} {why}")
             warnings.warn(
                 f"target {t!r} {why} (energy is not measured on CPU); it is skipped and will "
                 "not be predicted",
@@ -878,7 +1107,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             )
         if not fitted:
             raise ValueError(
-                f"none of the targets {list(self.targets)} has a value in the training data"
+                f"none of the targets {list(self.targets)} can be fitted: "
+                + "; ".join(reasons)
             )
         self.input_mode_ = "frame"
         self.targets_, self.skipped_targets_ = fitted, skipped
@@ -899,7 +1129,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             self.platform_ = None
         Yt = Y[fitted].apply(pd.to_numeric, errors="coerce").astype(float)
         groups = df["config_id"].astype(str).to_numpy() if "config_id" in df.columns else None
-        return mm, Yt, _num(df, "batch"), groups
+        return mm, Yt, _num(df, "batch"), groups, df
 
     def _prepare_array_fit(self, X, y):
         if y is None:
@@ -919,8 +1149,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         return mm, pd.DataFrame(Y, columns=names)
 
     # -- predict ------------------------------------------------------------------------------
-    def _learning_scale(self, X) -> tuple[dict[str, np.ndarray], np.ndarray, Any]:
-        """Predictions on the learning (log) scale, the small-batch mask and the index."""
+    def _matrix(self, X) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Model matrix (float32), small-batch mask and index of ``X``."""
         check_is_fitted(self)
         if self.input_mode_ == "frame":
             if not isinstance(X, pd.DataFrame):
@@ -929,33 +1159,44 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                 )
             Xb = _model_array(X, self.feature_set)[1]  # once for every target and learner
             regime = _num(X, "batch") <= self.regime_batch_max
-            index = X.index
-        else:
-            Xa = validate_data(self, X, reset=False, dtype=np.float64)
-            Xb = Xa.astype(np.float32)
-            regime = np.zeros(len(Xb), bool)
-            index = pd.RangeIndex(len(Xb))
+            return Xb, regime, X.index
+        Xa = validate_data(self, X, reset=False, dtype=np.float64)
+        return Xa.astype(np.float32), np.zeros(len(Xa), bool), pd.RangeIndex(len(Xa))
+
+    def _learning_scale(self, X) -> tuple[dict[str, np.ndarray], np.ndarray, Any, np.ndarray]:
+        """Predictions on the learning (log) scale, small-batch mask, index, model matrix."""
+        Xb, regime, index = self._matrix(X)
         preds: dict[str, np.ndarray] = {}
         for j, t in enumerate(self.targets_):
             upstream = self.targets_[:j] if self.cascade else []
-            feats = (
-                np.column_stack([Xb] + [preds[u].astype(np.float32) for u in upstream])
-                if upstream
-                else Xb
+            off = (
+                np.log(self.base_laws_[t].predict(X))
+                if t in getattr(self, "base_laws_", {})
+                else np.zeros(len(Xb))
             )
-            w = self.blend_weights_[t]
-            out = np.zeros(len(Xb))
-            for name, model in self.models_[t].items():
-                if w[name] != 0.0:  # one call per learner, on every row (n_jobs threads)
-                    out += w[name] * model.predict(feats)
-            corrector = self.regime_models_[t]
-            if corrector is not None and regime.any():
-                out[regime] += self.regime_shrink * corrector.predict(feats[regime])
-            preds[t] = out
-        return preds, regime, index
+            feats = self._features(Xb, off, [preds[u] for u in upstream])
+            preds[t] = self._predict_target(t, feats, off, regime)
+        return preds, regime, index, Xb
 
-    def _inverse(self, values: np.ndarray) -> np.ndarray:
-        return np.expm1(values) if self.log_target else values
+    def _extrapolated(self, Xb: np.ndarray) -> np.ndarray:
+        return ((Xb < self.feature_min_) | (Xb > self.feature_max_)).any(axis=1)
+
+    def extrapolated(self, X) -> pd.Series:
+        """Per-row flag: True where any model feature lies outside its training range.
+
+        The range is taken over every row given to :meth:`fit` (after dropping non-ok rows),
+        column by column of the model matrix (config features, static features, precision,
+        family and block indicators). Such predictions rest on the base law's extrapolation,
+        not on measured neighbours.
+        """
+        Xb, _, index = self._matrix(X)
+        return pd.Series(self._extrapolated(Xb), index=index, name="extrapolated")
+
+    def extrapolated_features(self, X) -> pd.DataFrame:
+        """Boolean frame (rows x model features): which feature is outside its training range."""
+        Xb, _, index = self._matrix(X)
+        out = (Xb < self.feature_min_) | (Xb > self.feature_max_)
+        return pd.DataFrame(out, index=index, columns=self.base_features_)
 
     def predict(self, X):
         """Predict every fitted target on the original scale.
@@ -966,33 +1207,35 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             Frame mode: one column per fitted target (``targets_``), index of ``X``.
             Array mode: ndarray, 1-D if ``y`` was 1-D.
         """
-        preds, _, index = self._learning_scale(X)
+        preds, _, index, _ = self._learning_scale(X)
         if self.input_mode_ == "frame":
             return pd.DataFrame({t: self._inverse(preds[t]) for t in self.targets_}, index=index)
         out = np.column_stack([self._inverse(preds[t]) for t in self.targets_])
         return out.ravel() if self.y_ndim_ == 1 else out
 
-    def predict_interval(self, X, coverage: float = 0.9) -> pd.DataFrame:
-        """Point prediction and split-conformal interval per target.
+    def predict_interval(self, X, coverage: float | None = None) -> pd.DataFrame:
+        """Point prediction, split-conformal interval per target, and the extrapolation flag.
 
-        The half-width is the conformal quantile of the absolute OOF residuals on the learning
-        (log) scale, so intervals are multiplicative on the original scale. With
-        ``conformal_by_regime`` the small-batch and large-batch rows get their own quantile.
+        The half-width is the conformal quantile of the absolute calibration residuals on the
+        learning (log) scale, so intervals are multiplicative on the original scale; with
+        ``conformal_by_regime`` small- and large-batch rows get their own quantile.
 
         Parameters
         ----------
         X : pandas.DataFrame or array-like
-        coverage : float
-            Target marginal coverage in (0, 1).
+        coverage : float, optional
+            Nominal coverage in (0, 1); default: the estimator's ``coverage``.
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``{t}``, ``{t}_lo``, ``{t}_hi`` for every fitted target.
+            Columns ``{t}``, ``{t}_lo``, ``{t}_hi`` for every fitted target, then
+            ``extrapolated`` (see :meth:`extrapolated`).
         """
+        coverage = self.coverage if coverage is None else coverage
         if not 0.0 < coverage < 1.0:
             raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
-        preds, regime, index = self._learning_scale(X)
+        preds, regime, index, Xb = self._learning_scale(X)
         cols: dict[str, np.ndarray] = {}
         for t in self.targets_:
             scores = self.conformal_scores_[t]
@@ -1004,7 +1247,14 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             cols[t] = self._inverse(f)
             cols[f"{t}_lo"] = self._inverse(f - half)
             cols[f"{t}_hi"] = self._inverse(f + half)
+        cols["extrapolated"] = self._extrapolated(Xb)
         return pd.DataFrame(cols, index=index)
+
+    def base_constants(self) -> pd.DataFrame:
+        """The fitted base laws' constants (no CIs; :func:`carb_lib.evaluation` bootstraps)."""
+        check_is_fitted(self)
+        frames = [law.constants() for law in self.base_laws_.values()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def score(self, X, y=None, sample_weight=None) -> float:
         """Mean R^2 over the fitted targets (original scale).
@@ -1025,6 +1275,13 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             sw = None if sample_weight is None else np.asarray(sample_weight)[m]
             scores.append(r2_score(yt[m], pred[t].to_numpy()[m], sample_weight=sw))
         return float(np.mean(scores))
+
+
+PRESETS["default"] = {
+    k: v
+    for k, v in CARBRegressor().get_params().items()
+    if k not in ("targets", "feature_set", "random_state", "n_jobs")
+}
 
 
 def _nnls_weights(P: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -1121,6 +1378,8 @@ def _metadata(model: CARBRegressor) -> dict[str, Any]:
         "n_train": int(model.n_train_),
         "blend": model.blend,
         "blend_weights": model.blend_weights_,
+        "base_constants": model.base_constants().to_dict(orient="records"),
+        "conformal_method": model.conformal_method_,
         "params": {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in model.get_params().items()
         },

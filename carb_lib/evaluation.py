@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ import pandas as pd
 
 from carb_lib.claims import CLAIM_COLUMNS, merge_claims
 from carb_lib.ensemble import (
+    PRESETS,
     STATIC_FEATURES,
     TARGETS,
     TELEMETRY_FEATURES,
@@ -34,6 +36,16 @@ from carb_lib.ensemble import (
 )
 
 __all__ = [
+    "ABLATION_VARIANTS",
+    "EXTRAPOLATION_KINDS",
+    "ProtocolResult",
+    "architecture_key",
+    "choose_default",
+    "compare_presets",
+    "evaluate_protocol",
+    "extrapolation_splits",
+    "grouped_split",
+    "protocol_claim_rows",
     "CLAIM_COLUMNS",
     "MAIN_VARIANTS",
     "QUICK_PARAMS",
@@ -62,20 +74,7 @@ __all__ = [
 
 STRESS_UTIL_PCT = 65.0
 #: Small models for quick runs and tests (minutes on 2 cores, not the paper's sizes).
-QUICK_PARAMS: dict[str, Any] = {
-    "n_estimators_xgb": 50,
-    "max_depth_xgb": 6,
-    "learning_rate_xgb": 0.15,
-    "n_estimators_lgbm": 50,
-    "num_leaves_lgbm": 31,
-    "learning_rate_lgbm": 0.15,
-    "n_estimators_et": 50,
-    "n_estimators_regime": 50,
-    "cv": 3,
-    # one thread: on a shared, loaded 2-core machine the OpenMP threads of XGBoost / LightGBM
-    # contend and small fits get 10-100x slower with n_jobs=2
-    "n_jobs": 1,
-}
+QUICK_PARAMS: dict[str, Any] = dict(PRESETS["quick"])  # one place: carb_lib.ensemble.PRESETS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -706,3 +705,441 @@ def claim_rows(
             }
         )
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# the evaluation protocol (issue 14): seeds, grouped and extrapolation splits, ablation,
+# conformal coverage per regime, base-law constants
+# ---------------------------------------------------------------------------------------------
+#: Architecture columns: rows sharing them are one architecture (grouped split).
+ARCH_COLUMNS: tuple[str, ...] = ("family", "block", "depth", "width", "early_downsample", "arch")
+#: Extrapolation splits: ``batch_small`` trains on batch > 8 and tests batch <= 8;
+#: ``batch_large`` trains on batch < 64 and tests batch >= 64; ``depth`` / ``width`` /
+#: ``resolution`` hold out each value in turn (ResNet rows).
+EXTRAPOLATION_KINDS: tuple[str, ...] = ("batch_small", "batch_large", "depth", "width",
+                                        "resolution")
+#: Ablation variants: overrides of the evaluated parameters. ``carb`` is the model itself.
+ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
+    "carb": {},
+    "base_only": {"learners": (), "regime_shrink": 0.0},
+    "xgb_alone": {"learners": ("xgb",), "cascade": False, "regime_shrink": 0.0},
+    "lgbm_alone": {"learners": ("lgbm",), "cascade": False, "regime_shrink": 0.0},
+    "et_alone": {"learners": ("et",), "cascade": False, "regime_shrink": 0.0},
+    "blend_no_cascade": {"cascade": False},
+    "no_corrector": {"regime_shrink": 0.0},
+    "no_base": {"base": False},
+    "three_learners": {"learners": ("xgb", "lgbm", "et")},
+}
+_METRIC_COLS = ("n", "r2", "r2_log", "mae", "mape_pct", "within_10pct", "spearman")
+
+
+def architecture_key(df: pd.DataFrame) -> pd.Series:
+    """One string per architecture (the config without resolution, batch and precision)."""
+    parts = [df[c].astype(object).fillna("-").astype(str) for c in ARCH_COLUMNS
+             if c in df.columns]
+    key = parts[0]
+    for p in parts[1:]:
+        key = key + "|" + p
+    return key.rename("arch_key")
+
+
+def grouped_split(
+    df: pd.DataFrame, fractions: Sequence[float] = (0.7, 0.15, 0.15), random_state: int = 0
+) -> pd.Series:
+    """``train``/``val``/``test`` by architecture: no architecture is in two parts.
+
+    Architectures are shuffled and laid end to end; a row's part is set by where its
+    architecture's cumulative row share falls (so parts are close to ``fractions`` in rows).
+    """
+    f = np.asarray(fractions, dtype=float)
+    if len(f) != 3 or (f < 0).any() or not np.isclose(f.sum(), 1.0):
+        raise ValueError(
+            f"fractions must be three non-negative numbers summing to 1, got {fractions!r}"
+        )
+    key = architecture_key(df)
+    counts = key.value_counts(sort=False)
+    rng = np.random.default_rng(random_state)
+    order = counts.index[rng.permutation(len(counts))]
+    sizes = counts[order].to_numpy(dtype=float)
+    mid = (np.cumsum(sizes) - sizes / 2) / sizes.sum()  # centre of each group's row span
+    part = np.select([mid < f[0], mid < f[0] + f[1]], ["train", "val"], "test")
+    mapping = dict(zip(order, part, strict=True))
+    return pd.Series(key.map(mapping).to_numpy(), index=df.index, name="split")
+
+
+def extrapolation_splits(
+    df: pd.DataFrame,
+    kinds: Iterable[str] = EXTRAPOLATION_KINDS,
+    batch_small_max: int = 8,
+    batch_large_min: int = 64,
+    values: Mapping[str, Iterable[Any]] | None = None,
+) -> list[tuple[str, Any, np.ndarray]]:
+    """``(kind, held_out, test_mask)`` of each extrapolation split (train: ``~test_mask``).
+
+    ``values`` restricts the held-out values of ``depth``/``width``/``resolution`` (quick runs).
+    Splits with an empty side are left out.
+    """
+    kinds = list(kinds)
+    unknown = sorted(set(kinds) - set(EXTRAPOLATION_KINDS))
+    if unknown:
+        raise ValueError(f"unknown extrapolation kind(s) {unknown}; known {EXTRAPOLATION_KINDS}")
+    values = dict(values or {})
+    b = pd.to_numeric(df["batch"], errors="coerce").to_numpy(dtype=float)
+    out: list[tuple[str, Any, np.ndarray]] = []
+    for kind in kinds:
+        if kind == "batch_small":
+            out.append((kind, f"batch<={batch_small_max}", b <= batch_small_max))
+        elif kind == "batch_large":
+            out.append((kind, f"batch>={batch_large_min}", b >= batch_large_min))
+        else:
+            col = pd.to_numeric(df[kind], errors="coerce").to_numpy(dtype=float)
+            vals = values.get(kind)
+            vals = sorted(np.unique(col[np.isfinite(col)])) if vals is None else list(vals)
+            for v in vals:
+                out.append((kind, float(v) if kind == "width" else int(v), col == v))
+    return [(k, h, m) for k, h, m in out if m.any() and (~m).any()]
+
+
+def _fit_variant(params: Mapping[str, Any], train: pd.DataFrame) -> CARBRegressor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingTargetWarning)
+        warnings.filterwarnings("ignore", message=".*status is not 'ok'.*")
+        warnings.filterwarnings("ignore", message=".*no regime correction.*")
+        warnings.filterwarnings("ignore", message=".*calibration fold.*")
+        return CARBRegressor(**params).fit(train)
+
+
+def _metric_rows(truth: pd.DataFrame, pred: pd.DataFrame, targets: Sequence[str],
+                 **labels: Any) -> list[dict[str, Any]]:
+    rows = []
+    subsets = {"all": np.ones(len(truth), bool)}
+    if "quality" in truth.columns:  # re-measured data: also the clean rows alone
+        subsets["clean"] = (truth["quality"].astype(str) == "clean").to_numpy()
+    for t in targets:
+        if t not in pred.columns or t not in truth.columns:
+            continue
+        y = pd.to_numeric(truth[t], errors="coerce").to_numpy(dtype=float)
+        p = pred[t].reindex(truth.index).to_numpy(dtype=float)
+        for name, m in subsets.items():
+            if m.sum() < 2:
+                continue
+            rows.append({**labels, "target": t, "subset": name,
+                         **regression_metrics(y[m], p[m])})
+    return rows
+
+
+def _coverage_rows(model: CARBRegressor, test: pd.DataFrame, coverage: float,
+                   **labels: Any) -> list[dict[str, Any]]:
+    """Coverage and width per target and batch regime (``all``, ``small_batch``...)."""
+    iv = model.predict_interval(test, coverage=coverage)
+    small = pd.to_numeric(test["batch"], errors="coerce").le(model.regime_batch_max).to_numpy()
+    extrap = iv["extrapolated"].to_numpy(dtype=bool)
+    rows = []
+    for t in model.targets_:
+        y = pd.to_numeric(test[t], errors="coerce").to_numpy(float)
+        lo, hi = iv[f"{t}_lo"].to_numpy(), iv[f"{t}_hi"].to_numpy()
+        for regime, mask in (("all", np.ones(len(y), bool)), ("small_batch", small),
+                             ("large_batch", ~small)):
+            m = mask & np.isfinite(y)
+            if not m.any():
+                continue
+            rows.append({
+                **labels,
+                "target": t,
+                "regime": regime,
+                "nominal": coverage,
+                "coverage": float(np.mean((y[m] >= lo[m]) & (y[m] <= hi[m]))),
+                "median_hi_over_lo": float(np.median(hi[m] / np.maximum(lo[m], 1e-12))),
+                "n": int(m.sum()),
+                "share_extrapolated": float(extrap[m].mean()),
+            })
+    return rows
+
+
+def _mean_sd(frame: pd.DataFrame, by: list[str], cols: Sequence[str]) -> pd.DataFrame:
+    """Mean, sd and number of runs of ``cols`` per group (sd NaN for one run)."""
+    g = frame.groupby(by, dropna=False, sort=False)[list(cols)]
+    mean = g.mean().add_suffix("_mean")
+    sd = g.std(ddof=1).add_suffix("_sd")
+    runs = g.size().rename("runs")
+    return pd.concat([mean, sd, runs], axis=1).reset_index()
+
+
+@dataclass
+class ProtocolResult:
+    """Everything :func:`evaluate_protocol` measured, tidy, plus the summaries.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per (split kind, seed or held-out value, part, model, target, subset) with
+        ``n``, ``r2``, ``r2_log``, ``mae``, ``mape_pct``, ``within_10pct``, ``spearman``.
+    coverage : pandas.DataFrame
+        Conformal coverage and median interval width (hi/lo) per run, target and batch regime.
+    constants : pandas.DataFrame
+        Base-law constants fitted on all rows, with bootstrap CIs.
+    params : dict
+        The evaluated CARBRegressor parameters.
+    platform : str or None
+    noise_cv : float or None
+        Median measured run-to-run CV of latency (the noise floor), if the data have it.
+    """
+
+    runs: pd.DataFrame
+    coverage: pd.DataFrame
+    constants: pd.DataFrame
+    params: dict[str, Any]
+    platform: str | None = None
+    noise_cv: float | None = None
+
+    def summary(self, subset: str = "all") -> pd.DataFrame:
+        """Mean ± sd over seeds for the random and grouped splits (test and val parts)."""
+        r = self.runs[self.runs["kind"].isin(["random", "grouped"]) &
+                      (self.runs["subset"] == subset)]
+        return _mean_sd(r, ["kind", "part", "model", "target"], _METRIC_COLS[1:])
+
+    def ablation(self, part: str = "test") -> pd.DataFrame:
+        """Random split, every variant and the FLOPs-only baseline: mean ± sd over seeds."""
+        s = self.summary()
+        return s[(s["kind"] == "random") & (s["part"] == part)].drop(columns=["kind", "part"])
+
+    def extrapolation(self) -> pd.DataFrame:
+        """Per extrapolation split and held-out value: metrics of each fitted model."""
+        r = self.runs[~self.runs["kind"].isin(["random", "grouped"]) &
+                      (self.runs["subset"] == "all")]
+        return r.drop(columns=["seed", "part", "subset"]).reset_index(drop=True)
+
+    def extrapolation_summary(self) -> pd.DataFrame:
+        """Per extrapolation kind, model and target: mean and worst MAPE, worst R²."""
+        r = self.extrapolation()
+        if r.empty:
+            return r
+        g = r.groupby(["kind", "model", "target"], sort=False)
+        return pd.DataFrame({
+            "splits": g.size(),
+            "mape_pct_mean": g["mape_pct"].mean(),
+            "mape_pct_max": g["mape_pct"].max(),
+            "worst_held_out": g.apply(lambda x: x.loc[x["mape_pct"].idxmax(), "held_out"],
+                                      include_groups=False),
+            "r2_min": g["r2"].min(),
+            "within_10pct_mean": g["within_10pct"].mean(),
+        }).reset_index()
+
+    def coverage_summary(self) -> pd.DataFrame:
+        """Coverage and width per split kind, target and regime: mean ± sd over runs."""
+        c = self.coverage
+        if c.empty:
+            return c
+        return _mean_sd(c, ["kind", "target", "regime", "nominal"],
+                        ["coverage", "median_hi_over_lo", "n"])
+
+    def write(self, out_dir, suffix: str = "") -> dict[str, Any]:
+        """Write every table as CSV to ``out_dir``; returns {name: path}."""
+        from pathlib import Path
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        tables = {
+            "protocol_runs": self.runs,
+            "protocol_summary": self.summary(),
+            "ablation_test": self.ablation("test"),
+            "ablation_val": self.ablation("val"),
+            "default_choice": choose_default(self),
+            "extrapolation": self.extrapolation(),
+            "extrapolation_summary": self.extrapolation_summary(),
+            "coverage_runs": self.coverage,
+            "coverage_summary": self.coverage_summary(),
+            "base_constants": self.constants,
+        }
+        paths = {}
+        for name, table in tables.items():
+            p = out / f"{name}{suffix}.csv"
+            table.to_csv(p, index=False)
+            paths[name] = p
+        return paths
+
+
+def evaluate_protocol(
+    df: pd.DataFrame,
+    params: Mapping[str, Any],
+    *,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
+    grouped: bool = True,
+    extrapolation: Iterable[str] = EXTRAPOLATION_KINDS,
+    extrapolation_variants: Sequence[str] = ("carb", "no_base"),
+    extrapolation_values: Mapping[str, Iterable[Any]] | None = None,
+    coverage: float = 0.9,
+    n_boot: int = 200,
+    platform: str | None = None,
+    progress: bool = False,
+) -> ProtocolResult:
+    """The evaluation protocol of one platform's data (already :func:`prepare_dataset`-ed).
+
+    * Random 70/15/15 split (:func:`stratified_split`), one per seed: every variant of
+      ``variants`` (default :data:`ABLATION_VARIANTS`) and the FLOPs-only baseline B1 fitted on
+      train, scored on val (for choices) and test (for reporting); conformal coverage of
+      ``carb`` on test.
+    * Grouped-by-architecture 70/15/15 split (:func:`grouped_split`), one per seed: ``carb`` and
+      B1 (unseen architectures), with coverage.
+    * Extrapolation splits (:func:`extrapolation_splits`): ``extrapolation_variants`` and B1,
+      fitted on everything outside the held-out part (no seeds: the split is deterministic).
+    * Base-law constants on all rows with ``n_boot`` bootstrap CIs.
+
+    ``params`` are CARBRegressor parameters (e.g. ``PRESETS["default"]`` with ``n_jobs``);
+    ``coverage`` is passed to the model and honoured in every interval.
+    """
+    from carb_lib.base_models import fit_base_law
+
+    variants = dict(ABLATION_VARIANTS if variants is None else variants)
+    if "carb" not in variants:
+        variants = {"carb": {}, **variants}
+    params = {**params, "coverage": float(coverage)}
+    targets = [t for t in params.get("targets", TARGETS) if _has_values(df, t)]
+    if not targets:
+        raise ValueError(f"none of the targets {list(params.get('targets', TARGETS))} has values")
+    runs: list[dict[str, Any]] = []
+    cov: list[dict[str, Any]] = []
+
+    def b1(train, test):
+        return pd.DataFrame({t: flops_baseline(train, test, t, "loglog") for t in targets})
+
+    jobs: list[tuple[str, Any, Any]] = []
+    for seed in seeds:
+        jobs.append(("random", seed, None))
+        if grouped:
+            jobs.append(("grouped", seed, None))
+    jobs += [(k, None, (h, m)) for k, h, m in
+             extrapolation_splits(df, extrapolation, values=extrapolation_values)]
+    if progress:
+        from tqdm.auto import tqdm
+
+        jobs = tqdm(jobs, desc="protocol")
+    for kind, seed, held in jobs:
+        if kind in ("random", "grouped"):
+            split = (stratified_split if kind == "random" else grouped_split)(
+                df, random_state=int(seed))
+            train, parts = df[split == "train"], {p: df[split == p] for p in ("val", "test")}
+            names = list(variants) if kind == "random" else ["carb"]
+            held_out = None
+        else:
+            held_out, mask = held
+            train, parts = df[~mask], {"test": df[mask]}
+            names = [v for v in extrapolation_variants if v in variants]
+            seed = None
+        labels = {"kind": kind, "seed": seed, "held_out": held_out}
+        for part, rows in parts.items():
+            runs += _metric_rows(rows, b1(train, rows), targets, **labels, part=part,
+                                 model="b1_flops")
+        for name in names:
+            p = {**params, **variants[name]}
+            if "random_state" not in params and seed is not None:
+                p["random_state"] = int(seed)
+            model = _fit_variant(p, train)
+            for part, rows in parts.items():
+                runs += _metric_rows(rows, model.predict(rows), model.targets_, **labels,
+                                     part=part, model=name)
+            if name == "carb":
+                cov += _coverage_rows(model, parts["test"], coverage, **labels)
+    w = None
+    consts = []
+    for t in targets:
+        sub = df[np.isfinite(pd.to_numeric(df[t], errors="coerce"))]
+        if params.get("noise_weighting", True) and "latency_window_cv" in sub.columns and \
+                t in ("latency_ms", "energy_j"):
+            cv = pd.to_numeric(sub["latency_window_cv"], errors="coerce").to_numpy(float)
+            med = float(np.nanmedian(cv)) if np.isfinite(cv).any() else 0.0
+            cv = np.where(np.isfinite(cv), cv, med)
+            w = 1.0 / (cv**2 + max(med, 1e-4) ** 2)
+        else:
+            w = None
+        law = fit_base_law(sub, t, sample_weight=w, n_boot=n_boot)
+        consts.append(law.constants().assign(platform=platform))
+    return ProtocolResult(
+        runs=pd.DataFrame(runs),
+        coverage=pd.DataFrame(cov),
+        constants=pd.concat(consts, ignore_index=True) if consts else pd.DataFrame(),
+        params=dict(params),
+        platform=platform,
+        noise_cv=noise_floor_cv(df),
+    )
+
+
+def choose_default(result: ProtocolResult, metric: str = "mape_pct") -> pd.DataFrame:
+    """Per target, the CARB variant with the lowest mean validation ``metric`` (never test).
+
+    The default preset should follow this table; ``carb_rank`` says where the evaluated model
+    (``carb``) stands among the variants (1 = best on validation).
+    """
+    val = result.ablation("val")
+    val = val[val["model"] != "b1_flops"]
+    rows = []
+    for t, g in val.groupby("target", sort=False):
+        g = g.sort_values(f"{metric}_mean")
+        carb = g[g["model"] == "carb"]
+        rows.append({
+            "target": t,
+            "best_on_val": g["model"].iloc[0],
+            f"best_val_{metric}": float(g[f"{metric}_mean"].iloc[0]),
+            f"carb_val_{metric}": float(carb[f"{metric}_mean"].iloc[0]) if len(carb) else np.nan,
+            "carb_rank": int(np.flatnonzero(g["model"].to_numpy() == "carb")[0]) + 1
+            if len(carb) else -1,
+            "variants": len(g),
+        })
+    return pd.DataFrame(rows)
+
+
+def compare_presets(
+    df: pd.DataFrame,
+    presets: Mapping[str, Mapping[str, Any]],
+    *,
+    seeds: Sequence[int] = (0,),
+    coverage: float = 0.9,
+) -> pd.DataFrame:
+    """Test metrics of several parameter sets on the same random splits (mean ± sd over seeds).
+
+    Used to check that the screening default stays within 10 % (relative MAPE) of the largest
+    preset. Returns one row per preset and target with ``mape_pct_mean``/``_sd`` etc. and the
+    fit time in seconds.
+    """
+    import time
+
+    rows = []
+    for seed in seeds:
+        split = stratified_split(df, random_state=int(seed))
+        train, test = df[split == "train"], df[split == "test"]
+        for name, p in presets.items():
+            t0 = time.perf_counter()
+            model = _fit_variant({**p, "coverage": coverage, "random_state": int(seed)}, train)
+            fit_s = time.perf_counter() - t0
+            for r in _metric_rows(test, model.predict(test), model.targets_, preset=name,
+                                  seed=seed):
+                if r["subset"] == "all":
+                    rows.append({**r, "fit_s": fit_s})
+    runs = pd.DataFrame(rows)
+    return _mean_sd(runs, ["preset", "target"], ["r2", "mape_pct", "within_10pct", "fit_s"])
+
+
+def protocol_claim_rows(
+    result: ProtocolResult, platform: str | None, synthetic: bool = False
+) -> pd.DataFrame:
+    """Claim rows (:data:`CLAIM_COLUMNS`) from a protocol result (means over seeds).
+
+    CARB R² = the random split's test R² of ``carb`` (mean over seeds); B1 = the FLOPs-only
+    baseline (log-log); leave-one-batch-tier-out = the ``batch_small`` extrapolation split.
+    """
+    s = result.ablation("test")
+    test = pd.DataFrame({
+        "model": s["model"].replace({"carb": "carb_nnls", "b1_flops": "b1_flops_raw"}),
+        "target": s["target"],
+        "r2": s["r2_mean"],
+        "n": s["runs"],
+    })
+    ex = result.extrapolation()
+    lobto = ex[(ex["kind"] == "batch_small") & (ex["model"] == "carb")] if len(ex) else ex
+    lobto = lobto.assign(model="carb_nnls") if len(lobto) else pd.DataFrame()
+    rows = claim_rows({"test_metrics": test, "lobto": lobto}, platform, synthetic=synthetic)
+    b1 = rows["claim_id"].str.startswith("b1_")
+    rows.loc[b1, "reason"] = rows.loc[b1, "reason"].str.replace(
+        "test-set R2", "test-set R2 (log-log FLOPs fit)", regex=False)
+    return rows

@@ -954,6 +954,12 @@ def screen(
     t0 = time.perf_counter()
     pred = _predict_interval(model, df, spec.coverage, "model")
     timings["predict"] = time.perf_counter() - t0
+    if "extrapolated" in pred.columns and pred["extrapolated"].any():
+        notes.append(
+            f"{int(pred['extrapolated'].sum()):,} of {len(pred):,} candidates lie outside the "
+            "model's training range (column 'extrapolated'): their predictions extrapolate "
+            "the base law, treat them with care"
+        )
 
     t0 = time.perf_counter()
     table, report, within = _stage1(df, pred, spec)

@@ -23,6 +23,7 @@ from carb_lib.ensemble import (
 )
 
 TINY = {
+    "learners": ("xgb", "lgbm", "et"),
     "n_estimators_xgb": 20,
     "max_depth_xgb": 4,
     "learning_rate_xgb": 0.3,
@@ -108,7 +109,9 @@ def test_cascade_inputs_are_out_of_fold(data):
     noise = np.exp(rng.normal(5.0, 1.0, len(df)))
     df["peak_mem_mib"] = noise
     df["latency_ms"] = 2.0 * noise
-    model = CARBRegressor(**{**TINY, "targets": ("peak_mem_mib", "latency_ms")}).fit(df)
+    # the paper's design (no base law, OOF conformal): every row is a training row
+    model = CARBRegressor(**{**TINY, "targets": ("peak_mem_mib", "latency_ms"), "base": False,
+                             "conformal": "oof"}).fit(df)
     y = np.log1p(noise)
     cascade_in = model.cascade_train_inputs_["peak_mem_mib"].to_numpy()
     in_sample = np.log1p(model.predict(df)["peak_mem_mib"].to_numpy())
@@ -122,7 +125,8 @@ def test_cascade_inputs_are_out_of_fold(data):
 
 def test_regime_correction_only_for_small_batches(data):
     df = data[data["status"] == "ok"].iloc[:400]
-    model = CARBRegressor(**{**TINY, "cascade": False, "targets": ("latency_ms",)}).fit(df)
+    model = CARBRegressor(**{**TINY, "cascade": False, "targets": ("latency_ms",),
+                             "base": False}).fit(df)
     assert model.regime_models_["latency_ms"] is not None
     X = model_matrix(df).to_numpy(np.float32)
     blend = sum(w * model.models_["latency_ms"][k].predict(X)
@@ -147,7 +151,8 @@ def test_interval_coverage_with_known_noise():
     train, test = df.iloc[:1300], df.iloc[1300:]
     model = CARBRegressor(**{**TINY, "cv": 5}).fit(train)
     iv = model.predict_interval(test, coverage=0.9)
-    assert list(iv.columns) == [f"{t}{s}" for t in model.targets_ for s in ("", "_lo", "_hi")]
+    assert list(iv.columns) == [f"{t}{s}" for t in model.targets_ for s in ("", "_lo", "_hi")] + [
+        "extrapolated"]
     narrow = model.predict_interval(test, coverage=0.5)
     for t in model.targets_:
         inside = (test[t] >= iv[f"{t}_lo"]) & (test[t] <= iv[f"{t}_hi"])
@@ -297,18 +302,39 @@ def test_cli_fit_and_predict(tmp_path):
     assert res.exit_code == 1 and "no such file" in res.output
 
 
-def test_presets_paper_is_the_default_and_fast_is_smaller():
+def test_presets_in_one_place_default_is_the_constructor_default():
     presets = ensemble.PRESETS
-    assert set(presets) >= {"paper", "fast"}
+    assert set(presets) >= {"default", "paper", "fast", "quick"}
     defaults = CARBRegressor().get_params()
     for name, params in presets.items():
         assert set(params) <= set(defaults), name  # only constructor parameters
         CARBRegressor(**params)._check_params()
-    assert {k: defaults[k] for k in presets["paper"]} == presets["paper"]
-    fast, paper = presets["fast"], presets["paper"]
-    assert fast["n_estimators_xgb"] < paper["n_estimators_xgb"]
-    assert fast["n_estimators_et"] < paper["n_estimators_et"]
+    assert {k: defaults[k] for k in presets["default"]} == presets["default"]
+    from carb_lib.evaluation import QUICK_PARAMS
+
+    assert QUICK_PARAMS == presets["quick"]  # the test size lives in PRESETS too
+    fast, paper, default = presets["fast"], presets["paper"], presets["default"]
+    assert paper["n_estimators_xgb"] == 800 and paper["n_estimators_et"] == 400  # paper sizes
+    assert paper["max_depth_et"] is None and set(paper["learners"]) == {"xgb", "lgbm", "et"}
+    assert default["n_estimators_xgb"] < paper["n_estimators_xgb"]
+    assert default["n_estimators_lgbm"] < paper["n_estimators_lgbm"]
+    assert default["base"] is True
     assert fast["min_samples_leaf_et"] > 1 or fast["max_depth_et"] is not None
+
+
+def test_keyword_only_and_declarative_validation():
+    with pytest.raises(TypeError):
+        CARBRegressor(("latency_ms",), "static")  # everything after targets is keyword-only
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    for bad in ({"cv": 1}, {"coverage": 1.0}, {"conformal": "jackknife"},
+                {"regime_shrink": 1.5}, {"calibration_size": 0.9}, {"base": "yes"}):
+        with pytest.raises(InvalidParameterError):
+            CARBRegressor(**bad).fit(pd.DataFrame({"batch": [1], "family": ["resnet"]}))
+    with pytest.raises(ValueError, match="learners must be distinct"):
+        CARBRegressor(learners=("xgb", "rf"))._check_params()
+    with pytest.raises(ValueError, match="empty only with base=True"):
+        CARBRegressor(learners=(), base=False)._check_params()
 
 
 def test_fast_preset_limits_extratrees(data):
@@ -366,4 +392,4 @@ def test_cli_fit_preset(tmp_path):
     meta = json.loads((tmp_path / "m.joblib.json").read_text())
     assert meta["params"]["n_estimators_xgb"] == ensemble.PRESETS["fast"]["n_estimators_xgb"]
     res = runner.invoke(app, args + ["--preset", "huge"])
-    assert res.exit_code == 1 and "--preset must be one of ['fast', 'paper']" in res.output
+    assert res.exit_code == 1 and "--preset must be one of ['default', 'fast', 'paper', 'quick']" in res.output

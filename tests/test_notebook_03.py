@@ -23,20 +23,25 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
               "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results"}
     rec, out = run_notebook(NOTEBOOK, params)
     assert rec["synthetic"] is True  # the dataset is absent: SYNTHETIC demo
+    assert rec["preset"] == "quick"
     assert rec["platforms"] == ["synthetic_cpu", "synthetic_gpu"]
     assert rec["synthetic_cpu/targets"] == ["peak_mem_mib", "latency_ms"]  # no energy on CPU
     assert rec["synthetic_gpu/targets"] == ["peak_mem_mib", "energy_j", "latency_ms"]
-    assert rec["synthetic_cpu/r2/energy_j"] is None
+    assert rec["synthetic_cpu/random/r2/energy_j"] is None
     assert rec["synthetic_cpu/coverage/energy_j"] is None
     for p in rec["platforms"]:
         for t in rec[f"{p}/targets"]:
-            assert rec[f"{p}/r2_log/{t}"] > 0.95, (p, t)
-            assert rec[f"{p}/r2/{t}"] > rec[f"{p}/b1_r2/{t}"], (p, t)  # beats FLOPs-only
-            assert 0.75 <= rec[f"{p}/coverage/{t}"] <= 1.0, (p, t)
-            assert rec[f"{p}/blend_winner/{t}"] in ("nnls", "fixed")
-            assert rec[f"{p}/lobto_r2/{t}"] is not None
+            r2, sd = rec[f"{p}/random/r2/{t}"]
+            assert r2 > rec[f"{p}/b1_r2/{t}"], (p, t)  # beats FLOPs-only
+            assert sd >= 0
+            assert rec[f"{p}/random/mape_pct/{t}"][0] < 25, (p, t)
+            assert rec[f"{p}/grouped/r2/{t}"] is not None
+            cov = rec[f"{p}/coverage/{t}"]
+            assert set(cov) == {"all", "small_batch", "large_batch"}
+            assert 0.75 <= cov["all"] <= 1.0, (p, t)
+            ex = rec[f"{p}/extrapolation/batch_small/{t}"]
+            assert ex["mape_max"] > 0
     assert rec["n_claims"] == 26
-    # energy claims are not testable on the CPU-like platform (no energy measured)
     assert rec["n_claims_testable"]["synthetic_cpu"] < rec["n_claims_testable"]["synthetic_gpu"]
 
     assert not (out / "results/claims.csv").exists()  # synthetic never reaches claims.csv
@@ -47,12 +52,13 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
     assert mine["reason"].iloc[0].startswith("SYNTHETIC")
     e_cpu = claims[(claims.claim_id == "carb_r2_energy_j") & (claims.platform == "synthetic_cpu")]
     assert not e_cpu["testable"].iloc[0]
-    for name in ("metrics", "blend_winner", "blend_weights", "oof_metrics", "interval_coverage",
-                 "feature_importance", "lobto", "lodo", "claims"):
+    for name in ("summary", "extrapolation_summary", "coverage_summary", "base_constants",
+                 "claims"):
         assert (out / f"results/carb/{name}_synthetic.csv").exists(), name
+    for name in ("protocol_runs", "ablation_test", "ablation_val", "default_choice"):
+        assert (out / f"results/carb/synthetic_cpu/{name}_synthetic.csv").exists(), name
     figs = {p.name for p in (out / "figures").glob("*.png")}
     assert "03_pred_vs_measured_synthetic_gpu_energy_j_synthetic.png" in figs
-    assert "03_feature_importance_synthetic_cpu_latency_ms_synthetic.png" in figs
     assert all(f.endswith("_synthetic.png") for f in figs)
 
 

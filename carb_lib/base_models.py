@@ -1,0 +1,302 @@
+"""Characterization-guided base laws: the physics CARB's learners correct.
+
+Each target gets a low-capacity, interpretable law fitted per platform from the static features
+(:mod:`carb_lib.features`); :class:`carb_lib.ensemble.CARBRegressor` then lets its tree learners
+model only ``log(measured / base)``. Because the law is linear in quantities that grow with
+batch, depth, width and resolution, the combined model extrapolates where trees alone cannot.
+
+``memory`` (peak memory, MiB), per precision ``p``::
+
+    mem = c0_p + a_p * param_bytes + b_p * peak_act_bytes + d_p * activation_bytes   [MiB]
+
+``roofline`` (latency in ms, energy in J), per precision ``p``::
+
+    y = c0_p + c_batch_p * batch + flops / T_p + bytes / B_p + n_layers * o_p
+
+with ``bytes = param_bytes + activation_bytes`` and ``n_layers = n_conv + n_bn + n_act + n_fc``.
+For latency, ``T_p`` is an effective throughput (GFLOP/s), ``B_p`` an effective bandwidth
+(GB/s) and ``o_p`` a per-layer dispatch cost (µs); for energy the same constants read as
+GFLOP/J, GB/J and mJ per layer.
+
+Every coefficient is non-negative (non-negative least squares, NNLS) and the fit minimises the
+*relative* error (rows divided by the measured value), with a few Huber re-weighting passes so
+that contention outliers (a row measured 1.5x slower) do not pull the constants. Optional row
+weights (e.g. inverse measured noise) multiply in. :func:`fit_base_law` with ``n_boot > 0``
+gives bootstrap percentile confidence intervals of every constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns"]
+
+#: Which law each target uses (other targets: ``roofline``).
+BASE_KINDS: dict[str, str] = {
+    "peak_mem_mib": "memory",
+    "latency_ms": "roofline",
+    "energy_j": "roofline",
+}
+_PRECISIONS = ("fp32", "fp16")
+_MIB = 2.0**20
+_HUBER_PASSES = 3
+
+
+def base_kind(target: str) -> str:
+    """Law used for ``target`` (``"memory"`` or ``"roofline"``)."""
+    return BASE_KINDS.get(target, "roofline")
+
+
+def law_columns(kind: str) -> tuple[str, ...]:
+    """Names of the per-precision terms of a law (the design columns, in order)."""
+    if kind == "memory":
+        return ("const_mib", "param_mib", "peak_act_mib", "activation_mib")
+    if kind == "roofline":
+        return ("const", "batch", "gflop", "gbyte", "layers")
+    raise ValueError(f"kind must be 'memory' or 'roofline', got {kind!r}")
+
+
+def _col(df: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in df.columns:
+        raise ValueError(f"the base law needs column {name!r}, absent from the input")
+    v = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return v
+
+
+def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
+    """The law's terms (n, k), before the per-precision split."""
+    if kind == "memory":
+        return np.column_stack(
+            [
+                np.ones(len(df)),
+                _col(df, "param_bytes") / _MIB,
+                _col(df, "peak_act_bytes") / _MIB,
+                _col(df, "activation_bytes") / _MIB,
+            ]
+        )
+    layers = sum(_col(df, c) for c in ("n_conv", "n_bn", "n_act", "n_fc"))
+    return np.column_stack(
+        [
+            np.ones(len(df)),
+            _col(df, "batch"),
+            _col(df, "flops") / 1e9,
+            (_col(df, "param_bytes") + _col(df, "activation_bytes")) / 1e9,
+            layers,
+        ]
+    )
+
+
+def _precision(df: pd.DataFrame) -> np.ndarray:
+    if "precision" not in df.columns:
+        return np.full(len(df), "fp32", dtype=object)
+    return df["precision"].astype(str).to_numpy(dtype=object)
+
+
+def _nnls_relative(A: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """argmin_{c >= 0} sum w ((A c - y) / y)^2, columns rescaled for conditioning."""
+    from scipy.optimize import nnls
+
+    sw = np.sqrt(w)
+    M = A / y[:, None] * sw[:, None]
+    b = sw
+    scale = np.sqrt((M**2).sum(axis=0))
+    scale[scale == 0] = 1.0
+    c, _ = nnls(M / scale, b, maxiter=50 * M.shape[1])
+    return c / scale
+
+
+def _robust_fit(A: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Relative NNLS with Huber re-weighting of the relative residuals."""
+    c = _nnls_relative(A, y, w)
+    for _ in range(_HUBER_PASSES):
+        r = (A @ c - y) / y
+        mad = 1.4826 * np.median(np.abs(r - np.median(r)))
+        delta = 1.345 * max(mad, 1e-6)
+        hub = np.where(np.abs(r) <= delta, 1.0, delta / np.maximum(np.abs(r), 1e-300))
+        c = _nnls_relative(A, y, w * hub)
+    return c
+
+
+@dataclass
+class BaseLaw:
+    """A fitted base law (see the module docstring).
+
+    Attributes
+    ----------
+    target, kind : str
+    precisions : list of str
+        Precisions with their own block of constants (those seen in training).
+    coef : dict
+        Precision -> non-negative coefficients (one per :func:`law_columns` term).
+    ci : dict
+        Precision -> (lower, upper) arrays of bootstrap percentile CIs (empty without bootstrap).
+    floor : float
+        Smallest value the law returns (a small fraction of the smallest training target), so
+        that ``log(base)`` is always finite.
+    n : int
+        Training rows.
+    """
+
+    target: str
+    kind: str
+    precisions: list[str]
+    coef: dict[str, np.ndarray]
+    floor: float
+    n: int
+    ci: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    ci_level: float = 0.95
+
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        """Base prediction on the original scale (always >= ``floor`` > 0).
+
+        Rows of a precision never seen in training use the first trained precision's
+        constants (flag them as extrapolated).
+        """
+        T = _terms(df, self.kind)
+        prec = _precision(df)
+        out = T @ self.coef[self.precisions[0]]
+        for p in self.precisions[1:]:
+            rows = prec == p
+            if rows.any():
+                out[rows] = T[rows] @ self.coef[p]
+        return np.maximum(out, self.floor)
+
+    def constants(self) -> pd.DataFrame:
+        """Interpretable constants with their CIs, one row per precision and term.
+
+        ``roofline`` laws for latency (ms) give effective GFLOP/s, GB/s and µs per layer
+        (inverses of the fitted coefficients; an infinite value means the term was not needed,
+        coefficient 0); ``memory`` laws give MiB and the dimensionless multipliers of the byte
+        terms (1.0: every byte counted once).
+        """
+        rows = []
+        names = law_columns(self.kind)
+        for p in self.precisions:
+            c = self.coef[p]
+            lo, hi = self.ci.get(p, (np.full(len(c), np.nan), np.full(len(c), np.nan)))
+            for k, name in enumerate(names):
+                rows.append(
+                    {
+                        "target": self.target,
+                        "kind": self.kind,
+                        "precision": p,
+                        "term": name,
+                        "coef": float(c[k]),
+                        "coef_lo": float(lo[k]),
+                        "coef_hi": float(hi[k]),
+                        **_interpret(self.target, self.kind, name, c[k], lo[k], hi[k]),
+                        "n": self.n,
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def _interpret(target: str, kind: str, term: str, c: float, lo: float, hi: float) -> dict:
+    """Readable constant (value, CI, unit) of one coefficient."""
+
+    def inv(x: float, scale: float) -> float:
+        return float(scale / x) if x > 0 else float("inf")
+
+    unit_y = {"latency_ms": "ms", "energy_j": "J", "peak_mem_mib": "MiB"}.get(target, "unit")
+    if kind == "memory":
+        unit = "MiB" if term == "const_mib" else "MiB per MiB"
+        return {"quantity": term, "value": c, "value_lo": lo, "value_hi": hi, "unit": unit}
+    if target == "latency_ms":
+        if term == "gflop":
+            return {"quantity": "throughput", "value": inv(c, 1e3), "value_lo": inv(hi, 1e3),
+                    "value_hi": inv(lo, 1e3), "unit": "GFLOP/s"}
+        if term == "gbyte":
+            return {"quantity": "bandwidth", "value": inv(c, 1e3), "value_lo": inv(hi, 1e3),
+                    "value_hi": inv(lo, 1e3), "unit": "GB/s"}
+        if term == "layers":
+            return {"quantity": "per-layer overhead", "value": 1e3 * c, "value_lo": 1e3 * lo,
+                    "value_hi": 1e3 * hi, "unit": "us/layer"}
+        if term == "batch":
+            return {"quantity": "per-sample overhead", "value": 1e3 * c, "value_lo": 1e3 * lo,
+                    "value_hi": 1e3 * hi, "unit": "us/sample"}
+        return {"quantity": "fixed cost", "value": c, "value_lo": lo, "value_hi": hi,
+                "unit": "ms"}
+    if target == "energy_j":
+        if term == "gflop":
+            return {"quantity": "energy efficiency", "value": inv(c, 1.0), "value_lo": inv(hi, 1.0),
+                    "value_hi": inv(lo, 1.0), "unit": "GFLOP/J"}
+        if term == "gbyte":
+            return {"quantity": "bytes per joule", "value": inv(c, 1.0), "value_lo": inv(hi, 1.0),
+                    "value_hi": inv(lo, 1.0), "unit": "GB/J"}
+        if term == "layers":
+            return {"quantity": "per-layer energy", "value": 1e3 * c, "value_lo": 1e3 * lo,
+                    "value_hi": 1e3 * hi, "unit": "mJ/layer"}
+    return {"quantity": term, "value": c, "value_lo": lo, "value_hi": hi,
+            "unit": f"{unit_y} per {term}"}
+
+
+def fit_base_law(
+    df: pd.DataFrame,
+    target: str,
+    y: np.ndarray | None = None,
+    sample_weight: np.ndarray | None = None,
+    n_boot: int = 0,
+    ci_level: float = 0.95,
+    random_state: int = 0,
+) -> BaseLaw:
+    """Fit the base law of ``target`` on the rows of ``df`` where the target is finite and > 0.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Static features (``param_bytes``, ``activation_bytes``, ``peak_act_bytes``, ``flops``,
+        layer counts), ``batch`` and ``precision``.
+    target : str
+        Target name (selects the law, :data:`BASE_KINDS`).
+    y : array, optional
+        Target values (default ``df[target]``).
+    sample_weight : array, optional
+        Row weights (e.g. inverse squared measured noise), multiplied into the relative fit.
+    n_boot : int
+        Bootstrap resamples for the CIs (0: no CIs).
+    ci_level : float
+    random_state : int
+
+    Raises
+    ------
+    ValueError
+        With fewer usable rows than the law has constants.
+    """
+    kind = base_kind(target)
+    yv = _col(df, target) if y is None else np.asarray(y, dtype=float)
+    w = np.ones(len(df)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    T = _terms(df, kind)
+    ok = np.isfinite(yv) & (yv > 0) & np.isfinite(T).all(axis=1) & np.isfinite(w) & (w > 0)
+    prec = _precision(df)
+    present = [p for p in _PRECISIONS if (ok & (prec == p)).any()]
+    present += sorted({str(p) for p in prec[ok]} - set(_PRECISIONS))
+    k = T.shape[1]
+    if not present or ok.sum() < k * len(present):
+        raise ValueError(
+            f"the {kind} base law of {target!r} needs at least {k} rows per precision with a "
+            f"positive, finite target; got {int(ok.sum())}"
+        )
+    coef: dict[str, np.ndarray] = {}
+    ci: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    rng = np.random.default_rng(random_state)
+    for p in present:
+        rows = np.flatnonzero(ok & (prec == p))
+        A, yy, ww = T[rows], yv[rows], w[rows]
+        if len(rows) < k:
+            raise ValueError(
+                f"the {kind} base law of {target!r} needs at least {k} rows of precision {p!r}, "
+                f"got {len(rows)}"
+            )
+        coef[p] = _robust_fit(A, yy, ww)
+        if n_boot > 0:
+            boots = np.empty((n_boot, k))
+            for b in range(n_boot):
+                i = rng.integers(0, len(rows), len(rows))
+                boots[b] = _robust_fit(A[i], yy[i], ww[i])
+            a = (1.0 - ci_level) / 2.0
+            ci[p] = (np.quantile(boots, a, axis=0), np.quantile(boots, 1.0 - a, axis=0))
+    floor = 1e-3 * float(np.min(yv[ok]))
+    return BaseLaw(target, kind, present, coef, floor, int(ok.sum()), ci, ci_level)
