@@ -44,8 +44,8 @@ from carb_lib.dataset import (
     validate,
     write_dataset,
 )
-from carb_lib.lock import FolderLock
 from carb_lib.dataset import atomic_write_parquet as _atomic_write
+from carb_lib.lock import FolderLock
 from carb_lib.profiling import (
     NAN,
     Device,

@@ -369,22 +369,49 @@ def convert_help_cmd(
 
 
 # --- carb ensemble: fit / predict (issue 5) ---
-def _carb_read_table(path: Path):
-    import pandas as pd
+def _carb_read_table(path: Path, what: str = "table"):
+    from carb_lib.tables import read_table
 
-    if not path.exists():
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.suffix.lower() in (".csv", ".txt"):
-        return pd.read_csv(path)
-    return pd.read_parquet(path)
+    return read_table(path, what)
 
 
 def _carb_write_table(df, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        df.to_csv(path, index=False)
-    else:
-        df.to_parquet(path, index=False)
+    from carb_lib.tables import write_table
+
+    write_table(df, path)
+
+
+def _check_measured_costs(df, data: Path) -> None:
+    """ok rows need finite, positive costs in every target column they carry."""
+    import numpy as np
+    import pandas as pd
+
+    from carb_lib.dataset import TARGETS
+
+    ok = df[df["status"] == "ok"] if "status" in df.columns else df
+    for t in TARGETS:
+        if t not in ok.columns:
+            continue
+        v = pd.to_numeric(ok[t], errors="coerce").to_numpy(dtype=float)
+        raw = ok[t].to_numpy()
+        text = np.array([isinstance(x, str) for x in raw])
+        if text.any():
+            i = int(np.flatnonzero(text)[0])
+            raise ValueError(f"{data}: column {t!r}, row {ok.index[i]}: {raw[i]!r} is not a number")
+        bad = ~np.isnan(v) & ~(np.isfinite(v) & (v > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            cid = ok["config_id"].iloc[i] if "config_id" in ok.columns else ""
+            raise ValueError(
+                f"{data}: column {t!r}, row {ok.index[i]} {cid}: {v[i]!r} is not a finite "
+                f"positive cost ({int(bad.sum())} such row(s)); fix or drop them"
+            )
+    if "config_id" in ok.columns and "platform" in ok.columns:
+        dup = ok.duplicated(subset=["platform", "config_id"]).to_numpy()
+        if dup.any():
+            i = int(np.flatnonzero(dup)[0])
+            raise ValueError(f"{data}: row {ok.index[i]}: config_id {ok['config_id'].iloc[i]!r} "
+                             f"is duplicated ({int(dup.sum())} duplicate row(s))")  # fmt: skip
 
 
 @app.command()
@@ -404,7 +431,11 @@ def fit(
     from carb_lib.evaluation import QUICK_PARAMS, prepare_dataset
 
     try:
-        raw = _carb_read_table(data)
+        from carb_lib.space import validate_config_frame
+
+        raw = _carb_read_table(data, "--data")
+        validate_config_frame(raw, f"--data {data}")
+        _check_measured_costs(raw, data)
         if platform is None and "platform" in raw.columns:
             plats = sorted(raw.loc[raw.get("status", "ok") == "ok", "platform"].dropna().astype(str).unique())
             if len(plats) > 1:
@@ -440,24 +471,36 @@ def predict(
     import pandas as pd
 
     from carb_lib.ensemble import STATIC_FEATURES, load_model
+    from carb_lib.space import validate_config_frame
+    from carb_lib.tables import SUFFIXES
 
-    try:
-        m = load_model(model)
-        df = _carb_read_table(configs).reset_index(drop=True)
-        if "family" not in df.columns:
-            df["family"] = "resnet"
-        if not all(c in df.columns for c in STATIC_FEATURES):
-            from carb_lib.features import with_static_features
+    if out.suffix.lower() not in SUFFIXES:
+        raise ValueError(f"--out {out}: unsupported suffix {out.suffix!r}; use .csv or .parquet")
+    if not 0 < coverage < 1:
+        raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
+    m = load_model(model)
+    df = _carb_read_table(configs, "--configs").reset_index(drop=True)
+    if "family" not in df.columns:
+        df["family"] = "resnet"
+    validate_config_frame(df, f"--configs {configs}")
+    if not all(c in df.columns for c in STATIC_FEATURES):
+        from carb_lib.features import with_static_features
 
-            df = with_static_features(df)
-        pred = m.predict_interval(df, coverage=coverage)
-        keep = [c for c in df.columns if c not in pred.columns]
-        _carb_write_table(pd.concat([df[keep], pred], axis=1), out)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from exc
-    typer.echo(f"wrote {out}: {len(pred)} rows, targets {m.targets_} (platform {m.platform_}), "
-               f"coverage {coverage}")
+        df = with_static_features(df)
+    pred = m.predict_interval(df, coverage=coverage)
+    # predictions never overwrite measured columns of the input: they are named *_pred
+    rename = {}
+    for t in m.targets_:
+        for suffix in ("", "_lo", "_hi"):
+            if f"{t}{suffix}" in pred.columns:
+                rename[f"{t}{suffix}"] = f"{t}_pred{suffix}"
+    pred = pred.rename(columns=rename)
+    pred["model_platform"] = str(m.platform_)
+    keep = [c for c in df.columns if c not in pred.columns]
+    _carb_write_table(pd.concat([df[keep], pred], axis=1), out)
+    n_ext = int(pred["extrapolated"].sum()) if "extrapolated" in pred.columns else 0
+    typer.echo(f"wrote {out}: {len(pred)} rows, targets {m.targets_} (model platform "
+               f"{m.platform_}), coverage {coverage}, {n_ext} row(s) flagged extrapolated")  # fmt: skip
 # --- end carb ensemble ---
 
 

@@ -39,6 +39,61 @@ def _p(msg: str = "") -> None:
     print(msg, flush=True)
 
 
+#: The plausibility anchor: ResNet-50 at 224 px, batch 256, fp16 (off the paper grid: 224 px).
+ANCHOR: dict[str, Any] = {
+    "family": "resnet", "block": "bottleneck", "depth": 50, "width": 1.0,
+    "early_downsample": True, "resolution": 224, "batch": 256, "precision": "fp16",
+    "num_classes": 1000,
+}  # fmt: skip
+#: Public figures printed beside the anchor (reported by others; never stored as CARB data).
+ANCHOR_REFERENCES: tuple[tuple[str, str], ...] = (
+    ("MLPerf Inference v4.1, 8x H200, INT8 TensorRT, 350 W cap (reported)",
+     "556,234 img/s in all: <= 5.0 mJ/img for the GPUs, 8.9 mJ/img for the system"),
+    ("MLPerf Inference v4.1, H200 uncapped (reported)", "about 94.6k img/s per GPU"),
+    ("timm benchmark, PyTorch AMP on an RTX 4090 (reported)", "about 4.3k img/s"),
+)  # fmt: skip
+#: Below this energy per image (mJ) a PyTorch fp16 measurement is suspect (MLPerf's INT8
+#: TensorRT bound for the GPUs).
+MLPERF_MJ_PER_IMG = 5.0
+
+
+def anchor_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """Images/s and mJ per image of the anchor row, with a plausibility verdict."""
+    out: dict[str, Any] = {"status": row.get("status"), "error": row.get("error")}
+    if row.get("status") != "ok":
+        return out
+    batch = float(row["batch"])
+    out["images_per_s"] = batch / (float(row["latency_ms"]) / 1e3)
+    e = row.get("energy_j")
+    out["mj_per_image"] = float(e) / batch * 1e3 if e is not None and e == e else float("nan")
+    verdict = []
+    if not 4.3e3 <= out["images_per_s"] <= 94.6e3:
+        verdict.append("throughput outside [4.3k (RTX 4090 AMP), 94.6k (MLPerf INT8)] img/s")
+    if out["mj_per_image"] == out["mj_per_image"] and out["mj_per_image"] < MLPERF_MJ_PER_IMG:
+        verdict.append(f"energy below MLPerf's INT8 TensorRT {MLPERF_MJ_PER_IMG} mJ/img: suspect")
+    out["verdict"] = "; ".join(verdict) or "plausible"
+    return out
+
+
+def counter_vs_integrated(rows: pd.DataFrame) -> dict[str, float]:
+    """Ratio of the NVML energy counter to the integral of sampled instant power over the same
+    windows (``energy_j * n_iters / (power_sampled_w * window_s)``): median, p10, p90, n."""
+    need = ["energy_j", "n_iters", "power_sampled_w", "window_s"]
+    if rows is None or len(rows) == 0 or not set(need) <= set(rows.columns):
+        return {"n": 0}
+    r = rows[rows["status"] == "ok"][need].astype(float).dropna()
+    r = r[(r["power_sampled_w"] > 0) & (r["window_s"] > 0)]
+    if len(r) == 0:
+        return {"n": 0}
+    ratio = r["energy_j"] * r["n_iters"] / (r["power_sampled_w"] * r["window_s"])
+    return {
+        "n": int(len(ratio)),
+        "median": float(ratio.median()),
+        "p10": float(ratio.quantile(0.1)),
+        "p90": float(ratio.quantile(0.9)),
+    }
+
+
 def _versions(device: str) -> dict[str, Any]:
     import platform as plat
 
@@ -161,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise-max-gflops", type=float, default=50.0)
     ap.add_argument("--selfcheck-seconds", type=float, default=2.0)
     ap.add_argument("--quick", action="store_true", help="tiny windows (tests only)")
+    ap.add_argument("--anchor", choices=("auto", "on", "off"), default="auto",
+                    help="measure the ResNet-50 224 px b256 fp16 anchor (auto: on CUDA only)")
+    ap.add_argument("--pytest", action="store_true",
+                    help="first run the gpu-marked tests (tests/test_gpu.py), log in OUT")
     ap.add_argument("--no-progress", action="store_true")
     a = ap.parse_args(argv)
 
@@ -194,6 +253,17 @@ def main(argv: list[str] | None = None) -> int:
         f"carb gpu_campaign: platform={platform} device={a.device} budget={a.budget:.0f} s out={out}"
     )
 
+    # 0. the CUDA path's tests on this device
+    if a.pytest:
+        import subprocess
+
+        log = out / "gpu_pytest.log"
+        cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
+               "tests/test_gpu.py"]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(30, left() / 4))
+        log.write_text(proc.stdout + proc.stderr)
+        _p(f"=== gpu tests: exit {proc.returncode}; {(proc.stdout.strip().splitlines() or [''])[-1]}")
+
     # 1. self-check
     sc = selfcheck(dev, a.device, a.selfcheck_seconds)
     sc["platform"] = platform
@@ -202,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 2. noise
     noise_sum = pd.DataFrame()
+    rows = None
     if a.noise_configs > 0 and a.noise_repeats > 1 and left() > a.reserve + 10:
         grid = space.paper_grid()
         from carb_lib.features import static_features
@@ -215,6 +286,24 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         rows.to_parquet(out / "noise_rows.parquet", index=False)
         _p(noise_sum.to_string(index=False))
+
+    ratio = counter_vs_integrated(rows)
+    if ratio.get("n"):
+        _p(f"=== energy counter / integrated sampled power: median {ratio['median']:.3f} "
+           f"(p10 {ratio['p10']:.3f}, p90 {ratio['p90']:.3f}, n={ratio['n']}) ===")  # fmt: skip
+
+    # 2b. plausibility anchor
+    anc: dict[str, Any] = {}
+    if a.anchor == "on" or (a.anchor == "auto" and dev.kind == "cuda"):
+        from carb_lib.profiling import profile_config
+
+        arow = profile_config(space.config_from_row(ANCHOR), dev, protocol)
+        anc = anchor_summary(arow)
+        (out / "anchor.json").write_text(json.dumps({"row": arow, "summary": anc}, indent=2,
+                                                    default=str))  # fmt: skip
+        _p(f"=== anchor ResNet-50 224 px b256 fp16: {anc} ===")
+        for who, what in ANCHOR_REFERENCES:
+            _p(f"    {who}: {what}")
 
     # 3. campaign
     grid = space.paper_grid()
@@ -281,6 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         lines.append(("energy counter", str(sc.get("rapl_reason") or "RAPL")))
     lines.append(("idle power", f"{sc['idle_power_w']:.2f} W"))
+    if ratio.get("n"):
+        lines.append(("counter / integrated power", f"median {ratio['median']:.3f} "
+                                                      f"(n={ratio['n']})"))  # fmt: skip
+    if anc.get("images_per_s"):
+        lines.append(("anchor RN50 b256 fp16", f"{anc['images_per_s']:.0f} img/s, "
+                      f"{anc['mj_per_image']:.2f} mJ/img: {anc['verdict']}"))  # fmt: skip
     for _, r in noise_sum.iterrows():
         lines.append(
             (f"noise CV {r['target']}", f"median {r['median_cv']:.4f} max {r['max_cv']:.4f}")

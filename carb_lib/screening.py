@@ -34,6 +34,7 @@ hypervolume ratio) and :func:`validate_on_hardware` (re-profile the shortlist).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import time
@@ -52,6 +53,7 @@ BUDGET_METRICS: tuple[str, ...] = TARGETS + tuple(f"{t}_per_sample" for t in PER
 #: Runtime telemetry columns: a model that needs them cannot screen unmeasured candidates.
 TELEMETRY_COLUMNS: tuple[str, ...] = ("sm_util_pct", "mem_util_pct", "temp_c_before",
                                       "kernel_launches")
+logger = logging.getLogger("carb.screening")
 #: Capacity proxy maximised when no quality column is given.
 QUALITY_PROXY = "params"
 CONFIG_KEYS: tuple[str, ...] = ("family", "block", "depth", "width", "early_downsample",
@@ -1392,23 +1394,35 @@ def validate_on_hardware(
 def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
                     ) -> pd.DataFrame:
     """Candidates from ``"grid"`` (the paper's 17,280), ``"extended"`` (a seeded sample of
-    ``n_extended`` configs of the extended space) or a .csv / .parquet file."""
+    ``n_extended`` configs of the extended space) or a .csv / .parquet file.
+
+    Every row is validated against its family's space before any work
+    (:func:`carb_lib.space.validate_config_frame`: an invalid value is an error naming row,
+    column and value), and duplicated configs are kept once (a duplicate would take two
+    shortlist slots).
+    """
     from carb_lib import space
+    from carb_lib.tables import read_table
 
     if str(source) == "grid":
         return space.paper_grid()
     if str(source) == "extended":
-        return space.extended_sample(int(n_extended), seed=seed)
-    path = Path(source)
-    if not path.exists():
-        raise ValueError(
-            f"--candidates {str(source)!r} is neither 'grid', 'extended' nor an existing file"
-        )
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    if path.suffix == ".csv":
-        return pd.read_csv(path)
-    raise ValueError(f"candidate file {path} must be .csv or .parquet")
+        df = space.extended_sample(int(n_extended), seed=seed)
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise ValueError(
+                f"--candidates {str(source)!r} is neither 'grid', 'extended' nor an existing file"
+            )
+        df = read_table(path, what="candidate file")
+        space.validate_config_frame(df, f"candidate file {path}")
+    if "config_id" not in df.columns:
+        df = space.add_config_ids(df)
+    dup = df["config_id"].duplicated().to_numpy()
+    if dup.any():
+        logger.info("dropped %d duplicated candidate(s)", int(dup.sum()))
+        df = df[~dup].reset_index(drop=True)
+    return df
 
 
 def format_validation(v: Mapping[str, Any]) -> str:

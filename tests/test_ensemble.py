@@ -295,8 +295,20 @@ def test_cli_fit_and_predict(tmp_path):
                               "--coverage", "0.8"])
     assert res.exit_code == 0, res.output
     pred = pd.read_csv(tmp_path / "p.csv")
-    assert len(pred) == 20 and {"flops", "latency_ms", "latency_ms_lo", "peak_mem_mib_hi"} <= set(pred)
-    assert "energy_j" not in pred
+    assert len(pred) == 20
+    assert {"flops", "latency_ms_pred", "latency_ms_pred_lo", "peak_mem_mib_pred_hi"} <= set(pred)
+    assert (pred["model_platform"] == "synthetic_cpu").all()
+    assert "energy_j_pred" not in pred and "latency_ms" not in pred  # no measured column invented
+    # measured columns of the input are kept apart from the predictions
+    with_meas = data.head(20).drop(columns=[c for c in data.columns if c.startswith("n_op")],
+                                   errors="ignore")
+    with_meas.to_parquet(tmp_path / "measured.parquet")
+    res = runner.invoke(app, ["predict", "--model", str(tmp_path / "m.joblib"), "--configs",
+                              str(tmp_path / "measured.parquet"), "--out", str(tmp_path / "q.parquet")])
+    assert res.exit_code == 0, res.output
+    q = pd.read_parquet(tmp_path / "q.parquet")
+    assert np.allclose(q["latency_ms"], with_meas["latency_ms"].to_numpy())  # untouched
+    assert not np.allclose(q["latency_ms_pred"], q["latency_ms"])
     res = runner.invoke(app, ["fit", "--data", str(tmp_path / "nope.parquet"), "--out",
                               str(tmp_path / "x.joblib")])
     assert res.exit_code == 1 and "no such file" in res.output

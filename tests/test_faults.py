@@ -295,3 +295,164 @@ def test_off_grid_but_valid_configs_pass_and_large_frames_work(grid):
     big.loc[big.index[-1], "resolution"] = 2048
     with pytest.raises(Exception, match=f"row {len(big) - 1}: resolution=2048"):
         validate_config_frame(big)
+
+
+# ---------------------------------------------------------------------------- fit / predict / screen
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A quick model fitted through `carb fit` on SYNTHETIC rows."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from carb_synthetic import make_carb_synthetic
+
+    d = tmp_path_factory.mktemp("fitted")
+    data = make_carb_synthetic(300, seed=2, energy=False, telemetry=False,
+                               platform="synthetic_cpu")  # fmt: skip
+    data.to_parquet(d / "synthetic_cpu.parquet")
+    res = cli("fit", "--data", str(d / "synthetic_cpu.parquet"), "--out", str(d / "m.joblib"),
+              "--quick")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    cfg = data[list(CONFIG_COLUMNS)].head(6).reset_index(drop=True)
+    return d, data, cfg
+
+
+@pytest.mark.parametrize(
+    "column, value, fragment",
+    [
+        ("width", -0.5, "width=-0.5"),
+        ("resolution", 0, "resolution=0"),
+        ("batch", 10**9, "batch=1000000000"),
+        ("block", "wide", "block='wide'"),
+        ("precision", "bf8", "precision='bf8'"),
+    ],
+)
+@pytest.mark.parametrize("command", ["predict", "screen"])
+def test_out_of_range_configs_are_refused_by_predict_and_screen(fitted, tmp_path, command,
+                                                                column, value, fragment):
+    d, _, cfg = fitted
+    bad = cfg.copy()
+    bad[column] = bad[column].astype(object)
+    bad.loc[4, column] = value
+    f = tmp_path / "c.csv"
+    bad.to_csv(f, index=False)
+    out = tmp_path / "o.csv"
+    if command == "predict":
+        res = cli("predict", "--model", str(d / "m.joblib"), "--configs", str(f), "--out", str(out))
+    else:
+        res = cli("screen", "--model", str(d / "m.joblib"), "--candidates", str(f),
+                  "--budget", "latency_ms<=50", "--out", str(out))  # fmt: skip
+    assert_one_line_error(res, "row 4", fragment)
+    assert not out.exists()
+
+
+def test_off_grid_configs_are_predicted(fitted, tmp_path):
+    d, _, cfg = fitted
+    cfg = cfg.copy()
+    cfg["resolution"] = 33
+    cfg["batch"] = 3
+    f = tmp_path / "c.csv"
+    cfg.to_csv(f, index=False)
+    res = cli("predict", "--model", str(d / "m.joblib"), "--configs", str(f), "--out",
+              str(tmp_path / "o.csv"))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_csv(tmp_path / "o.csv")) == 6
+
+
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda p, c: c.to_parquet(p.with_suffix(".csv")) or p.with_suffix(".csv"),
+         "looks like a Parquet file"),
+        (lambda p, c: (p.with_suffix(".txt").write_text("a,b\n1,2\n"), p.with_suffix(".txt"))[1],
+         "unsupported suffix '.txt'"),
+        (lambda p, c: (p.with_suffix(".csv").write_text(""), p.with_suffix(".csv"))[1],
+         "cannot read as csv"),
+        (lambda p, c: c.head(0).to_csv(p.with_suffix(".csv"), index=False)
+         or p.with_suffix(".csv"), "no rows"),
+        (lambda p, c: p.parent / "missing.csv", "no such file"),
+    ],
+)  # fmt: skip
+def test_predict_bad_config_files(fitted, tmp_path, make, fragment):
+    d, _, cfg = fitted
+    f = make(tmp_path / "c", cfg)
+    res = cli("predict", "--model", str(d / "m.joblib"), "--configs", str(f), "--out",
+              str(tmp_path / "o.csv"))  # fmt: skip
+    assert_one_line_error(res, fragment)
+
+
+@pytest.mark.parametrize(
+    "out, fragment",
+    [("pred.txt", "unsupported suffix '.txt'"), ("folder.csv", "is a folder")],
+)
+def test_predict_bad_outputs(fitted, tmp_path, out, fragment):
+    d, _, cfg = fitted
+    f = tmp_path / "c.csv"
+    cfg.to_csv(f, index=False)
+    if out == "folder.csv":
+        (tmp_path / out).mkdir()
+    res = cli("predict", "--model", str(d / "m.joblib"), "--configs", str(f), "--out",
+              str(tmp_path / out))  # fmt: skip
+    assert_one_line_error(res, fragment)
+
+
+def test_predict_with_a_file_that_is_not_a_model(fitted, tmp_path):
+    _, _, cfg = fitted
+    f = tmp_path / "c.csv"
+    cfg.to_csv(f, index=False)
+    junk = tmp_path / "m.joblib"
+    junk.write_bytes(b"not a model")
+    res = cli("predict", "--model", str(junk), "--configs", str(f), "--out", str(tmp_path / "o.csv"))
+    assert res.exit_code in (1, 2) and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "mutate, fragment",
+    [
+        (lambda d: d.assign(latency_ms=d.latency_ms.where(d.index != 7, 0.0)), "row 7"),
+        (lambda d: d.assign(latency_ms=d.latency_ms.where(d.index != 9, np.inf)), "inf"),
+        (lambda d: d.assign(peak_mem_mib=d.peak_mem_mib.where(d.index != 3, -0.5)), "-0.5"),
+        (lambda d: d.assign(latency_ms=d.latency_ms.astype(object).where(d.index != 5, "fast")),
+         "'fast' is not a number"),
+        (lambda d: pd.concat([d, d.iloc[:4]], ignore_index=True), "is duplicated"),
+        (lambda d: d.assign(depth=d.depth.where(d.index != 2, 19)), "depth=19"),
+    ],
+)  # fmt: skip
+def test_fit_refuses_bad_measurements(fitted, tmp_path, mutate, fragment):
+    _, data, _ = fitted
+    bad = mutate(data.reset_index(drop=True).copy())
+    f = tmp_path / "bad.parquet" if bad["latency_ms"].dtype != object else tmp_path / "bad.csv"
+    bad.to_parquet(f) if f.suffix == ".parquet" else bad.to_csv(f, index=False)
+    res = cli("fit", "--data", str(f), "--out", str(tmp_path / "m.joblib"), "--quick")
+    assert_one_line_error(res, fragment)
+    assert not (tmp_path / "m.joblib").exists()
+
+
+def test_screen_drops_duplicate_candidates(fitted, tmp_path):
+    d, data, _ = fitted
+    cands = data[list(CONFIG_COLUMNS)].head(40)
+    f = tmp_path / "c.parquet"
+    pd.concat([cands, cands.head(10)]).to_parquet(f)
+    out = tmp_path / "sl.csv"
+    res = cli("screen", "--model", str(d / "m.joblib"), "--candidates", str(f),
+              "--budget", "latency_ms<=1e9", "--k", "40", "--out", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    sl = pd.read_csv(out)
+    assert sl["config_id"].is_unique
+
+
+# ---------------------------------------------------------------------------- GPU campaign helpers
+def test_anchor_summary_and_counter_ratio():
+    from carb_lib.gpu_campaign import anchor_summary, counter_vs_integrated
+
+    s = anchor_summary({"status": "ok", "batch": 256, "latency_ms": 25.6, "energy_j": 2.56})
+    assert s["images_per_s"] == pytest.approx(10_000) and s["mj_per_image"] == pytest.approx(10)
+    assert s["verdict"] == "plausible"
+    s = anchor_summary({"status": "ok", "batch": 256, "latency_ms": 1.0, "energy_j": 0.256})
+    assert "outside" in s["verdict"] and "suspect" in s["verdict"]  # 256k img/s, 1 mJ/img
+    assert anchor_summary({"status": "oom", "error": "x"}) == {"status": "oom", "error": "x"}
+    rows = pd.DataFrame({"status": ["ok", "ok", "error"], "energy_j": [1.0, 2.0, np.nan],
+                         "n_iters": [100, 100, 1], "power_sampled_w": [200.0, 400.0, 1.0],
+                         "window_s": [0.5, 0.5, 1.0]})  # fmt: skip
+    r = counter_vs_integrated(rows)
+    assert r["n"] == 2 and r["median"] == pytest.approx(1.0)
+    assert counter_vs_integrated(None) == {"n": 0}
