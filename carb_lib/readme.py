@@ -167,15 +167,23 @@ def carb_metrics(results: Path) -> str:
 
 def carb_bench(results: Path) -> str:
     b = _read(results, "benchmarks/carb.csv")
-    out = ["| preset | fit (rows) | predict 1,000,000 rows (median) | model size |",
-           "|---|---|---|---|"]
+    out = ["| preset | fit (rows) | predict 1,000,000 rows (median) | model size | target |",
+           "|---|---|---|---|---|"]
+
+    def target(r, what):
+        if pd.isna(r.get("target_s")):
+            return f"{what}: no target"
+        ok = str(r.get("meets_target")).lower() == "true"
+        return f"{what} < {r['target_s']:g} s {'✓' if ok else '✗'}"
+
     for preset, g in b.groupby("preset", sort=False):
         fit = g[g["measure"] == "fit"].iloc[0]
         pred = g[g["measure"] == "predict"].iloc[0]
         size = float(g["model_mib"].iloc[0])
         size_s = f"{size / 1024:.1f} GiB" if size >= 1024 else f"{size:.0f} MiB"
         out.append(f"| {preset} | {fit['seconds']:.1f} s ({int(fit['rows']):,}) | "
-                   f"**{pred['seconds']:.1f} s** (of {int(pred['repeats'])}) | {size_s} |")
+                   f"**{pred['seconds']:.1f} s** (of {int(pred['repeats'])}) | {size_s} | "
+                   f"{target(fit, 'fit')}, {target(pred, 'predict')} |")
     return "\n".join(out) + "\n" + _source("benchmarks/carb.csv")
 
 
