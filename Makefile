@@ -1,6 +1,7 @@
 # CARB — two commands do all set-up on a fresh machine:
 #   make test        create/refresh .venv, install, run the test suite
 #   make reproduce   create/refresh .venv, install, run every notebook (full profile) on data/
+#   make lab         same set-up, register the kernel "CARB (.venv)", open JupyterLab on notebooks/
 # The virtual environment is (re)built only when pyproject.toml changes (stamp file).
 
 PYTHON ?= python3
@@ -12,13 +13,13 @@ STAMP  := $(VENV)/.carb-deps-stamp
 TORCH_SPEC ?= torch==2.13.0
 PROFILE ?= full
 
-.PHONY: test reproduce reproduce-quick lint bench check-features clean-venv
+.PHONY: test reproduce reproduce-quick lab lint bench check-features clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,lab]"
 	@touch $(STAMP)
 
 test: $(STAMP)
@@ -29,6 +30,13 @@ reproduce: $(STAMP)
 
 reproduce-quick: $(STAMP)
 	$(BIN)/carb reproduce --profile quick
+
+# The kernel is registered inside .venv (--sys-prefix): JupyterLab started from .venv lists it as
+# "CARB (.venv)". LAB_ARGS passes options, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
+LAB_ARGS ?=
+lab: $(STAMP)
+	$(BIN)/python -m carb_lib.lab install
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check carb_lib tests benchmarks scripts

@@ -75,15 +75,72 @@ def reproduce(
     runs_file: Path = typer.Option(Path("papermill_runs.yaml"), help="The run list."),
     run_dir: Path | None = typer.Option(None, help="Folder for executed notebooks (default runs/<profile>-<time>)."),
     out_root: Path | None = typer.Option(None, help="Redirect fig_dir/results_dir parameters under this folder."),
+    update_readme: bool | None = typer.Option(None, "--update-readme/--no-update-readme",
+                                              help="Rewrite README.md's result tables from "
+                                              "results/ (default: for a full run of every "
+                                              "notebook into results/)."),
 ) -> None:
-    """Run the study's notebooks with papermill, in order."""
-    from carb_lib.reproduce import ReproduceError, run_profile
+    """Run the study's notebooks with papermill, in order (plus an HTML page of each and an
+    index.html in the run folder)."""
+    from carb_lib.reproduce import REPO_ROOT, ReproduceError, run_profile
 
     try:
         run_profile(profile, runs_file=runs_file, only=only, run_dir=run_dir, out_root=out_root)
     except ReproduceError as exc:
         typer.secho(str(exc), fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from exc
+    if update_readme is None:
+        update_readme = profile == "full" and not only and out_root is None
+    if update_readme:
+        from carb_lib.readme import update_readme as _update
+
+        changed = _update(REPO_ROOT / "README.md", REPO_ROOT / "results")
+        typer.echo("README.md result tables " + ("rewritten from results/" if changed
+                                                 else "already match results/"))
+
+
+@app.command("readme")
+def readme_cmd(
+    check: bool = typer.Option(False, "--check", help="Only check; exit 1 if a table is stale."),
+    readme: Path = typer.Option(Path("README.md"), help="The README to update."),
+    results_dir: Path = typer.Option(Path("results"), help="Where the result tables are."),
+) -> None:
+    """Write README.md's result tables (between <!-- carb:NAME --> markers) from results/."""
+    from carb_lib.readme import ReadmeError, stale_blocks, update_readme
+
+    try:
+        if check:
+            stale = stale_blocks(readme, results_dir)
+            if stale:
+                typer.secho(f"stale README blocks: {', '.join(stale)} (run `carb readme`)",
+                            fg=typer.colors.RED, err=True)
+                raise typer.Exit(1)
+            typer.echo("README result tables match results/")
+            return
+        changed = update_readme(readme, results_dir)
+    except ReadmeError as exc:
+        typer.secho(str(exc), fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo("README.md rewritten" if changed else "README.md already up to date")
+
+
+@app.command()
+def publish(
+    run_dir: Path = typer.Argument(..., help="A run folder of `carb reproduce` (runs/full-...)."),
+    dest: Path = typer.Option(Path("docs/run"), help="Where the pages go (replaced)."),
+    max_image_width: int = typer.Option(900, help="Shrink wider PNG outputs to this width (px)."),
+    max_mb: float = typer.Option(10.0, help="Fail if the pages exceed this size (MB)."),
+) -> None:
+    """Publish a run's executed notebooks as self-contained HTML pages with an index."""
+    from carb_lib.reproduce import ReproduceError, publish_run
+
+    try:
+        written = publish_run(run_dir, dest, max_image_width=max_image_width, max_mb=max_mb)
+    except ReproduceError as exc:
+        typer.secho(str(exc), fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file()) / 1e6
+    typer.echo(f"{len(written)} pages in {dest} ({size:.1f} MB)")
 
 
 # --- commands added by other stages go below this line -------------------------------------

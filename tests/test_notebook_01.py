@@ -39,6 +39,21 @@ def test_notebook_01_quick_synthetic(run_notebook):
     assert "01_divergence_synthetic_cpu_synthetic.png" in figs
     assert all(f.endswith("_synthetic.png") for f in figs)
 
+    # the scaling explorer ran its static fallback on the default selection: fp32 rows of the
+    # first platform (synthetic_cpu, seed + 1) with a positive latency and FLOPs
+    from carb_lib.synthetic import make_synthetic_dataset
+
+    cpu = make_synthetic_dataset(720, 1, platform="synthetic_cpu", with_energy=False,
+                                 with_telemetry=False)
+    cpu = cpu[(cpu["status"] == "ok") & (cpu["precision"] == "fp32")]
+    assert rec["explore/n_shown"] == int(((cpu["latency_ms"] > 0) & (cpu["flops"] > 0)).sum())
+    runs = out.parent / "runs"
+    executed = (runs / "01_characterization.ipynb").read_text()
+    assert "application/vnd.jupyter.widget-view+json" not in executed  # no widget in papermill
+    page = (runs / "01_characterization.html").read_text()
+    assert "rows shown" in page and "data:image/png;base64," in page
+    assert "href='01_characterization.html'" in (runs / "index.html").read_text()
+
 
 def test_notebook_01_is_in_both_profiles_with_known_parameters(check_profiles):
     check_profiles(NOTEBOOK, {"data_paths", "platform", "fig_dir", "results_dir", "quick",

@@ -1,0 +1,285 @@
+"""README result tables written from ``results/``, so that they cannot drift.
+
+Each generated block of ``README.md`` sits between ``<!-- carb:NAME -->`` and
+``<!-- /carb:NAME -->``; :data:`BLOCKS` maps every NAME to a function that renders it from the
+files in ``results/`` (the tables ``carb reproduce`` writes; every number is traceable to the
+file named under the block). ``carb reproduce --profile full`` rewrites the blocks after the run;
+``carb readme`` does it on demand and ``carb readme --check`` (and the test suite) fails when the
+README differs from what ``results/`` gives.
+
+Paper values are the *reported* ones recorded in ``results/claims.csv`` (column
+``paper_value``), never ours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+MARK = re.compile(r"(<!-- carb:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /carb:(?P=name) -->)",
+                  re.S)
+
+
+class ReadmeError(RuntimeError):
+    """A block is missing from the README or its source file is missing."""
+
+
+def _read(results: Path, rel: str) -> pd.DataFrame:
+    path = results / rel
+    if not path.exists():
+        raise ReadmeError(f"{path} does not exist (run `make reproduce` first)")
+    return pd.read_csv(path)
+
+
+def _source(*rels: str) -> str:
+    return "\n_Source: " + ", ".join(f"`results/{r}`" for r in rels) + "._\n"
+
+
+def _x(v: float, digits: int = 1) -> str:
+    return f"x{v:.{digits}f}"
+
+
+def _claim(claims: pd.DataFrame, cid: str, platform: str | None = None) -> pd.Series:
+    c = claims[claims["claim_id"] == cid]
+    if platform is not None and len(c[c["platform"] == platform]):
+        c = c[c["platform"] == platform]
+    if c.empty:
+        raise ReadmeError(f"claim {cid!r} is not in results/claims.csv")
+    return c.iloc[0]
+
+
+def _paper(claims: pd.DataFrame, cid: str, fmt: str = "{:g}") -> str:
+    v = _claim(claims, cid)["paper_value"]
+    return "–" if pd.isna(v) else fmt.format(float(v))
+
+
+# --------------------------------------------------------------------------- blocks
+def static_features_bench(results: Path) -> str:
+    df = _read(results, "benchmarks/static_features.csv")
+    r = df.loc[df["n_configs"].idxmax()]
+    return (f"**Benchmark** (`benchmarks/bench_static_features.py`, one core, cold "
+            f"per-architecture cache, median of {int(r['repeats'])} repeats): "
+            f"{int(r['n_configs']):,} configurations of an extended space (10 resolutions, 18 "
+            f"batch sizes) in {r['median_s']:.2f} s (fastest repeat {r['min_s']:.2f} s) — "
+            f"**{r['configs_per_s'] / 1e6:.2f} M configs/s** (target ≥ 1 M/s).\n"
+            + _source("benchmarks/static_features.csv"))
+
+
+def characterization(results: Path) -> str:
+    div = _read(results, "characterization/divergence.csv")
+    eff = _read(results, "characterization/paired_effects.csv")
+    scal = _read(results, "characterization/scaling.csv")
+    claims = _read(results, "claims.csv")
+    plats = sorted(div.loc[div["testable"].astype(bool), "platform"].astype(str).unique())
+    out = []
+    for p in plats:
+        d = div[div["platform"] == p].set_index("quantity")
+        e = eff[eff["platform"] == p].set_index(["effect", "metric"])
+
+        def growth(q, d=d):
+            r = d.loc[q]
+            if not bool(r["testable"]):
+                return "not testable (no energy counter)" if q.startswith("energy") else \
+                    "not testable"
+            return (f"**{_x(r['growth'])}** [{r['ci_low']:.1f}, {r['ci_high']:.1f}] "
+                    f"(n = {int(r['n_low'])} low + {int(r['n_high'])} high)")
+
+        def effect(key, bold=False, e=e):
+            if key not in e.index or not bool(e.loc[key, "testable"]):
+                return "not testable"
+            r = e.loc[key]
+            v = _x(r["median_ratio"], 2)
+            return (f"{'**' + v + '**' if bold else v} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] "
+                    f"({int(r['n_pairs']):,} pairs)")
+
+        s = scal[(scal["platform"] == p) & (scal["target"] == "latency_ms")
+                 & (scal["x"] == "flops") & (scal["group_by"] == "all")].iloc[0]
+        energy_note = ("not testable (no energy counter)" if not bool(d.loc["energy_j", "testable"])
+                       else f"{growth('energy_j')} / {growth('energy_over_latency')}")
+        out += [f"| finding ({p}, {int(s['n']):,} ok rows) | ours | paper (reported, GPUs) |",
+                "|---|---|---|",
+                f"| latency growth, low → high demand (median, bootstrap 95 % CI) | "
+                f"{growth('latency_ms')} | {_paper(claims, 'divergence_latency_growth', 'x{:.1f}')} |",
+                f"| peak-memory growth, low → high demand | {growth('peak_mem_mib')} | – |",
+                f"| energy growth / energy vs latency divergence | {energy_note} | "
+                f"{_paper(claims, 'divergence_energy_growth', 'x{:.1f}')} / "
+                f"{_paper(claims, 'divergence_energy_vs_latency', 'x{:.1f}')} |",
+                f"| fp32 / fp16 peak memory (median ratio) | "
+                f"{effect(('precision', 'peak_mem_mib'), True)} | "
+                f"{_paper(claims, 'fp16_memory_ratio', 'x{:.1f}')} |",
+                f"| fp32 / fp16 latency (< 1: fp16 slower) | {effect(('precision', 'latency_ms'))} | – |",
+                f"| batch 1 vs batch 256, ms per GFLOP | "
+                f"{effect(('batch', 'latency_ms_per_gflop'))} | J/GFLOP "
+                f"{_paper(claims, 'small_batch_j_per_gflop', 'x{:.1f}')} (energy) |",
+                f"| latency exponent vs FLOPs (pooled, HC3 95 % CI) | {s['exponent']:.2f} "
+                f"[{s['ci_low']:.2f}, {s['ci_high']:.2f}] (n = {int(s['n']):,}) | – |", ""]
+    return "\n".join(out) + _source("characterization/divergence.csv",
+                                    "characterization/paired_effects.csv",
+                                    "characterization/scaling.csv", "claims.csv")
+
+
+def carb_metrics(results: Path) -> str:
+    m = _read(results, "carb/metrics.csv")
+    cov = _read(results, "carb/interval_coverage.csv")
+    lobto = _read(results, "carb/lobto.csv")
+    claims = _read(results, "claims.csv")
+    test = m[m["split"] == "test"]
+    names = {"peak_mem_mib": "peak memory", "latency_ms": "latency", "energy_j": "energy"}
+    paper = {"peak_mem_mib": "carb_r2_peak_mem_mib", "latency_ms": "carb_r2_latency_ms",
+             "energy_j": "carb_r2_energy_j"}
+    out = []
+    for p in sorted(test["platform"].astype(str).unique()):
+        t = test[test["platform"] == p]
+        main = t[t["model"] == "carb_nnls"]
+        preset = str(main["preset"].iloc[0]) if len(main) else "?"
+        n = int(main["n"].iloc[0]) if len(main) else 0
+        out += [f"Test split, {p}, preset `{preset}`, {n:,} test rows:", "",
+                "| target | R² | R² (log) | MAPE | within ±10 % | 90 % interval coverage | "
+                "FLOPs-only R² (B1) | leave-batch-tier-out R² | paper (reported) R² |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for tgt in ("peak_mem_mib", "latency_ms", "energy_j"):
+            r = main[main["target"] == tgt]
+            if r.empty:
+                out.append(f"| {names[tgt]} | not measured on this platform | | | | | | | "
+                           f"{_paper(claims, paper[tgt], '{:.3f}')} |")
+                continue
+            r = r.iloc[0]
+            c = cov[(cov["platform"] == p) & (cov["target"] == tgt) & (cov["regime"] == "all")]
+            b1 = t[(t["model"] == "b1_flops_raw") & (t["target"] == tgt)]
+            lb = lobto[(lobto["platform"] == p) & (lobto["target"] == tgt)
+                       & (lobto["model"] == "carb_nnls")]
+            out.append(
+                f"| {names[tgt]} | **{r['r2']:.3f}** | {r['r2_log']:.3f} | "
+                f"**{r['mape_pct']:.1f} %** | {r['within_10pct']:.2f} | "
+                f"{c['coverage'].iloc[0]:.2f} | "
+                f"{b1['r2'].iloc[0]:.3f} | {lb['r2'].iloc[0]:.2f} | "
+                f"{_paper(claims, paper[tgt], '{:.3f}')} |" if len(c) and len(b1) and len(lb) else
+                f"| {names[tgt]} | **{r['r2']:.3f}** | {r['r2_log']:.3f} | "
+                f"**{r['mape_pct']:.1f} %** | {r['within_10pct']:.2f} | – | – | – | "
+                f"{_paper(claims, paper[tgt], '{:.3f}')} |")
+        out.append("")
+    return "\n".join(out) + _source("carb/metrics.csv", "carb/interval_coverage.csv",
+                                    "carb/lobto.csv", "claims.csv")
+
+
+def carb_bench(results: Path) -> str:
+    b = _read(results, "benchmarks/carb.csv")
+    out = ["| preset | fit (rows) | predict 1,000,000 rows (median) | model size | target |",
+           "|---|---|---|---|---|"]
+
+    def target(r, what):
+        if pd.isna(r.get("target_s")):
+            return f"{what}: no target"
+        ok = str(r.get("meets_target")).lower() == "true"
+        return f"{what} < {r['target_s']:g} s {'✓' if ok else '✗'}"
+
+    for preset, g in b.groupby("preset", sort=False):
+        fit = g[g["measure"] == "fit"].iloc[0]
+        pred = g[g["measure"] == "predict"].iloc[0]
+        size = float(g["model_mib"].iloc[0])
+        size_s = f"{size / 1024:.1f} GiB" if size >= 1024 else f"{size:.0f} MiB"
+        out.append(f"| {preset} | {fit['seconds']:.1f} s ({int(fit['rows']):,}) | "
+                   f"**{pred['seconds']:.1f} s** (of {int(pred['repeats'])}) | {size_s} | "
+                   f"{target(fit, 'fit')}, {target(pred, 'predict')} |")
+    return "\n".join(out) + "\n" + _source("benchmarks/carb.csv")
+
+
+def transfer_summary(results: Path) -> str:
+    pw = _read(results, "transfer/pairwise.csv")
+    claims = _read(results, "claims.csv")
+    tr, sp = pw[pw["kind"] == "transfer"], pw[pw["kind"] == "specific"]
+    slope = _claim(claims, "transfer_slope_latency")
+    ratio = _claim(claims, "transfer_latency_needs_platform_model")
+    return (f"Over {len(tr)} (source, target) pairs of settings, a model moved unchanged to "
+            f"another setting keeps a median Spearman of {tr['spearman'].median():.2f} but its "
+            f"median MAPE rises to {tr['mape_pct'].median():.0f} % (each setting's own model: "
+            f"median Spearman {sp['spearman'].median():.2f}, median MAPE "
+            f"{sp['mape_pct'].median():.1f} %, over {len(sp)} settings). Between different "
+            f"desktop GPUs at the same batch, the slope of log latency is "
+            f"{slope['our_value']:.2f} (median over {int(slope['n'])} pairs, IQR "
+            f"{slope['our_ci_low']:.2f}-{slope['our_ci_high']:.2f}; paper, reported: "
+            f"{slope['paper_value']:.2f} between RTX 5090 and 3080) and moving a model unchanged "
+            f"costs {ratio['our_value']:.1f}x its own MAPE (median over {int(ratio['n'])} "
+            "cross-GPU pairs).\n" + _source("transfer/pairwise.csv", "claims.csv"))
+
+
+def fewshot(results: Path) -> str:
+    h = _read(results, "transfer/help_comparison.csv")
+    out = ["| k = 10, Spearman | ours (on HELP's shipped devices) | HELP (reported, on its own "
+           "unseen devices) |", "|---|---|---|"]
+    for _, r in h.iterrows():
+        bold = "**" if r["group"] == "mean over devices" else ""
+        out.append(f"| {r['group']} | {bold}{r['ours']:.3f}{bold} | {r['help_reported']:.3f} |")
+    return "\n".join(out) + "\n" + _source("transfer/help_comparison.csv")
+
+
+def screening(results: Path) -> str:
+    s = _read(results, "screening/scenarios.csv")
+    labels = {"paper_style": "paper-style", "edge_memory": "edge, memory-tight",
+              "batch1_latency": "batch-1 service"}
+    out = ["| scenario (tightest budget) | candidates → survivors → front → shortlist | "
+           "eliminated | budget accuracy | false accepts | front recall (screened) | "
+           "hypervolume ratio |", "|---|---|---|---|---|---|---|"]
+    for _, r in s.iterrows():
+        out.append(
+            f"| {labels.get(r['scenario'], r['scenario'])} (`{r['tightest_budget']}`) | "
+            f"{int(r['candidates']):,} → {int(r['survivors']):,} → {int(r['front'])} → "
+            f"{int(r['shortlist'])} | {100 * r['eliminated_fraction']:.1f} % | "
+            f"{r['budget_accuracy']:.2f} | {100 * r['false_accept_rate']:.2f} % | "
+            f"{r['front_recall_screened']:.2f} | {r['hypervolume_ratio']:.2f} |")
+    return "\n".join(out) + "\n" + _source("screening/scenarios.csv")
+
+
+BLOCKS: dict[str, Callable[[Path], str]] = {
+    "static-features-bench": static_features_bench,
+    "characterization": characterization,
+    "carb-metrics": carb_metrics,
+    "carb-bench": carb_bench,
+    "transfer": transfer_summary,
+    "fewshot": fewshot,
+    "screening": screening,
+}
+
+
+# --------------------------------------------------------------------------- render / check
+def render(text: str, results_dir: str | Path = "results") -> str:
+    """``text`` with every ``carb:NAME`` block rewritten from ``results_dir``.
+
+    Raises
+    ------
+    ReadmeError
+        If a block of :data:`BLOCKS` is missing from ``text`` or names an unknown block.
+    """
+    results = Path(results_dir)
+    found = {m.group("name") for m in MARK.finditer(text)}
+    unknown, missing = found - set(BLOCKS), set(BLOCKS) - found
+    if unknown or missing:
+        raise ReadmeError(f"README blocks: unknown {sorted(unknown)}, missing {sorted(missing)}")
+
+    def sub(m: re.Match) -> str:
+        body = BLOCKS[m.group("name")](results).rstrip("\n") + "\n"
+        return m.group(1) + body + m.group(4)
+
+    return MARK.sub(sub, text)
+
+
+def update_readme(readme: str | Path = "README.md", results_dir: str | Path = "results") -> bool:
+    """Rewrite the README's blocks from ``results_dir``; True if the file changed."""
+    path = Path(readme)
+    old = path.read_text(encoding="utf-8")
+    new = render(old, results_dir)
+    if new != old:
+        path.write_text(new, encoding="utf-8")
+    return new != old
+
+
+def stale_blocks(readme: str | Path = "README.md", results_dir: str | Path = "results") -> list[str]:
+    """Names of the README blocks whose text differs from what ``results_dir`` gives."""
+    text = Path(readme).read_text(encoding="utf-8")
+    new = render(text, results_dir)
+    have = {m.group("name"): m.group("body") for m in MARK.finditer(text)}
+    want = {m.group("name"): m.group("body") for m in MARK.finditer(new)}
+    return sorted(n for n in want if have.get(n) != want[n])

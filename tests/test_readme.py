@@ -1,0 +1,57 @@
+"""README result tables are written from results/ (carb_lib.readme) and cannot drift."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from carb_lib import readme
+
+
+def test_readme_tables_match_results(repo_root):
+    stale = readme.stale_blocks(repo_root / "README.md", repo_root / "results")
+    assert stale == [], f"README blocks {stale} differ from results/: run `carb readme`"
+
+
+@pytest.fixture
+def copy(tmp_path, repo_root):
+    shutil.copytree(repo_root / "results", tmp_path / "results",
+                    ignore=shutil.ignore_patterns("*.parquet", "noise"))
+    shutil.copy(repo_root / "README.md", tmp_path / "README.md")
+    return tmp_path
+
+
+def test_a_changed_result_makes_the_readme_stale_until_rewritten(copy):
+    path = copy / "results/benchmarks/static_features.csv"
+    df = pd.read_csv(path)
+    big = df["n_configs"].idxmax()
+    df.loc[big, "configs_per_s"] = 3.456e6
+    df.loc[big, "repeats"] = 7
+    df.to_csv(path, index=False)
+    assert readme.stale_blocks(copy / "README.md", copy / "results") == ["static-features-bench"]
+    assert readme.update_readme(copy / "README.md", copy / "results") is True
+    text = (copy / "README.md").read_text()
+    assert "**3.46 M configs/s**" in text and "median of 7 repeats" in text
+    assert readme.stale_blocks(copy / "README.md", copy / "results") == []
+    assert readme.update_readme(copy / "README.md", copy / "results") is False
+
+
+def test_transfer_sentence_compares_medians_with_medians(copy):
+    pw = pd.read_csv(copy / "results/transfer/pairwise.csv")
+    text = readme.transfer_summary(copy / "results")
+    sp = pw[pw["kind"] == "specific"]
+    assert f"median MAPE {sp['mape_pct'].median():.1f} %" in text
+    assert f"median Spearman {sp['spearman'].median():.2f}" in text
+    assert "mean" not in text
+
+
+def test_missing_block_or_file_is_an_error(copy):
+    text = (copy / "README.md").read_text()
+    with pytest.raises(readme.ReadmeError, match="missing \\['screening'\\]"):
+        readme.render(text.replace("<!-- carb:screening -->", "").replace(
+            "<!-- /carb:screening -->", ""), copy / "results")
+    (copy / "results/screening/scenarios.csv").unlink()
+    with pytest.raises(readme.ReadmeError, match="scenarios.csv does not exist"):
+        readme.render(text, copy / "results")
