@@ -451,7 +451,7 @@ def _check_measured_costs(df, data: Path) -> None:
             continue
         v = pd.to_numeric(ok[t], errors="coerce").to_numpy(dtype=float)
         raw = ok[t].to_numpy()
-        text = np.array([isinstance(x, str) for x in raw])
+        text = np.isnan(v) & ok[t].notna().to_numpy()
         if text.any():
             i = int(np.flatnonzero(text)[0])
             raise ValueError(f"{data}: column {t!r}, row {ok.index[i]}: {raw[i]!r} is not a number")

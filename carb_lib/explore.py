@@ -549,9 +549,13 @@ class CostExplorer:
         from carb_lib.space import DEPTHS
 
         depths = list(DEPTHS[change["new"]])
-        with self.depth.hold_trait_notifications():
-            self.depth.options = depths
-            self.depth.value = min(depths, key=lambda d: abs(d - (self.depth.value or 0)))
+        nearest = min(depths, key=lambda d: abs(d - (self.depth.value or 0)))
+        self._updating = True  # one report for the whole change, not one per trait
+        try:
+            self.depth.options = depths  # resets the value to a valid depth of the new block
+            self.depth.value = nearest
+        finally:
+            self._updating = False
         self.update()
 
     def config(self) -> pd.DataFrame:
@@ -562,6 +566,8 @@ class CostExplorer:
     def update(self) -> CostReport | None:
         from IPython.display import HTML, display
 
+        if getattr(self, "_updating", False):
+            return self.report
         self.out.clear_output(wait=True)
         with self.out:
             try:

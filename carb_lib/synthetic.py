@@ -34,7 +34,9 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.dataset import conform
-from carb_lib.space import RESNET_COLUMNS
+from carb_lib.space import BATCH_SIZES, DEPTHS, RESNET_COLUMNS
+from carb_lib.space import RESOLUTIONS as GRID_RESOLUTIONS
+from carb_lib.space import WIDTHS as GRID_WIDTHS
 
 #: Ground truth of :func:`make_synthetic_dataset` (natural-log noise ``sigma``).
 SYNTHETIC_TRUTH: dict[str, dict[str, float]] = {
@@ -57,11 +59,13 @@ SYNTHETIC_TRUTH: dict[str, dict[str, float]] = {
     "peak_mem_mib": {"workspace_mib": 16.0, "capacity_mib": 16 * 1024.0, "sigma": 0.01},
 }
 
-BASIC_DEPTHS = (8, 10, 14, 18, 26, 34, 42, 50)
-BOTTLENECK_DEPTHS = (50, 101, 152, 200)
-WIDTHS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
-RESOLUTIONS = (32, 48, 64, 96, 128)
-BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# the paper grid's values (one vocabulary: carb_lib.space); the generator used to carry its own
+# depth list with basic-block depths 42 and 50, which no ResNet of the grid has
+BASIC_DEPTHS = DEPTHS["basic"]
+BOTTLENECK_DEPTHS = DEPTHS["bottleneck"]
+WIDTHS = GRID_WIDTHS
+RESOLUTIONS = GRID_RESOLUTIONS
+BATCHES = BATCH_SIZES
 PRECISIONS = ("fp32", "fp16")
 EARLY_DOWNSAMPLE = (False, True)
 #: Rows per architecture: every (early_downsample, precision, batch) combination.

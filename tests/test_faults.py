@@ -21,7 +21,13 @@ from typer.testing import CliRunner
 
 from carb_lib import campaign as cp
 from carb_lib.cli import app
-from carb_lib.dataset import backup_path, clean_temporary_files, empty_row, read_dataset
+from carb_lib.dataset import (
+    atomic_write_parquet,
+    backup_path,
+    clean_temporary_files,
+    empty_row,
+    read_dataset,
+)
 from carb_lib.lock import LOCK_NAME, FolderLock, FolderLockedError
 from carb_lib.space import CONFIG_COLUMNS, paper_grid
 
@@ -147,7 +153,7 @@ def test_merge_rejects_invalid_rows_and_writes_nothing(tmp_path, grid):
     rows[2]["latency_ms"] = -1.0
     folder = tmp_path / "p"
     folder.mkdir()
-    cp.atomic_write_parquet(pd.DataFrame(rows), folder / "results-x-000000.parquet")
+    atomic_write_parquet(pd.DataFrame(rows), folder / "results-x-000000.parquet")
     out = tmp_path / "o.parquet"
     res = cli("merge", str(folder), str(out))
     assert_one_line_error(res, "latency_ms", grid.config_id.iloc[2], "negative")
@@ -178,9 +184,16 @@ def test_lock_refuses_a_live_holder_and_takes_over_a_stale_one(tmp_path):
 
 def test_profile_on_a_locked_folder_is_refused_before_measuring(tmp_path):
     folder = tmp_path / "c"
-    with FolderLock(folder):
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (folder / LOCK_NAME).write_text(json.dumps(
+            {"pid": holder.pid, "host": socket.gethostname(), "since": "now"}))  # fmt: skip
         res = cli("profile", "--out", str(folder), "--n-sample", "1", "--no-progress")
-    assert_one_line_error(res, "in use by pid", str(os.getpid()))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(res, "in use by pid", str(holder.pid))
     assert not list(folder.glob("results-*"))
 
 
