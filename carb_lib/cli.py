@@ -525,6 +525,7 @@ def predict(
     coverage: float = typer.Option(0.9, "--coverage", help="Nominal coverage of the conformal intervals."),
 ) -> None:
     """Predict cost and conformal intervals for configs with a saved CARB model."""
+    import numpy as np
     import pandas as pd
 
     from carb_lib.ensemble import STATIC_FEATURES, load_model
@@ -540,6 +541,13 @@ def predict(
     if "family" not in df.columns:
         df["family"] = "resnet"
     validate_config_frame(df, f"--configs {configs}")
+    known = getattr(m, "families_", None)
+    if known:
+        other = sorted(set(df["family"].astype(str)) - set(known))
+        if other:
+            first = int(np.flatnonzero(df["family"].astype(str).isin(other).to_numpy())[0])
+            raise ValueError(f"--configs {configs}: row {first}: family {other[0]!r} was never "
+                             f"seen by this model (trained on {known}); fit one on that family")  # fmt: skip
     if not all(c in df.columns for c in STATIC_FEATURES):
         from carb_lib.features import with_static_features
 

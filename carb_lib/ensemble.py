@@ -1127,6 +1127,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             self.platform_ = "+".join(plats)
         else:
             self.platform_ = None
+        self.families_ = sorted(df["family"].dropna().astype(str).unique())
         Yt = Y[fitted].apply(pd.to_numeric, errors="coerce").astype(float)
         groups = df["config_id"].astype(str).to_numpy() if "config_id" in df.columns else None
         return mm, Yt, _num(df, "batch"), groups, df

@@ -121,48 +121,61 @@ def characterization(results: Path) -> str:
                                     "characterization/scaling.csv", "claims.csv")
 
 
+def _pm(r: pd.Series, col: str, scale: float = 1.0, digits: int = 3) -> str:
+    m, sd = r[f"{col}_mean"] * scale, r.get(f"{col}_sd", float("nan")) * scale
+    return f"{m:.{digits}f} ± {sd:.{digits}f}" if pd.notna(sd) else f"{m:.{digits}f}"
+
+
 def carb_metrics(results: Path) -> str:
-    m = _read(results, "carb/metrics.csv")
-    cov = _read(results, "carb/interval_coverage.csv")
-    lobto = _read(results, "carb/lobto.csv")
-    claims = _read(results, "claims.csv")
-    test = m[m["split"] == "test"]
+    """The model tables from the evaluation protocol of notebook 03 (one block per platform)."""
     names = {"peak_mem_mib": "peak memory", "latency_ms": "latency", "energy_j": "energy"}
-    paper = {"peak_mem_mib": "carb_r2_peak_mem_mib", "latency_ms": "carb_r2_latency_ms",
-             "energy_j": "carb_r2_energy_j"}
-    out = []
-    for p in sorted(test["platform"].astype(str).unique()):
-        t = test[test["platform"] == p]
-        main = t[t["model"] == "carb_nnls"]
-        preset = str(main["preset"].iloc[0]) if len(main) else "?"
-        n = int(main["n"].iloc[0]) if len(main) else 0
-        out += [f"Test split, {p}, preset `{preset}`, {n:,} test rows:", "",
-                "| target | R² | R² (log) | MAPE | within ±10 % | 90 % interval coverage | "
-                "FLOPs-only R² (B1) | leave-batch-tier-out R² | paper (reported) R² |",
-                "|---|---|---|---|---|---|---|---|---|"]
-        for tgt in ("peak_mem_mib", "latency_ms", "energy_j"):
-            r = main[main["target"] == tgt]
-            if r.empty:
-                out.append(f"| {names[tgt]} | not measured on this platform | | | | | | | "
-                           f"{_paper(claims, paper[tgt], '{:.3f}')} |")
-                continue
-            r = r.iloc[0]
-            c = cov[(cov["platform"] == p) & (cov["target"] == tgt) & (cov["regime"] == "all")]
-            b1 = t[(t["model"] == "b1_flops_raw") & (t["target"] == tgt)]
-            lb = lobto[(lobto["platform"] == p) & (lobto["target"] == tgt)
-                       & (lobto["model"] == "carb_nnls")]
-            out.append(
-                f"| {names[tgt]} | **{r['r2']:.3f}** | {r['r2_log']:.3f} | "
-                f"**{r['mape_pct']:.1f} %** | {r['within_10pct']:.2f} | "
-                f"{c['coverage'].iloc[0]:.2f} | "
-                f"{b1['r2'].iloc[0]:.3f} | {lb['r2'].iloc[0]:.2f} | "
-                f"{_paper(claims, paper[tgt], '{:.3f}')} |" if len(c) and len(b1) and len(lb) else
-                f"| {names[tgt]} | **{r['r2']:.3f}** | {r['r2_log']:.3f} | "
-                f"**{r['mape_pct']:.1f} %** | {r['within_10pct']:.2f} | – | – | – | "
-                f"{_paper(claims, paper[tgt], '{:.3f}')} |")
+    plats = sorted(d.name for d in (results / "carb").iterdir()
+                   if (d / "protocol_summary.csv").exists())  # fmt: skip
+    if not plats:
+        raise ReadmeError(f"{results / 'carb'}: no <platform>/protocol_summary.csv")
+    out, sources = [], []
+    for p in plats:
+        rel = f"carb/{p}"
+        s = _read(results, f"{rel}/protocol_summary.csv")
+        a = _read(results, f"{rel}/ablation_test.csv")
+        e = _read(results, f"{rel}/extrapolation_summary.csv")
+        c = _read(results, f"{rel}/coverage_summary.csv")
+        sources += [f"{rel}/{f}" for f in ("protocol_summary.csv", "ablation_test.csv",
+                                           "extrapolation_summary.csv", "coverage_summary.csv")]
+        main = s[(s["part"] == "test") & (s["model"] == "carb")]
+        runs = int(main["runs"].max()) if len(main) else 0
+        out += [f"**{p}**, test part, mean ± sd over {runs} seeds (random: stratified 70/15/15; "
+                "grouped: unseen architectures):", "",
+                "| split | target | R² | MAPE % | within ±10 % | Spearman |",
+                "|---|---|---|---|---|---|"]  # fmt: skip
+        for _, r in main.iterrows():
+            out.append(f"| {r['kind']} | {names.get(r['target'], r['target'])} | "
+                       f"{_pm(r, 'r2', digits=4)} | {_pm(r, 'mape_pct', digits=2)} | "
+                       f"{_pm(r, 'within_10pct', 100, 1)} % | {_pm(r, 'spearman', digits=3)} |")  # fmt: skip
+        out += ["", "Ablation (random split, test MAPE %, mean ± sd):", "",
+                "| model | " + " | ".join(names.get(t, t) for t in sorted(a["target"].unique()))
+                + " |", "|---|" + "---|" * a["target"].nunique()]  # fmt: skip
+        for model, g in a.groupby("model", sort=False):
+            cells = [
+                _pm(g[g["target"] == t].iloc[0], "mape_pct", digits=2) if (g["target"] == t).any()
+                else "–" for t in sorted(a["target"].unique())
+            ]
+            out.append(f"| {model} | " + " | ".join(cells) + " |")
+        out += ["", "Extrapolation (held-out part; MAPE % mean / worst held-out value):", "",
+                "| split | model | target | MAPE % | worst R² |", "|---|---|---|---|---|"]
+        for _, r in e[e["model"] != "b1_flops"].iterrows():
+            out.append(f"| {r['kind']} | {r['model']} | {names.get(r['target'], r['target'])} | "
+                       f"{r['mape_pct_mean']:.2f} / {r['mape_pct_max']:.2f} | {r['r2_min']:.3f} |")
+        cov = c[c["kind"].isin(["random", "grouped"])]
+        out += ["", "Conformal intervals (test coverage at the nominal level, per batch regime):",
+                "", "| split | target | regime | nominal | coverage | median hi/lo |",
+                "|---|---|---|---|---|---|"]  # fmt: skip
+        for _, r in cov.iterrows():
+            out.append(f"| {r['kind']} | {names.get(r['target'], r['target'])} | {r['regime']} | "
+                       f"{r['nominal']} | {_pm(r, 'coverage', digits=3)} | "
+                       f"{_pm(r, 'median_hi_over_lo', digits=2)} |")  # fmt: skip
         out.append("")
-    return "\n".join(out) + _source("carb/metrics.csv", "carb/interval_coverage.csv",
-                                    "carb/lobto.csv", "claims.csv")
+    return "\n".join(out) + _source(*sources)
 
 
 def carb_bench(results: Path) -> str:

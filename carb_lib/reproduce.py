@@ -65,7 +65,14 @@ def load_runs(profile: str, runs_file: str | Path = "papermill_runs.yaml") -> li
         path = REPO_ROOT / path
     if not path.exists():
         raise ReproduceError(f"run list {path} does not exist")
-    spec = yaml.safe_load(path.read_text()) or {}
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        first = " ".join(str(exc).split())[:300]
+        raise ReproduceError(f"run list {path} is not valid YAML: {first}") from None
+    if not isinstance(spec, dict):
+        raise ReproduceError(f"run list {path} must be a mapping with 'profiles', got "
+                             f"{type(spec).__name__}")  # fmt: skip
     profiles = spec.get("profiles", {})
     if profile not in profiles:
         raise ReproduceError(f"profile {profile!r} is not in {path.name}; profiles: {sorted(profiles)}")

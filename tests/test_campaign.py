@@ -23,7 +23,11 @@ from carb_lib.space import paper_grid
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
-FAST = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.01)
+# short windows, interference detector off: these tests are about bookkeeping, not timing (the
+# detector has its own tests in test_interference.py)
+NO_DETECTOR = dict(min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)
+FAST = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.01,
+                **NO_DETECTOR)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +42,8 @@ torch.set_num_threads(1)
 from carb_lib import campaign as cp
 from carb_lib.profiling import Protocol
 cfg = cp.sample_configs(12, seed=3, max_gflops=0.02, sample_under_cap=True)
-proto = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.15)
+proto = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.15,
+                 min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)
 cp.run_campaign(cfg, sys.argv[1], "cpu", proto, platform="synthetic_cpu", seed=1,
                 ref_every=4, progress=False)
 """

@@ -469,3 +469,28 @@ def test_anchor_summary_and_counter_ratio():
     r = counter_vs_integrated(rows)
     assert r["n"] == 2 and r["median"] == pytest.approx(1.0)
     assert counter_vs_integrated(None) == {"n": 0}
+
+
+def test_predict_refuses_a_family_the_model_never_saw(fitted, tmp_path):
+    d, _, _ = fitted
+    f = tmp_path / "nb.csv"
+    pd.DataFrame([{"family": "nb201", "arch": "|nor_conv_3x3~0|+|nor_conv_3x3~0|skip_connect~1|"
+                   "+|nor_conv_3x3~0|skip_connect~1|avg_pool_3x3~2|", "resolution": 32,
+                   "batch": 8, "precision": "fp32", "num_classes": 10}]).to_csv(f, index=False)
+    res = cli("predict", "--model", str(d / "m.joblib"), "--configs", str(f), "--out",
+              str(tmp_path / "o.csv"))  # fmt: skip
+    assert_one_line_error(res, "row 0", "family 'nb201' was never seen", "['resnet']")
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [("profiles: [unclosed", "not valid YAML"), ("- just\n- a list\n", "must be a mapping"),
+     ("profiles:\n  quick:\n    - parameters: {}\n", "has no 'notebook'")],
+)
+def test_malformed_run_list(tmp_path, text, fragment):
+    f = tmp_path / "runs.yaml"
+    f.write_text(text)
+    res = cli("reproduce", "--profile", "quick", "--runs-file", str(f), "--run-dir",
+              str(tmp_path / "r"))  # fmt: skip
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert fragment in res.output
