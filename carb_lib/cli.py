@@ -408,8 +408,8 @@ def transfer(
 
 @app.command("convert-help")
 def convert_help_cmd(
-    folder: Path = typer.Option(Path("/work/shared/external/help-nb201"), "--folder",
-                                help="HELP's data/nasbench201 latency folder."),
+    folder: Path = typer.Option(..., "--folder",
+                                help="HELP's data/nasbench201 latency folder (required)."),
     out: Path = typer.Option(Path("data/external/help_nb201.parquet"), "--out",
                              help="Parquet to write (LICENSE-HELP is copied beside it)."),
 ) -> None:

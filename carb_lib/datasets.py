@@ -183,7 +183,7 @@ def load_help_latency(folder: str | Path, devices=None) -> pd.DataFrame:
 
 
 def convert_help(
-    folder: str | Path = "/work/shared/external/help-nb201",
+    folder: str | Path,
     out: str | Path = "data/external/help_nb201.parquet",
 ) -> Path:
     """Convert HELP's folder to ``out`` (Parquet) and copy its licence next to it.

@@ -1,7 +1,8 @@
 """CARB: the characterization-guided, cascade-blended ensemble for memory, energy and latency.
 
-:class:`CARBRegressor` follows the reported design of the CARB paper (see
-``/work/shared/reference/paper-notes.md``; the paper's numbers are not ours), made
+:class:`CARBRegressor` follows the reported design of the CARB paper (see the project's
+``shared/reference/paper-notes.md``, outside the repository; the paper's numbers are not ours),
+made
 *characterization-guided*:
 
 * per target a base law from the characterization (:mod:`carb_lib.base_models`): peak memory

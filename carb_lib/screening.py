@@ -1554,7 +1554,7 @@ def default_scenarios(train: pd.DataFrame, platform: str | None, has_energy: boo
     ]
 
 
-#: Paper-reported screening figures (reference only: /work/shared/reference/paper-notes.md).
+#: Paper-reported screening figures (reference only: the project's shared/reference/paper-notes.md).
 PAPER_SCREENING: dict[str, tuple[str, float]] = {
     "screening_eliminated_fraction": (
         "Screening eliminates 99.8% of candidates (3,072 -> 7 on the energy-memory front)",
