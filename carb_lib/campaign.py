@@ -317,18 +317,13 @@ def read_config_list(path: str | Path) -> pd.DataFrame:
     """
     from carb_lib import space
     from carb_lib.dataset import COLUMNS
+    from carb_lib.tables import TableError, read_table
 
     p = Path(path)
-    if not p.exists():
-        raise ConfigListError(f"{p}: no such file")
-    if p.suffix not in (".parquet", ".csv"):
-        raise ConfigListError(f"{p}: config list must be .parquet or .csv, got {p.suffix!r}")
     try:
-        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-    except Exception as exc:
-        raise ConfigListError(f"{p}: cannot read as {p.suffix[1:]}: {exc}") from None
-    if len(df) == 0:
-        raise ConfigListError(f"{p}: no rows")
+        df = read_table(p, "config list")
+    except TableError as exc:
+        raise ConfigListError(str(exc)) from None
     unknown = [c for c in df.columns if c not in COLUMNS]
     if unknown:
         raise ConfigListError(

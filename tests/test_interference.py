@@ -230,7 +230,7 @@ def test_config_list_errors_name_row_and_column(tmp_path, grid, mutate, msg):
 def test_config_list_wrong_suffix_and_misnamed_file(tmp_path, grid):
     p = tmp_path / "x.txt"
     p.write_text("a")
-    with pytest.raises(ConfigListError, match="must be .parquet or .csv"):
+    with pytest.raises(ConfigListError, match="unsupported suffix '.txt'"):
         read_config_list(p)
     q = tmp_path / "really_parquet.csv"
     grid.iloc[[0]].to_parquet(q)
