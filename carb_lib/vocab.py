@@ -1,0 +1,119 @@
+"""CARB's vocabulary: the one place where targets, column groups, units and axis labels are
+defined. Every module (and every notebook) imports them from here.
+
+This module imports nothing from the project (and nothing but the standard library), so any
+module can import it without a cycle.
+
+Examples
+--------
+>>> from carb_lib.vocab import TARGETS, label
+>>> TARGETS
+('energy_j', 'latency_ms', 'peak_mem_mib')
+>>> label("latency_ms")
+'latency per batch (ms)'
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AXIS_LABELS",
+    "BATCH_TIER_EDGES",
+    "BATCH_TIER_LABELS",
+    "COMMON_CONFIG_COLUMNS",
+    "DEFAULT_COVERAGE",
+    "KEY_COLUMNS",
+    "LOG_FEATURES",
+    "NB201_FEATURE_COLUMNS",
+    "PRECISIONS",
+    "QUALITIES",
+    "SMALL_BATCH_MAX",
+    "STATIC_FEATURES",
+    "STATUSES",
+    "TARGETS",
+    "TARGET_SHORT",
+    "TARGET_UNITS",
+    "TELEMETRY_FEATURES",
+    "label",
+]
+
+#: Measured costs, in the paper's order (energy, latency, memory); per batch.
+TARGETS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
+#: Unit of each target.
+TARGET_UNITS: dict[str, str] = {"energy_j": "J", "latency_ms": "ms", "peak_mem_mib": "MiB"}
+#: Short names of the targets (budgets, objectives: ``latency<=5ms``).
+TARGET_SHORT: dict[str, str] = {"energy_j": "energy", "latency_ms": "latency",
+                                "peak_mem_mib": "memory"}
+
+#: Row status of a measurement.
+STATUSES: tuple[str, ...] = ("ok", "oom", "error", "skipped")
+#: Measurement quality flag (``carb_lib.interference``).
+QUALITIES: tuple[str, ...] = ("clean", "retried", "disturbed")
+#: Numeric precisions of the design space.
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16")
+
+#: Key of a measured row.
+KEY_COLUMNS: tuple[str, ...] = ("platform", "config_id")
+#: Config columns every family has (a family adds its own: ``carb_lib.families``).
+COMMON_CONFIG_COLUMNS: tuple[str, ...] = ("family", "resolution", "batch", "precision",
+                                          "num_classes")
+
+#: Static (analytic) features every family provides, per batch.
+STATIC_FEATURES: tuple[str, ...] = (
+    "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
+    "activation_bytes", "peak_act_bytes", "arith_intensity_flop_per_byte",
+)  # fmt: skip
+#: Extra static features of family nb201 (operation counts); optional elsewhere.
+NB201_FEATURE_COLUMNS: tuple[str, ...] = (
+    "n_op_none", "n_op_skip", "n_op_conv1x1", "n_op_conv3x3", "n_op_avgpool", "longest_conv_path",
+)  # fmt: skip
+#: Heavy-tailed static features (entered as log1p by the learners).
+LOG_FEATURES: tuple[str, ...] = (
+    "max_channels", "flops", "params", "param_bytes", "activation_bytes", "peak_act_bytes",
+    "arith_intensity_flop_per_byte",
+)  # fmt: skip
+#: Telemetry features (GPU runs).
+TELEMETRY_FEATURES: tuple[str, ...] = ("sm_util_pct", "mem_util_pct", "temp_c_before",
+                                       "kernel_launches")
+
+#: Small-batch regime: ``batch <= SMALL_BATCH_MAX`` (corrector, Mondrian intervals, the
+#: leave-small-batches-out split, the edge scenario).
+SMALL_BATCH_MAX: int = 8
+#: The paper's batch tiers: ``<=4``, ``<=16``, ``<=128``, above.
+BATCH_TIER_EDGES: tuple[int, ...] = (4, 16, 128)
+BATCH_TIER_LABELS: tuple[str, ...] = ("b<=4", "b<=16", "b<=128", "b>128")
+#: Default nominal coverage of prediction intervals.
+DEFAULT_COVERAGE: float = 0.9
+
+#: Axis / table labels with units, one per column name.
+AXIS_LABELS: dict[str, str] = {
+    "energy_j": "energy per batch (J)",
+    "latency_ms": "latency per batch (ms)",
+    "peak_mem_mib": "peak memory (MiB)",
+    "energy_j_per_sample": "energy per sample (J)",
+    "latency_ms_per_sample": "latency per sample (ms)",
+    "energy_j_per_gflop": "energy per GFLOP (J/GFLOP)",
+    "latency_ms_per_gflop": "latency per GFLOP (ms/GFLOP)",
+    "energy_over_latency": "energy growth / latency growth",
+    "flops": "FLOPs per batch (2 x MAC)",
+    "params": "parameters",
+    "param_bytes": "parameter bytes (B)",
+    "activation_bytes": "activation bytes per batch (B)",
+    "peak_act_bytes": "peak activation estimate (B)",
+    "arith_intensity_flop_per_byte": "arithmetic intensity (FLOP/B)",
+    "max_channels": "widest layer (channels)",
+    "n_conv": "convolutions",
+    "batch": "batch size",
+    "resolution": "input resolution (px)",
+    "depth": "depth (layers)",
+    "width": "width multiplier",
+    "avg_power_w": "mean power (W)",
+    "sm_util_pct": "SM utilisation (%)",
+    "mem_util_pct": "memory-controller utilisation (%)",
+    "latency_cv": "latency CV (std / mean)",
+    "latency_window_cv": "latency CV across timed windows",
+}
+
+
+def label(column: str) -> str:
+    """Axis label of ``column`` with its unit; the column name itself when none is defined."""
+    return AXIS_LABELS.get(column, column)
