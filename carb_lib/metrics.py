@@ -10,7 +10,7 @@ Examples
 >>> from carb_lib.metrics import regression_metrics
 >>> m = regression_metrics([1.0, 2.0, 4.0], [1.06, 2.0, 4.0])
 >>> round(m.mape_pct, 3), m.within_10pct
-(3.333, 1.0)
+(2.0, 1.0)
 """
 
 from __future__ import annotations
