@@ -111,6 +111,8 @@ AXIS_LABELS: dict[str, str] = {
     "mem_util_pct": "memory-controller utilisation (%)",
     "latency_cv": "latency CV (std / mean)",
     "latency_window_cv": "latency CV across timed windows",
+    "latency_p90_p10_rel": "(p90 - p10) / median latency",
+    "latency_drift_rel": "|drift-normalised / raw latency - 1|",
 }
 
 

@@ -1,0 +1,363 @@
+"""Figures of the workload characterization (notebook 01; data from :mod:`carb_lib.scaling`):
+cost against workload, growth between demand tiers, paired effects, target distributions,
+measurement noise, power against utilisation."""
+
+from __future__ import annotations
+
+from carb_lib.plots._style import plt, sns
+from carb_lib.vocab import TARGETS, label
+
+__all__ = ["plot_divergence", "plot_effects", "plot_noise", "plot_power_vs_utilisation",
+           "plot_scaling", "plot_target_distributions"]
+
+_CHAR_TARGETS = TARGETS
+
+
+def _char_label(col: str) -> str:
+    return label(col)
+
+
+def _char_title(what: str, platform, dataset_label: str) -> str:
+    """``what - platform (dataset)``; a synthetic platform is always called SYNTHETIC."""
+    label = dataset_label or "dataset"
+    plat = "all platforms" if platform is None else str(platform)
+    if plat.lower().startswith("synthetic") and "synthetic" not in label.lower():
+        label = f"{label}, SYNTHETIC"
+    return f"{what} - {plat} ({label})"
+
+
+def _char_ok(df):
+    return df.loc[df["status"] == "ok"] if "status" in df.columns else df
+
+
+def _char_note(ax, text: str) -> None:
+    import textwrap
+
+    ax.text(0.5, 0.5, textwrap.fill(text, 40), ha="center", va="center", transform=ax.transAxes,
+            fontsize=9, color="dimgray")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _char_scatter(fig, ax, data, x, y, hue, show_colorbar=True):
+    """Log-log scatter of ``y`` vs ``x`` coloured by ``hue`` (continuous or categorical)."""
+    import matplotlib.colors as mcolors
+    import numpy as np
+    import pandas as pd
+
+    if hue is None or hue not in data.columns:
+        ax.scatter(data[x], data[y], s=8, alpha=0.6, color="tab:blue", linewidths=0)
+        return
+    h = data[hue]
+    numeric = pd.api.types.is_numeric_dtype(h) and not pd.api.types.is_bool_dtype(h)
+    if numeric and h.nunique() > 2:
+        hv = h.astype("float64").to_numpy()
+        pos = hv[np.isfinite(hv) & (hv > 0)]
+        log = len(pos) == len(hv) and pos.max() / pos.min() > 20
+        norm = (mcolors.LogNorm(pos.min(), pos.max()) if log
+                else mcolors.Normalize(np.nanmin(hv), np.nanmax(hv)))
+        sc = ax.scatter(data[x], data[y], c=hv, norm=norm, cmap="viridis", s=8, alpha=0.7,
+                        linewidths=0)
+        if show_colorbar:
+            fig.colorbar(sc, ax=ax, label=_char_label(hue), pad=0.01)
+    else:
+        cats = sorted(h.dropna().astype(str).unique())
+        colors = sns.color_palette("colorblind", len(cats))
+        for cat, col in zip(cats, colors, strict=True):
+            d = data.loc[h.astype(str) == cat]
+            ax.scatter(d[x], d[y], s=8, alpha=0.6, color=col, linewidths=0, label=f"{hue}={cat}")
+        ax.legend(fontsize=8, markerscale=2, loc="best")
+
+
+def plot_scaling(
+    df,
+    targets=_CHAR_TARGETS,
+    x: str = "flops",
+    hue: str | None = "batch",
+    platform=None,
+    dataset_label: str = "measured",
+    fits=None,
+    segmented=None,
+):
+    """Each target against a workload feature (log-log), one panel per target, coloured by
+    ``hue``; optional power-law lines (``fits`` from :func:`carb_lib.scaling.fit_scaling`,
+    univariate, ``group_by == "all"``) and two-segment lines (``segmented`` from
+    :func:`carb_lib.scaling.fit_segmented`). Targets without data get a panel with the reason.
+    """
+    import numpy as np
+
+    from carb_lib.scaling import segmented_curve, untestable_reason
+
+    data = _char_ok(df)
+    targets = list(targets)
+    fig, axes = plt.subplots(1, len(targets), figsize=(5.0 * len(targets), 4.0), squeeze=False)
+    for ax, t in zip(axes[0], targets, strict=True):
+        why = untestable_reason(data, t) or untestable_reason(data, x)
+        if why is None:
+            d = data.copy()
+            d[x] = d[x].astype("float64")
+            d[t] = d[t].astype("float64")
+            d = d.loc[np.isfinite(d[x]) & np.isfinite(d[t]) & (d[x] > 0) & (d[t] > 0)]
+            if d.empty:
+                why = f"no rows with positive {t} and {x}"
+        if why is not None:
+            ax.set_title(_char_label(t), fontsize=10)
+            _char_note(ax, f"not shown: {why}")
+            continue
+        _char_scatter(fig, ax, d, x, t, hue)
+        xs = np.logspace(np.log10(d[x].min()), np.log10(d[x].max()), 100)
+        if fits is not None and len(fits):
+            f = fits[(fits["target"] == t) & (fits["x"] == x) & (fits["group_by"] == "all")
+                     & (fits["testable"] == True)]  # noqa: E712
+            if "model" in f.columns:
+                f = f[f["model"] == "univariate"]
+            if platform is not None and "platform" in f.columns:
+                f = f[f["platform"].astype(str) == str(platform)]
+            if len(f):
+                r = f.iloc[0]
+                ax.plot(xs, np.exp(r["intercept"]) * xs ** r["exponent"], color="black", lw=1.2,
+                        label=(f"power law b={r['exponent']:.2f} "
+                               f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}], R2={r['r2']:.2f}"))
+        if segmented is not None and len(segmented):
+            s = segmented[(segmented["target"] == t) & (segmented["x"] == x)
+                          & (segmented["testable"] == True)]  # noqa: E712
+            if platform is not None and "platform" in s.columns:
+                s = s[s["platform"].astype(str) == str(platform)]
+            if len(s):
+                r = s.iloc[0]
+                sx, sy = segmented_curve(r, xs[0], xs[-1])
+                ax.plot(sx, sy, color="tab:red", lw=1.2, ls="--",
+                        label=(f"segmented: {r['slope_below']:.2f} / {r['slope_above']:.2f}, "
+                               f"break {r['breakpoint_x']:.2g}"))
+                ax.axvline(r["breakpoint_x"], color="tab:red", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(_char_label(x))
+        ax.set_ylabel(_char_label(t))
+        ax.set_title(f"{_char_label(t)} (n={len(d):,})", fontsize=10)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(_char_title(f"Cost vs {_char_label(x)}", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_divergence(div, platform=None, dataset_label: str = "measured", paper=None):
+    """Growth factors (high / low demand tier, log scale, 95% CI) of each target and the
+    energy / latency growth ratio. ``paper`` (optional ``{quantity: value}``) draws the
+    paper's *reported* values as black crosses. Untestable quantities (energy on a CPU) are
+    listed with the reason."""
+    import numpy as np
+
+    d = div
+    if platform is not None and "platform" in d.columns:
+        d = d[d["platform"].astype(str) == str(platform)]
+    paper = paper or {}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [3, 1]})
+    growth = d[d["quantity"] != "energy_over_latency"]
+    ok = growth[growth["testable"] == True]  # noqa: E712
+    notes = [f"{r['quantity']}: {r['reason']}" for _, r in d.iterrows() if not r["testable"]]
+    xs = np.arange(len(ok))
+    if len(ok):
+        vals = ok["growth"].to_numpy(dtype=float)
+        err = np.vstack([vals - ok["ci_low"].to_numpy(dtype=float),
+                         ok["ci_high"].to_numpy(dtype=float) - vals])
+        colors = sns.color_palette("colorblind", len(ok))
+        for i, (v, c) in enumerate(zip(vals, colors, strict=True)):
+            ax.errorbar([i], [v], yerr=np.nan_to_num(err[:, i : i + 1]), fmt="o", ms=8,
+                        capsize=5, color=c)
+            ax.annotate(f"x{v:.3g}", (i, v), xytext=(10, 0), textcoords="offset points",
+                        va="center", fontsize=9)
+        labelled = False
+        for i, q in enumerate(ok["quantity"]):
+            if q in paper:
+                ax.scatter([i], [paper[q]], marker="x", color="black", zorder=5,
+                           label=None if labelled else "paper (reported, other hardware)")
+                labelled = True
+        ax.set_xticks(xs, [_char_label(q) for q in ok["quantity"]], fontsize=8)
+        ax.set_xlim(-0.5, len(ok) - 0.5)
+        ax.set_yscale("log")
+        r0 = ok.iloc[0]
+        ax.set_ylabel("growth factor, median high / median low tier")
+        ax.set_title(f"demand tiers: {r0['demand']} <= q{r0['q_low']:.2f} vs "
+                     f">= q{r0['q_high']:.2f}", fontsize=9)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    else:
+        _char_note(ax, "no growth factor testable")
+    ratio = d[(d["quantity"] == "energy_over_latency") & (d["testable"] == True)]  # noqa: E712
+    if len(ratio):
+        r = ratio.iloc[0]
+        ax2.errorbar([0], [r["growth"]], yerr=[[r["growth"] - r["ci_low"]],
+                                               [r["ci_high"] - r["growth"]]],
+                     fmt="o", color="tab:purple", capsize=5)
+        ax2.axhline(1.0, color="gray", lw=0.8, ls="--")
+        if "energy_over_latency" in paper:
+            ax2.scatter([0], [paper["energy_over_latency"]], marker="x", color="black",
+                        label="paper (reported)")
+            ax2.set_xlim(-0.5, 0.5)
+            ax2.legend(fontsize=8)
+        ax2.set_xticks([0], ["energy / latency"])
+        ax2.set_ylabel("growth(energy) / growth(latency)")
+        ax2.set_title(f"x{r['growth']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]", fontsize=9)
+    else:
+        _char_note(ax2, "energy vs latency divergence not testable"
+                   + (": energy not measured on this platform" if notes else ""))
+    if notes:
+        import textwrap
+
+        fig.text(0.01, -0.02, textwrap.fill("Not testable - " + "; ".join(notes), 140),
+                 fontsize=8, color="dimgray", va="top")
+    fig.suptitle(_char_title("Growth from low to high demand", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_effects(effects, platform=None, dataset_label: str = "measured"):
+    """Paired effects (median per-pair ratio, 95% CI, log scale; > 1 means the numerator
+    configuration costs more), one row per effect x metric; untestable ones listed below."""
+    import textwrap
+
+    import numpy as np
+
+    e = effects
+    if platform is not None and "platform" in e.columns:
+        e = e[e["platform"].astype(str) == str(platform)]
+    ok = e[e["testable"] == True]  # noqa: E712
+    bad = e[e["testable"] != True]  # noqa: E712
+    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(ok), 3) + 1.6))
+    if len(ok):
+        ys = np.arange(len(ok))[::-1]
+        vals = ok["median_ratio"].to_numpy(dtype=float)
+        lo, hi = ok["ci_low"].to_numpy(dtype=float), ok["ci_high"].to_numpy(dtype=float)
+        pal = dict(zip(sorted(ok["effect"].unique()),
+                       sns.color_palette("colorblind", ok["effect"].nunique()), strict=True))
+        for y, v, a, b, (_, r) in zip(ys, vals, lo, hi, ok.iterrows(), strict=True):
+            ax.errorbar([v], [y], xerr=np.nan_to_num([[v - a], [b - v]]), fmt="o", capsize=3,
+                        color=pal[r["effect"]])
+            ax.annotate(f"x{v:.3g} [{a:.3g}, {b:.3g}] n={int(r['n_pairs'])}", (v, y),
+                        xytext=(0, 7), textcoords="offset points", fontsize=7, ha="center")
+        ax.set_ylim(-0.6, len(ok) - 0.2)
+        ax.set_yticks(ys, [f"{r['comparison']}: {_char_label(r['metric'])}"
+                           for _, r in ok.iterrows()], fontsize=8)
+        ax.axvline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_xlabel("median ratio over paired configs (numerator / denominator)")
+    else:
+        _char_note(ax, "no paired effect testable")
+    if len(bad):
+        lines = "; ".join(f"{r['effect']}/{r['metric']}: {r['reason']}" for _, r in bad.iterrows())
+        fig.text(0.01, -0.02, textwrap.fill("Not testable - " + lines, 130), fontsize=8,
+                 color="dimgray", va="top")
+    fig.suptitle(_char_title("Precision, batch and downsampling effects", platform,
+                             dataset_label), fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_target_distributions(df, targets=_CHAR_TARGETS, hue: str | None = "precision",
+                              platform=None, dataset_label: str = "measured"):
+    """Histogram (log x) of each target, split by ``hue``; missing targets noted."""
+    import numpy as np
+
+    from carb_lib.scaling import untestable_reason
+
+    data = _char_ok(df)
+    targets = list(targets)
+    fig, axes = plt.subplots(1, len(targets), figsize=(4.6 * len(targets), 3.6), squeeze=False)
+    for ax, t in zip(axes[0], targets, strict=True):
+        why = untestable_reason(data, t)
+        v = data[t].astype("float64") if why is None else None
+        if v is not None and not (v > 0).any():
+            why = f"no positive {t}"
+        if why is not None:
+            ax.set_title(_char_label(t), fontsize=10)
+            _char_note(ax, f"not shown: {why}")
+            continue
+        d = data.loc[v > 0].copy()
+        d[t] = d[t].astype("float64")
+        bins = np.logspace(np.log10(d[t].min()), np.log10(d[t].max()) + 1e-9, 40)
+        use_hue = hue if hue in d.columns and d[hue].nunique() > 1 else None
+        if use_hue is not None:
+            d[use_hue] = d[use_hue].astype(str)
+        sns.histplot(data=d, x=t, hue=use_hue, bins=bins, element="step", ax=ax)
+        ax.set_xscale("log")
+        ax.set_xlabel(_char_label(t))
+        ax.set_ylabel("configurations")
+        ax.set_title(f"median {d[t].median():.3g}, n={len(d):,}", fontsize=10)
+    fig.suptitle(_char_title("Distribution of each target", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_noise(df, platform=None, dataset_label: str = "measured"):
+    """Measured noise: distribution of each per-row noise measure (log x) and latency CV
+    against latency (short runs are noisier). Targets without a noise measure are named."""
+    import numpy as np
+
+    from carb_lib.scaling import noise_measures
+
+    data = _char_ok(df)
+    measures = {k: (t, v) for k, (t, v) in noise_measures(data).items()
+                if np.isfinite(v.astype("float64")).any()}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if measures:
+        for name, (_, v) in measures.items():
+            v = v.astype("float64")
+            v = v[np.isfinite(v) & (v > 0)]
+            if len(v):
+                bins = np.logspace(np.log10(v.min()), np.log10(v.max()) + 1e-9, 40)
+                ax.hist(v, bins=bins, histtype="step", lw=1.4,
+                        label=f"{name} (median {np.median(v):.3g})")
+        ax.set_xscale("log")
+        ax.set_xlabel("relative spread (dimensionless)")
+        ax.set_ylabel("configurations")
+        ax.legend(fontsize=8)
+    else:
+        _char_note(ax, "no noise measure in the dataset")
+    if {"latency_cv", "latency_ms"} <= set(data.columns) and np.isfinite(
+            data["latency_cv"].astype("float64")).any():
+        d = data.copy()
+        d["latency_cv"] = d["latency_cv"].astype("float64")
+        d["latency_ms"] = d["latency_ms"].astype("float64")
+        d = d.loc[(d["latency_cv"] > 0) & (d["latency_ms"] > 0)]
+        _char_scatter(fig, ax2, d, "latency_ms", "latency_cv",
+                      "batch" if "batch" in d.columns else None)
+        ax2.set_xscale("log")
+        ax2.set_yscale("log")
+        ax2.set_xlabel(_char_label("latency_ms"))
+        ax2.set_ylabel(_char_label("latency_cv"))
+    else:
+        _char_note(ax2, "no latency_cv")
+    covered = {t for t, _ in measures.values()}
+    missing = [t for t in _CHAR_TARGETS if t not in covered]
+    if missing:
+        fig.text(0.01, -0.02, "No repeated-measurement spread recorded for: "
+                 + ", ".join(missing), fontsize=8, color="dimgray", va="top")
+    fig.suptitle(_char_title("Measurement noise", platform, dataset_label))
+    fig.tight_layout()
+    return fig
+
+
+def plot_power_vs_utilisation(df, platform=None, dataset_label: str = "measured",
+                              power: str = "avg_power_w", util: str = "sm_util_pct"):
+    """Mean power against SM utilisation (GPU telemetry), coloured by batch; a note if the
+    platform has no telemetry."""
+    from carb_lib.scaling import untestable_reason
+
+    data = _char_ok(df)
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    why = untestable_reason(data, power) or untestable_reason(data, util)
+    if why is None:
+        d = data.copy()
+        d[power] = d[power].astype("float64")
+        d[util] = d[util].astype("float64")
+        d = d.dropna(subset=[power, util])
+        _char_scatter(fig, ax, d, util, power, "batch" if "batch" in d.columns else None)
+        ax.set_xlabel(_char_label(util))
+        ax.set_ylabel(_char_label(power))
+    else:
+        _char_note(ax, f"not shown: {why}")
+    ax.set_title(_char_title("Power vs utilisation", platform, dataset_label), fontsize=10)
+    fig.tight_layout()
+    return fig
