@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-_Z90 = 1.6448536269514722
+from carb_lib.vocab import TARGETS
+
+_Z90 = 1.6448536269514722  # z(0.9): ``rel`` is the half-width at 90 % coverage
 
 
 def _z(coverage: float) -> float:
@@ -25,8 +27,7 @@ class StandInPredictor:
     higher coverage gives wider intervals and the upper bound is never below the point.
     """
 
-    def __init__(self, platform: str = "synthetic_gpu", targets=("peak_mem_mib", "energy_j",
-                                                                 "latency_ms"),
+    def __init__(self, platform: str = "synthetic_gpu", targets=TARGETS,
                  feature_set: str = "static", rel: float = 0.15) -> None:
         self.platform_ = platform
         self.targets_ = list(targets)

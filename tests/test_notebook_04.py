@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,20 +17,37 @@ def test_notebook_04_quick_synthetic(run_notebook):
     assert rec["synthetic"] is True and rec["platform"] == "synthetic_gpu"
     assert rec["platform_a"] == "synthetic_gpu_b" and rec["has_energy"] is True
     assert rec["n_train"] > rec["n_test"] > 0
+    scen = pd.read_csv(out / "results/screening/scenarios_synthetic.csv").set_index("scenario")
+    val = pd.read_csv(out / "results/screening/validation_synthetic.csv")
+    assert list(scen.index) == list(SCENARIOS)
+    # every classification row: agreement, false accepts and false rejects partition the rows
+    assert np.allclose(val["accuracy"] + val["false_accept_rate"] + val["false_reject_rate"], 1.0,
+                       rtol=0, atol=1e-12)
+    for col in ("accuracy", "false_accept_rate", "false_reject_rate"):
+        k = val[col] * val["n"]
+        assert np.allclose(k, k.round(), rtol=0, atol=1e-9), col  # shares of whole rows
     for s in SCENARIOS:
         c = {k: rec[f"{s}/{k}"] for k in ("candidates", "after_cross_platform",
                                           "eliminated_stage1", "survivors", "front", "shortlist")}
         # the funnel is consistent and every scenario yields a shortlist of k
         assert c["after_cross_platform"] == c["eliminated_stage1"] + c["survivors"]
         assert c["survivors"] >= c["front"] >= 1 and c["shortlist"] == 8
+        assert rec[f"{s}/eliminated_fraction"] == pytest.approx(1 - c["front"] / c["candidates"])
         assert 0.9 < rec[f"{s}/eliminated_fraction"] < 1
         assert rec[f"{s}/quality_is_proxy"] is True  # params as the named capacity proxy
+        # the glued numbers are the written ones
+        for key in (*c, "budget_accuracy", "false_accept_rate", "front_recall",
+                    "front_recall_screened", "hypervolume_ratio"):
+            assert rec[f"{s}/{key}"] == pytest.approx(scen.at[s, key], rel=1e-12), (s, key)
+        every = val[(val["scenario"] == s) & (val["budget"] == "all")]
+        assert len(every) == 1
+        assert rec[f"{s}/budget_accuracy"] == pytest.approx(every["accuracy"].iloc[0], rel=1e-12)
+        assert 0 < every["n"].iloc[0] <= scen.at[s, "n_held_out"]
         # held-out validation: conservative bounds give few false accepts
         assert 0.5 < rec[f"{s}/budget_accuracy"] <= 1
         assert 0 <= rec[f"{s}/false_accept_rate"] < 0.1
-        assert 0 <= rec[f"{s}/front_recall"] <= 1
-        assert 0 <= rec[f"{s}/front_recall_screened"] <= 1
-        assert 0 <= rec[f"{s}/hypervolume_ratio"] <= 1 + 1e-9
+        assert 0 < rec[f"{s}/front_recall"] <= 1 and 0 < rec[f"{s}/front_recall_screened"] <= 1
+        assert 0 < rec[f"{s}/hypervolume_ratio"] <= 1 + 1e-9
         assert rec[f"{s}/time_s"] < 30
     # paper style: the cross-platform variant keeps the top 100 of the A-ranking
     assert rec["paper_style/candidates"] == 17_280
