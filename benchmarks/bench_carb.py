@@ -81,6 +81,7 @@ def bench_preset(name: str, train: pd.DataFrame, big: pd.DataFrame, holdout: pd.
     from sklearn.metrics import r2_score
 
     from carb_lib.ensemble import PRESETS, CARBRegressor, model_matrix, save_model
+    from carb_lib.vocab import DEFAULT_COVERAGE
 
     model = CARBRegressor(**{**PRESETS[name], "n_jobs": n_jobs})
     print(f"[{name}] fit on {len(train):,} SYNTHETIC rows ...", flush=True)
@@ -98,7 +99,7 @@ def bench_preset(name: str, train: pd.DataFrame, big: pd.DataFrame, holdout: pd.
     r2 = {f"heldout_r2_{t}": float(r2_score(holdout[t], pred[t])) for t in model.targets_}
     mm_s, mm_all = timed(lambda: model_matrix(big, model.feature_set), repeats)
     pr_s, pr_all = timed(lambda: model.predict(big), repeats)
-    iv_s, iv_all = timed(lambda: model.predict_interval(big, coverage=0.9), repeats)
+    iv_s, iv_all = timed(lambda: model.predict_interval(big, coverage=DEFAULT_COVERAGE), repeats)
     print(f"[{name}]   {len(big):,} rows: model_matrix {mm_s:.2f} s, predict {pr_s:.2f} s "
           f"(runs {', '.join(f'{t:.2f}' for t in pr_all)}), predict_interval {iv_s:.2f} s",
           flush=True)

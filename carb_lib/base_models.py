@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from carb_lib.vocab import PRECISIONS, TARGET_UNITS
+
 __all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns"]
 
 #: Which law each target uses (other targets: ``roofline``).
@@ -40,7 +42,6 @@ BASE_KINDS: dict[str, str] = {
     "latency_ms": "roofline",
     "energy_j": "roofline",
 }
-_PRECISIONS = ("fp32", "fp16")
 _MIB = 2.0**20
 _HUBER_PASSES = 3
 
@@ -200,7 +201,7 @@ def _interpret(target: str, kind: str, term: str, c: float, lo: float, hi: float
     def inv(x: float, scale: float) -> float:
         return float(scale / x) if x > 0 else float("inf")
 
-    unit_y = {"latency_ms": "ms", "energy_j": "J", "peak_mem_mib": "MiB"}.get(target, "unit")
+    unit_y = TARGET_UNITS.get(target, "unit")
     if kind == "memory":
         unit = "MiB" if term == "const_mib" else "MiB per MiB"
         return {"quantity": term, "value": c, "value_lo": lo, "value_hi": hi, "unit": unit}
@@ -271,8 +272,8 @@ def fit_base_law(
     T = _terms(df, kind)
     ok = np.isfinite(yv) & (yv > 0) & np.isfinite(T).all(axis=1) & np.isfinite(w) & (w > 0)
     prec = _precision(df)
-    present = [p for p in _PRECISIONS if (ok & (prec == p)).any()]
-    present += sorted({str(p) for p in prec[ok]} - set(_PRECISIONS))
+    present = [p for p in PRECISIONS if (ok & (prec == p)).any()]
+    present += sorted({str(p) for p in prec[ok]} - set(PRECISIONS))
     k = T.shape[1]
     if not present or ok.sum() < k * len(present):
         raise ValueError(

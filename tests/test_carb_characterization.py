@@ -16,8 +16,7 @@ from carb_lib import evaluation as ev
 from carb_lib.base_models import fit_base_law
 from carb_lib.ensemble import PRESETS, CARBRegressor, MissingTargetWarning, model_matrix
 
-TINY = {**PRESETS["quick"], "n_estimators_xgb": 20, "n_estimators_lgbm": 20,
-        "n_estimators_regime": 10}
+TINY = PRESETS["test"]
 MIB = 2.0**20
 #: Known roofline law (SYNTHETIC): per precision fixed ms, ms/GFLOP, ms/GB, ms/layer.
 ROOF = {"fp32": (0.05, 1000 / 200.0, 1000 / 20.0, 0.010), "fp16": (0.08, 1000 / 50.0, 0.0, 0.004)}

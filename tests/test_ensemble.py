@@ -14,27 +14,20 @@ from sklearn.base import clone
 from carb_lib import ensemble
 from carb_lib.ensemble import (
     PAPER_BLEND_WEIGHTS,
+    PRESETS,
     CARBRegressor,
     MissingTargetWarning,
+    conformal_quantile,
     feature_importances,
     load_model,
     model_matrix,
+    model_matrix_columns,
     save_model,
 )
+from carb_lib.vocab import DEFAULT_COVERAGE
 
-TINY = {
-    "learners": ("xgb", "lgbm", "et"),
-    "n_estimators_xgb": 20,
-    "max_depth_xgb": 4,
-    "learning_rate_xgb": 0.3,
-    "n_estimators_lgbm": 20,
-    "num_leaves_lgbm": 15,
-    "learning_rate_lgbm": 0.3,
-    "n_estimators_et": 20,
-    "n_estimators_regime": 20,
-    "cv": 3,
-    "n_jobs": 1,
-}
+#: The test size with all three learners (importances, fixed blend weights of each).
+TINY = {**PRESETS["test"], "learners": ("xgb", "lgbm", "et")}
 
 
 @pytest.fixture(scope="module")
@@ -145,24 +138,49 @@ def test_fixed_blend_uses_paper_weights(data):
         assert model.blend_weights_[t] == pytest.approx(w)
 
 
-def test_interval_coverage_with_known_noise():
-    """Log-normal noise (sigma 0.3) dominates the model error: coverage ~ nominal."""
+def test_interval_coverage_tracks_every_requested_level():
+    """Log-normal noise (sigma 0.3) dominates the model error: empirical coverage on held-out
+    rows tracks the requested level, whatever it is, from one fit."""
     df = make_carb_synthetic(2600, seed=11, noise_sigma=0.3, oom_mib=1e12)
     train, test = df.iloc[:1300], df.iloc[1300:]
     model = CARBRegressor(**{**TINY, "cv": 5}).fit(train)
-    iv = model.predict_interval(test, coverage=0.9)
-    assert list(iv.columns) == [f"{t}{s}" for t in model.targets_ for s in ("", "_lo", "_hi")] + [
-        "extrapolated"]
-    narrow = model.predict_interval(test, coverage=0.5)
+    levels = (0.5, 0.7, 0.9, 0.95)
+    iv = {c: model.predict_interval(test, coverage=c) for c in levels}
+    assert list(iv[0.9].columns) == [f"{t}{s}" for t in model.targets_
+                                     for s in ("", "_lo", "_hi")] + ["extrapolated"]
+    assert model.coverage == DEFAULT_COVERAGE
+    pd.testing.assert_frame_equal(model.predict_interval(test), iv[DEFAULT_COVERAGE])
+    errors = []
     for t in model.targets_:
-        inside = (test[t] >= iv[f"{t}_lo"]) & (test[t] <= iv[f"{t}_hi"])
-        assert 0.85 <= inside.mean() <= 0.95, (t, inside.mean())
-        assert (iv[f"{t}_lo"] <= iv[t]).all() and (iv[t] <= iv[f"{t}_hi"]).all()
-        assert ((narrow[f"{t}_hi"] - narrow[f"{t}_lo"]) < (iv[f"{t}_hi"] - iv[f"{t}_lo"])).all()
+        width = {c: (f[f"{t}_hi"] / f[f"{t}_lo"]).to_numpy() for c, f in iv.items()}
+        for c, frame in iv.items():
+            inside = (test[t] >= frame[f"{t}_lo"]) & (test[t] <= frame[f"{t}_hi"])
+            assert inside.mean() == pytest.approx(c, abs=0.06), (t, c, inside.mean())
+            errors.append(abs(inside.mean() - c))
+            assert (frame[f"{t}_lo"] <= frame[t]).all() and (frame[t] <= frame[f"{t}_hi"]).all()
+            pd.testing.assert_series_equal(frame[t], iv[0.9][t])  # same point prediction
+        for lo_c, hi_c in zip(levels, levels[1:], strict=False):
+            assert (width[lo_c] < width[hi_c]).all(), (t, lo_c, hi_c)  # strictly nested
         assert model.conformal_q_[t]["all"] == pytest.approx(
-            ensemble._conformal_quantile(model.conformal_scores_[t]["all"], 0.9))
+            conformal_quantile(model.conformal_scores_[t]["all"], 0.9))
+    assert np.mean(errors) < 0.03
     with pytest.raises(ValueError, match="coverage"):
         model.predict_interval(test, coverage=1.5)
+
+
+def test_coverage_parameter_is_honoured_end_to_end(data):
+    """``coverage`` changes no fitted model, only the default level of the intervals."""
+    train = data[data["status"] == "ok"].iloc[:450]
+    at90 = CARBRegressor(**TINY).fit(train)
+    at50 = clone(at90).set_params(coverage=0.5).fit(train)
+    test = data.iloc[500:]
+    pd.testing.assert_frame_equal(at50.predict(test), at90.predict(test))
+    pd.testing.assert_frame_equal(at50.predict_interval(test),
+                                  at90.predict_interval(test, coverage=0.5))
+    assert at50.conformal_q_ == at90.conformal_half_widths(0.5)
+    for t in at90.targets_:
+        for g, q in at90.conformal_q_[t].items():
+            assert at50.conformal_q_[t][g] < q, (t, g)
 
 
 def test_save_load_and_mismatch_errors(fitted, data, tmp_path, monkeypatch):
@@ -181,7 +199,7 @@ def test_save_load_and_mismatch_errors(fitted, data, tmp_path, monkeypatch):
         load_model(path, expected_features=list(fitted.feature_names_in_) + ["sm_util_pct"])
     with pytest.raises(ValueError, match="platform 'synthetic_gpu', expected 'h200'"):
         load_model(path, expected_platform="h200")
-    monkeypatch.setattr(ensemble, "_current_base_features", lambda fs: ["flops", "batch"])
+    monkeypatch.setattr(ensemble.matrix, "model_matrix_columns", lambda fs: ["flops", "batch"])
     with pytest.raises(ValueError, match="no longer builds"):
         load_model(path)
     monkeypatch.undo()
@@ -256,7 +274,7 @@ def test_model_matrix_mixed_families():
     assert mm.loc[1, "depth"] == -1 and mm.loc[1, "family_nb201"] == 1
     assert mm.loc[1, "nb201_n_nor_conv_3x3"] == 2 and mm.loc[1, "nb201_n_none"] == 1
     assert mm.loc[0, ["nb201_n_skip_connect", "nb201_n_avg_pool_3x3"]].tolist() == [0, 0]
-    assert list(mm.columns) == ensemble._current_base_features("static")
+    assert list(mm.columns) == model_matrix_columns("static")
     with pytest.raises(ValueError, match="'arch' is missing .* row 1"):
         model_matrix(df.assign(arch=[None, None]))
     with pytest.raises(ValueError, match="'precision' has unknown value 'bf16'"):
@@ -316,37 +334,68 @@ def test_cli_fit_and_predict(tmp_path):
 
 def test_presets_in_one_place_default_is_the_constructor_default():
     presets = ensemble.PRESETS
-    assert set(presets) >= {"default", "paper", "fast", "quick"}
+    assert set(presets) == {"default", "paper", "fast", "quick", "test"}
     defaults = CARBRegressor().get_params()
     for name, params in presets.items():
         assert set(params) <= set(defaults), name  # only constructor parameters
-        CARBRegressor(**params)._check_params()
+        model = CARBRegressor(**params)
+        model._validate_params()
+        model._check_params()
     assert {k: defaults[k] for k in presets["default"]} == presets["default"]
+    assert set(defaults) - set(presets["default"]) == {"targets", "feature_set", "random_state",
+                                                      "n_jobs"}
     from carb_lib.evaluation import QUICK_PARAMS
 
-    assert QUICK_PARAMS == presets["quick"]  # the test size lives in PRESETS too
+    assert QUICK_PARAMS == presets["quick"]  # the former name reads the preset
     fast, paper, default = presets["fast"], presets["paper"], presets["default"]
+    quick, test = presets["quick"], presets["test"]
     assert paper["n_estimators_xgb"] == 800 and paper["n_estimators_et"] == 400  # paper sizes
     assert paper["max_depth_et"] is None and set(paper["learners"]) == {"xgb", "lgbm", "et"}
-    assert default["n_estimators_xgb"] < paper["n_estimators_xgb"]
-    assert default["n_estimators_lgbm"] < paper["n_estimators_lgbm"]
+    for k in ("n_estimators_xgb", "n_estimators_lgbm", "n_estimators_regime"):
+        assert test[k] <= quick[k] < default[k] < paper[k], k
+    assert test["n_estimators_xgb"] < quick["n_estimators_xgb"]
+    assert test["n_jobs"] == quick["n_jobs"] == 1 and test["cv"] == quick["cv"] == 3
     assert default["base"] is True
     assert fast["min_samples_leaf_et"] > 1 or fast["max_depth_et"] is not None
+    assert ensemble.preset("test", cv=4) == {**test, "cv": 4}
+    assert presets["test"]["cv"] == 3  # preset() returned a copy
+    with pytest.raises(ValueError, match="unknown preset 'huge'"):
+        ensemble.preset("huge")
 
 
-def test_keyword_only_and_declarative_validation():
+#: One invalid value per constructor parameter (each must be refused by name).
+BAD_VALUES = {
+    "targets": "latency_ms", "feature_set": "telemetry", "base": "yes",
+    "learners": ("xgb", "rf"), "blend": "median", "cascade": "no", "n_estimators_xgb": 0,
+    "max_depth_xgb": 0, "learning_rate_xgb": 0.0, "n_estimators_lgbm": 0, "num_leaves_lgbm": 1,
+    "learning_rate_lgbm": -0.1, "n_estimators_et": 0, "min_samples_leaf_et": 0,
+    "max_features_et": 0.0, "max_depth_et": 0, "n_estimators_regime": 0,
+    "num_leaves_regime": 1, "learning_rate_regime": 0, "regime_batch_max": -1,
+    "regime_shrink": 1.5, "cv": 1, "log_target": "yes", "conformal": "jackknife",
+    "calibration_size": 0.9, "coverage": 1.0, "conformal_by_regime": "yes",
+    "noise_weighting": None, "random_state": -1, "n_jobs": 0,
+}
+
+
+def test_keyword_only_and_declarative_validation_of_every_parameter():
     with pytest.raises(TypeError):
         CARBRegressor(("latency_ms",), "static")  # everything after targets is keyword-only
     from sklearn.utils._param_validation import InvalidParameterError
 
-    for bad in ({"cv": 1}, {"coverage": 1.0}, {"conformal": "jackknife"},
-                {"regime_shrink": 1.5}, {"calibration_size": 0.9}, {"base": "yes"}):
-        with pytest.raises(InvalidParameterError):
-            CARBRegressor(**bad).fit(pd.DataFrame({"batch": [1], "family": ["resnet"]}))
-    with pytest.raises(ValueError, match="learners must be distinct"):
-        CARBRegressor(learners=("xgb", "rf"))._check_params()
+    params = set(CARBRegressor().get_params())
+    assert set(CARBRegressor._parameter_constraints) == params  # every parameter declared
+    assert set(BAD_VALUES) == params
+    frame = pd.DataFrame({"batch": [1], "family": ["resnet"]})  # refused before it is read
+    for name, bad in BAD_VALUES.items():
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+            CARBRegressor(**{name: bad}).fit(frame)
+    for name, bad in {"targets": (), "learners": ("xgb", "xgb")}.items():
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+            CARBRegressor(**{name: bad}).fit(frame)
     with pytest.raises(ValueError, match="empty only with base=True"):
-        CARBRegressor(learners=(), base=False)._check_params()
+        CARBRegressor(learners=(), base=False).fit(frame)
+    est = CARBRegressor(learners=["lgbm"], targets=["latency_ms"], max_depth_et=None)
+    est._validate_params()  # lists and None where allowed
 
 
 def test_fast_preset_limits_extratrees(data):
@@ -404,4 +453,4 @@ def test_cli_fit_preset(tmp_path):
     meta = json.loads((tmp_path / "m.joblib.json").read_text())
     assert meta["params"]["n_estimators_xgb"] == ensemble.PRESETS["fast"]["n_estimators_xgb"]
     res = runner.invoke(app, args + ["--preset", "huge"])
-    assert res.exit_code == 1 and "--preset must be one of ['default', 'fast', 'paper', 'quick']" in res.output
+    assert res.exit_code == 1 and f"--preset must be one of {sorted(ensemble.PRESETS)}" in res.output

@@ -17,20 +17,9 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from carb_lib.ensemble import CARBRegressor
+from carb_lib.ensemble import PRESETS, CARBRegressor
 
-TINY = {
-    "n_estimators_xgb": 10,
-    "max_depth_xgb": 3,
-    "learning_rate_xgb": 0.3,
-    "n_estimators_lgbm": 10,
-    "num_leaves_lgbm": 7,
-    "learning_rate_lgbm": 0.3,
-    "n_estimators_et": 10,
-    "n_estimators_regime": 10,
-    "cv": 3,
-    "n_jobs": 1,
-}
+TINY = PRESETS["test"]
 EXPECTED_FAILED = {
     "check_regressor_multioutput": "2-D targets with negative values; log1p targets need > -1 "
     "(the check ignores the positive_only target tag)",

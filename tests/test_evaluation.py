@@ -8,6 +8,8 @@ import pytest
 from carb_synthetic import make_carb_synthetic
 
 from carb_lib import evaluation as ev
+from carb_lib.ensemble import PRESETS, CARBRegressor
+from carb_lib.vocab import SMALL_BATCH_MAX
 
 
 @pytest.fixture(scope="module")
@@ -58,19 +60,50 @@ def test_regression_metrics():
     assert m["mape_pct"] == pytest.approx(100 * (0.05 + 0.2) / 4)
     assert m["spearman"] == pytest.approx(1.0)
     assert ev.regression_metrics(y, y)["r2"] == 1.0
+    from carb_lib import metrics
+
+    assert ev.regression_metrics is metrics.regression_metrics  # one implementation
 
 
-def test_baselines(df):
+def test_metrics_equal_scikit_learn_and_scipy():
+    """The shared metrics give the numbers sklearn / scipy gave the former local copy."""
+    from scipy.stats import spearmanr
+    from sklearn.metrics import mean_absolute_error, r2_score
+
+    rng = np.random.default_rng(0)
+    y = np.exp(rng.normal(3.0, 1.0, 500))
+    p = y * np.exp(rng.normal(0.0, 0.2, 500))
+    m = ev.regression_metrics(y, p)
+    assert abs(m.r2 - r2_score(y, p)) < 1e-12
+    assert abs(m.r2_log - r2_score(np.log1p(y), np.log1p(p))) < 1e-12
+    assert abs(m.mae - mean_absolute_error(y, p)) < 1e-12
+    assert abs(m.spearman - spearmanr(y, p).statistic) < 1e-12
+    assert abs(m.mape_pct - 100 * np.mean(np.abs(p - y) / y)) < 1e-12
+
+
+def test_baselines_recover_their_own_laws(df):
     split = ev.stratified_split(df)
-    train, test = df[split == "train"], df[split == "test"]
+    train, test = df[split == "train"].copy(), df[split == "test"].copy()
+    for d in (train, test):
+        d["raw_law"] = 2.0 + 3e-9 * d["flops"]
+        d["loglog_law"] = np.expm1(0.5 + 0.8 * np.log1p(d["flops"]))
+        d["energy_j"] = 1.0 + 0.25 * d["latency_ms"]
     for mode in ("loglog", "raw"):
-        p = ev.flops_baseline(train, test, "latency_ms", mode)
-        assert p.index.equals(test.index) and p.notna().all()
+        p = ev.flops_baseline(train, test, f"{mode}_law", mode)
+        assert p.index.equals(test.index) and p.name == f"{mode}_law"
+        np.testing.assert_allclose(p, test[f"{mode}_law"], rtol=1e-6)
+    # the other mode cannot follow a law it does not model
+    assert ev.regression_metrics(test["raw_law"],
+                                 ev.flops_baseline(train, test, "raw_law", "loglog")).r2 < 0.999
     b2 = ev.latency_proxy_baseline(train, test)
-    assert ev.regression_metrics(test["energy_j"], b2)["spearman"] > 0.8
-    t = ev.metrics_table(test, pd.DataFrame({"latency_ms": test["latency_ms"]}), "oracle",
+    np.testing.assert_allclose(b2, test["energy_j"], rtol=1e-9)
+    with pytest.raises(ValueError, match="mode must be"):
+        ev.flops_baseline(train, test, "latency_ms", "cubic")
+    t = ev.metrics_table(test, pd.DataFrame({"latency_ms": test["latency_ms"] * 1.1}), "x1.1",
                          "synthetic_gpu", noise_cv=0.02)
-    assert t["r2"].iloc[0] == 1.0 and t["noise_floor_cv_pct"].iloc[0] == 2.0
+    assert t["mape_pct"].iloc[0] == pytest.approx(10.0)
+    assert t["noise_floor_cv_pct"].iloc[0] == 2.0 and t["mape_over_noise"].iloc[0] == (
+        pytest.approx(5.0))
 
 
 def test_variant_specs():
@@ -94,14 +127,14 @@ def test_merge_claims_keeps_other_rows(tmp_path):
 def test_evaluate_platform_with_a_smaller_ablation_preset():
     d = ev.prepare_dataset(make_carb_synthetic(500, seed=7, energy=False, telemetry=False,
                                                platform="synthetic_cpu"))
-    main = {"n_estimators_xgb": 12, "max_depth_xgb": 3, "n_estimators_lgbm": 12,
-            "num_leaves_lgbm": 7, "n_estimators_et": 6, "n_estimators_regime": 8, "cv": 3,
-            "n_jobs": 1}
+    main = {**PRESETS["test"], "n_estimators_et": 6}
     small = {**main, "n_estimators_xgb": 5, "n_estimators_lgbm": 5, "n_estimators_et": 3,
              "max_depth_et": 4}
     depth = int(d["depth"].dropna().iloc[0])
     r = ev.evaluate_platform(d, main, platform="synthetic_cpu", lodo_depths=[depth],
-                             ablation_params=small, preset="big", ablation_preset="small")
+                             ablation_params=small, preset="big", ablation_preset="small",
+                             coverage=0.8)
+    assert isinstance(r, ev.PlatformEvaluation)
     ref = ev.ablation_reference_name("small")
     assert ref == "carb_nnls_small" and ref in r["models"]
     preset = r["test_metrics"].drop_duplicates("model").set_index("model")["preset"]
@@ -109,12 +142,53 @@ def test_evaluate_platform_with_a_smaller_ablation_preset():
     assert preset["xgb_alone"] == preset["blend_no_cascade"] == preset[ref] == "small"
     assert preset[["b1_flops_raw", "b1_flops_loglog"]].isna().all()
     assert set(r["val_metrics"]["preset"].dropna()) == {"big", "small"}
-    assert r["models"]["carb_nnls"].n_estimators_xgb == 12
-    assert r["models"]["xgb_alone"].n_estimators_xgb == 5
-    assert r["models"][ref].max_depth_et == 4
+    assert r["models"]["carb_nnls"].n_estimators_xgb == main["n_estimators_xgb"]
+    assert r["models"]["xgb_alone"].n_estimators_xgb == small["n_estimators_xgb"]
+    assert r["models"][ref].max_depth_et == small["max_depth_et"]
     assert set(r["lobto"]["preset"]) == {"big"} and set(r["lodo"]["preset"]) == {"small"}
+    assert set(r.lobto["split"]) == {f"lobto(batch<={SMALL_BATCH_MAX})"}
+    assert set(r.lodo["held_out_depth"]) == {depth}
     assert r["presets"] == {"main": "big", "ablation": "small"}
+    # the typed result keeps mapping access for the callers of the former dict
+    assert r.model is r["model"] is r.get("model") is r.models["carb_nnls"]
+    assert r.get("absent") is None and "test_pred" in r.keys() and len(r.keys()) == 12
+    with pytest.raises(KeyError):
+        r["absent"]
+    pd.testing.assert_frame_equal(r.test_pred, r.model.predict(r.test))
+    assert (r.coverage["nominal"] == 0.8).all()
+    pd.testing.assert_frame_equal(r.coverage, ev.interval_coverage(r.model, r.test, 0.8))
+    claims = ev.claim_rows(r, "synthetic_cpu", synthetic=True)
+    cpu_energy = claims.set_index("claim_id").loc["carb_r2_energy_j"]
+    assert not cpu_energy["testable"] and "not measured" in cpu_energy["reason"]
+    lat = claims.set_index("claim_id").loc["carb_r2_latency_ms", "our_value"]
+    hit = r.test_metrics[(r.test_metrics.model == "carb_nnls") &
+                         (r.test_metrics.target == "latency_ms")]
+    assert lat == pytest.approx(hit["r2"].iloc[0])
     # one size for everything: no reference model, one preset label
     same = ev.evaluate_platform(d, main, run_lodo=False, ablation_params=dict(main), preset="big",
                                 ablation_preset="big")
     assert not any(m.startswith("carb_nnls_") for m in same["models"])
+    assert same.lodo.empty
+
+
+def test_interval_coverage_is_computed_at_the_requested_level():
+    d = ev.prepare_dataset(make_carb_synthetic(900, seed=3, noise_sigma=0.2, oom_mib=1e12,
+                                               telemetry=False))
+    split = ev.stratified_split(d)
+    model = CARBRegressor(**{**PRESETS["test"], "targets": ("latency_ms",)}).fit(
+        d[split != "test"])
+    test = d[split == "test"]
+    small = (test["batch"] <= model.regime_batch_max).to_numpy()
+    got = {}
+    for c in (0.5, 0.95):
+        table = ev.interval_coverage(model, test, c).set_index("regime")
+        assert (table["nominal"] == c).all()
+        iv = model.predict_interval(test, coverage=c)
+        inside = ((test["latency_ms"] >= iv["latency_ms_lo"]) &
+                  (test["latency_ms"] <= iv["latency_ms_hi"])).to_numpy()
+        assert table.loc["all", "coverage"] == inside.mean()
+        assert table.loc["small_batch", "coverage"] == inside[small].mean()
+        assert table.loc["large_batch", "n"] == (~small).sum()
+        got[c] = table
+    assert got[0.5].loc["all", "coverage"] < 0.7 < 0.85 < got[0.95].loc["all", "coverage"]
+    assert (got[0.5]["median_hi_over_lo"] < got[0.95]["median_hi_over_lo"]).all()

@@ -1,0 +1,632 @@
+"""The CARB estimator, :class:`CARBRegressor` (scikit-learn form), and its feature importances.
+
+The design (base laws, learners on ``log(y / base)``, NNLS blend, cascade, small-batch
+corrector, split-conformal intervals) is described in :mod:`carb_lib.ensemble`; the model
+matrix is :mod:`~carb_lib.ensemble.matrix`, the learners :mod:`~carb_lib.ensemble.learners`,
+the intervals :mod:`~carb_lib.ensemble.conformal`, the named sizes
+:mod:`~carb_lib.ensemble.presets`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.model_selection import GroupKFold, KFold
+from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from carb_lib.ensemble.conformal import (
+    MIN_CALIBRATION,
+    calibration_mask,
+    conformal_quantile,
+    half_widths,
+)
+from carb_lib.ensemble.fitting import fit_target
+from carb_lib.ensemble.inputs import (
+    check_target_values,
+    hash_training_data,
+    is_frame_input,
+    noise_weights,
+    prepare_array,
+    prepare_frame,
+)
+from carb_lib.ensemble.learners import LEARNERS
+from carb_lib.ensemble.matrix import FEATURE_SETS, _model_array, _num
+from carb_lib.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
+
+__all__ = ["CASCADE_ORDER", "CARBRegressor"]
+
+#: The estimator's default targets, in cascade order: memory, then energy (given predicted
+#: memory), then latency (given both). A permutation of :data:`carb_lib.vocab.TARGETS`.
+CASCADE_ORDER: tuple[str, ...] = ("peak_mem_mib", "energy_j", "latency_ms")
+_COVERAGE = Interval(Real, 0, 1, closed="neither")
+
+
+class _Names(Options):
+    """Parameter constraint: a tuple or list of strings (distinct names from ``allowed``)."""
+
+    def __init__(self, allowed: Sequence[str] | None = None, *, non_empty: bool = False):
+        super().__init__(str, set(allowed or ()))
+        self.allowed = None if allowed is None else tuple(allowed)
+        self.non_empty = non_empty
+
+    def is_satisfied_by(self, val) -> bool:
+        if not isinstance(val, (tuple, list)) or not all(isinstance(v, str) for v in val):
+            return False
+        if self.non_empty and not val:
+            return False
+        if self.allowed is None:
+            return True
+        return len(set(val)) == len(val) and set(val) <= set(self.allowed)
+
+    def __str__(self) -> str:
+        what = "a non-empty" if self.non_empty else "a"
+        if self.allowed is None:
+            return f"{what} tuple or list of str"
+        return f"{what} tuple or list of distinct names from {self.allowed}"
+
+
+class CARBRegressor(RegressorMixin, BaseEstimator):
+    """Characterization-guided, cascade-blended ensemble for CNN inference cost (CARB).
+
+    Per target, a base law from the characterization (:mod:`carb_lib.base_models`: NNLS on
+    parameter/activation bytes for memory, a roofline-style law with a per-layer overhead for
+    latency and energy) carries the scaling; the tree learners model only ``log(y / base)``
+    (with ``log(base)`` as one of their inputs), their out-of-fold (OOF) predictions blended by
+    NNLS weights; a cascade feeds earlier targets' predictions to later ones; a LightGBM
+    corrector refines small batches; split-conformal intervals (Mondrian by batch regime) at
+    any requested coverage. (``RegressorMixin`` comes before ``BaseEstimator`` as
+    scikit-learn requires for mixins.)
+
+    Parameters
+    ----------
+    targets : tuple of str, default=CASCADE_ORDER
+        Targets in cascade order (each later target gets the earlier predictions as inputs);
+        default ``("peak_mem_mib", "energy_j", "latency_ms")``. Frame mode only; targets absent
+        or all-NaN in the training data are skipped with a :class:`MissingTargetWarning`
+        (energy on CPU); if none is left, one ``ValueError`` says why for each.
+    feature_set : {"static", "static+telemetry"}, default="static"
+        Which columns :func:`~carb_lib.ensemble.model_matrix` uses (frame mode).
+    base : bool, default=True
+        Use the characterization base law (frame mode; array mode has no named features, so
+        no base). False: the learners model ``log1p(target)`` directly (the paper's design).
+    learners : tuple of str, default=("xgb", "lgbm")
+        Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
+        alone.
+    blend : {"nnls", "fixed"}, default="nnls"
+        NNLS weights on OOF predictions (normalised to sum 1) or the paper's fixed weights.
+    cascade : bool, default=True
+        Feed earlier targets' predictions to later targets (False: independent models).
+    n_estimators_xgb : int, default=150
+    max_depth_xgb : int, default=6
+    learning_rate_xgb : float, default=0.1
+        XGBoost size (subsample and column sample 0.8, ``hist`` trees).
+    n_estimators_lgbm : int, default=150
+    num_leaves_lgbm : int, default=31
+    learning_rate_lgbm : float, default=0.1
+        LightGBM size (subsample and column sample 0.8, deterministic).
+    n_estimators_et : int, default=30
+    min_samples_leaf_et : int, default=2
+    max_features_et : float, default=1.0
+    max_depth_et : int or None, default=14
+        ExtraTrees size (used only with ``"et"`` in ``learners``).
+    n_estimators_regime : int, default=60
+    num_leaves_regime : int, default=15
+    learning_rate_regime : float, default=0.1
+        Size of the LightGBM small-batch residual corrector.
+    regime_batch_max : int, default=SMALL_BATCH_MAX (8)
+        Small-batch regime: ``batch <= regime_batch_max`` (corrector and Mondrian conformal).
+    regime_shrink : float, default=0.9
+        final = blend + ``regime_shrink`` x predicted small-batch residual; 0 disables it.
+    cv : int, default=5
+        Folds for the OOF predictions (grouped by ``config_id`` when present). Needs at least
+        ``2 * cv`` training rows with a target value.
+    log_target : bool, default=True
+        Without ``base``: learn ``log1p(target)`` (True) or the raw target (False). With a base
+        law the learning scale is always ``log(target)`` (targets must be > 0).
+    conformal : {"split", "oof"}, default="split"
+        ``"split"``: a calibration fold (``calibration_size`` of the rows, stratified by batch
+        regime) is held out of every fit and its absolute log residuals are the conformal
+        scores: finite-sample coverage for exchangeable rows. ``"oof"``: scores from the OOF
+        residuals of all rows (no rows held out; approximate, jackknife+-after-refit style).
+        With fewer than 20 calibration rows ``"split"`` falls back to ``"oof"`` (warning).
+    calibration_size : float, default=0.2
+        Fraction of rows in the calibration fold (``conformal="split"``), in (0, 0.5].
+    coverage : float, default=DEFAULT_COVERAGE (0.9)
+        Nominal coverage of :meth:`predict_interval` when it is called without one, and of
+        ``conformal_q_``. The fit does not depend on it: the conformal scores are kept, so
+        ``predict_interval(X, coverage=c)`` gives the ``c``-level interval for any ``c``.
+    conformal_by_regime : bool, default=True
+        Separate conformal quantiles for small and large batches (frame mode, when each regime
+        has at least 30 calibration scores; otherwise the pooled scores).
+    noise_weighting : bool, default=True
+        Weight latency/energy rows by their measured noise when the data carry it
+        (``latency_window_cv``, the spread of the accepted timing windows): weight
+        ``1 / (cv^2 + median(cv)^2)``, normalised to mean 1; rows without it get the median.
+    random_state : int, default=0
+        Seed of the folds, the calibration draw and every learner.
+    n_jobs : int, default=2
+        Threads for every learner, in fit and predict (<= 2 on the shared machine).
+
+    Attributes
+    ----------
+    input_mode_ : {"frame", "array"}
+        ``"frame"``: ``X`` was a DataFrame with ``batch`` and ``family`` (the dataset's
+        columns); ``"array"``: every column a numeric feature (no base law, no regime
+        correction; it exists so that scikit-learn's estimator checks apply).
+    targets_, skipped_targets_ : list of str
+    feature_names_in_ : ndarray of str
+    n_features_in_ : int
+    families_ : list of str
+        Families seen in training (frame mode).
+    base_features_ : list of str
+        Columns of the model matrix (before base and cascade inputs).
+    base_laws_ : dict
+        Target -> fitted :class:`carb_lib.base_models.BaseLaw` (empty without ``base``).
+    model_features_ : dict
+        Target -> feature names of its learners (model matrix, ``base_<t>``, ``cascade_<t>``).
+    models_ : dict
+        Target -> {learner: fitted model} (refitted on every training row, calibration fold
+        excluded).
+    blend_weights_ : dict
+    regime_models_ : dict
+        Target -> fitted LightGBM residual corrector, or None.
+    oof_predictions_ : pandas.DataFrame
+        Final OOF predictions per target on the learning scale (training rows; calibration
+        rows get the fitted model's predictions, as at prediction time).
+    cascade_train_inputs_ : pandas.DataFrame
+    oof_metrics_ : pandas.DataFrame
+        OOF RMSE (learning scale) per target of the base law, each learner, both blends and the
+        final prediction.
+    conformal_scores_ : dict
+        Target -> {group: sorted absolute residuals (learning scale)}; groups ``"all"`` and,
+        when big enough, ``"small_batch"`` / ``"large_batch"``.
+    conformal_q_ : dict
+        Target -> {group: conformal half-width at ``coverage``}
+        (:meth:`conformal_half_widths` at another coverage).
+    conformal_method_ : str
+        ``"split"`` or ``"oof"`` (what was actually used).
+    calibration_index_ : pandas.Index
+        Rows of the calibration fold (empty with ``"oof"``).
+    feature_min_, feature_max_ : ndarray
+        Training range of every model-matrix column (for :meth:`extrapolated`).
+    platform_ : str or None
+    training_data_hash_ : str
+    n_train_ : int
+
+    See Also
+    --------
+    carb_lib.ensemble.PRESETS : named parameter sets (``default`` = these defaults, ``paper``,
+        ``fast``, ``quick``, ``test``).
+    carb_lib.ensemble.save_model, carb_lib.ensemble.load_model : persistence.
+
+    Examples
+    --------
+    >>> from carb_lib.ensemble import PRESETS, CARBRegressor
+    >>> from carb_lib.synthetic import make_synthetic_dataset  # SYNTHETIC, not measured
+    >>> df = make_synthetic_dataset(360, seed=0, with_telemetry=False)
+    >>> model = CARBRegressor(**PRESETS["test"]).fit(df)
+    >>> model.targets_
+    ['peak_mem_mib', 'energy_j', 'latency_ms']
+    >>> iv = model.predict_interval(df.head(3), coverage=0.8)
+    >>> list(iv.columns[:3])
+    ['peak_mem_mib', 'peak_mem_mib_lo', 'peak_mem_mib_hi']
+    """
+
+    _parameter_constraints: dict = {
+        "targets": [_Names(non_empty=True)],
+        "feature_set": [StrOptions(set(FEATURE_SETS))],
+        "base": ["boolean"],
+        "learners": [_Names(LEARNERS)],
+        "blend": [StrOptions({"nnls", "fixed"})],
+        "cascade": ["boolean"],
+        "n_estimators_xgb": [Interval(Integral, 1, None, closed="left")],
+        "max_depth_xgb": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate_xgb": [Interval(Real, 0, None, closed="neither")],
+        "n_estimators_lgbm": [Interval(Integral, 1, None, closed="left")],
+        "num_leaves_lgbm": [Interval(Integral, 2, None, closed="left")],
+        "learning_rate_lgbm": [Interval(Real, 0, None, closed="neither")],
+        "n_estimators_et": [Interval(Integral, 1, None, closed="left")],
+        "min_samples_leaf_et": [Interval(Integral, 1, None, closed="left")],
+        "max_features_et": [Interval(Real, 0, 1, closed="right")],
+        "max_depth_et": [Interval(Integral, 1, None, closed="left"), None],
+        "n_estimators_regime": [Interval(Integral, 1, None, closed="left")],
+        "num_leaves_regime": [Interval(Integral, 2, None, closed="left")],
+        "learning_rate_regime": [Interval(Real, 0, None, closed="neither")],
+        "regime_batch_max": [Interval(Real, 0, None, closed="left")],
+        "regime_shrink": [Interval(Real, 0, 1, closed="both")],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "log_target": ["boolean"],
+        "conformal": [StrOptions({"split", "oof"})],
+        "calibration_size": [Interval(Real, 0, 0.5, closed="right")],
+        "coverage": [_COVERAGE],
+        "conformal_by_regime": ["boolean"],
+        "noise_weighting": ["boolean"],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "n_jobs": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        targets: Sequence[str] = CASCADE_ORDER,
+        *,
+        feature_set: str = "static",
+        base: bool = True,
+        learners: Sequence[str] = ("xgb", "lgbm"),
+        blend: str = "nnls",
+        cascade: bool = True,
+        n_estimators_xgb: int = 150,
+        max_depth_xgb: int = 6,
+        learning_rate_xgb: float = 0.1,
+        n_estimators_lgbm: int = 150,
+        num_leaves_lgbm: int = 31,
+        learning_rate_lgbm: float = 0.1,
+        n_estimators_et: int = 30,
+        min_samples_leaf_et: int = 2,
+        max_features_et: float = 1.0,
+        max_depth_et: int | None = 14,
+        n_estimators_regime: int = 60,
+        num_leaves_regime: int = 15,
+        learning_rate_regime: float = 0.1,
+        regime_batch_max: int = SMALL_BATCH_MAX,
+        regime_shrink: float = 0.9,
+        cv: int = 5,
+        log_target: bool = True,
+        conformal: str = "split",
+        calibration_size: float = 0.2,
+        coverage: float = DEFAULT_COVERAGE,
+        conformal_by_regime: bool = True,
+        noise_weighting: bool = True,
+        random_state: int = 0,
+        n_jobs: int = 2,
+    ) -> None:
+        self.targets = targets
+        self.feature_set = feature_set
+        self.base = base
+        self.learners = learners
+        self.blend = blend
+        self.cascade = cascade
+        self.n_estimators_xgb = n_estimators_xgb
+        self.max_depth_xgb = max_depth_xgb
+        self.learning_rate_xgb = learning_rate_xgb
+        self.n_estimators_lgbm = n_estimators_lgbm
+        self.num_leaves_lgbm = num_leaves_lgbm
+        self.learning_rate_lgbm = learning_rate_lgbm
+        self.n_estimators_et = n_estimators_et
+        self.min_samples_leaf_et = min_samples_leaf_et
+        self.max_features_et = max_features_et
+        self.max_depth_et = max_depth_et
+        self.n_estimators_regime = n_estimators_regime
+        self.num_leaves_regime = num_leaves_regime
+        self.learning_rate_regime = learning_rate_regime
+        self.regime_batch_max = regime_batch_max
+        self.regime_shrink = regime_shrink
+        self.cv = cv
+        self.log_target = log_target
+        self.conformal = conformal
+        self.calibration_size = calibration_size
+        self.coverage = coverage
+        self.conformal_by_regime = conformal_by_regime
+        self.noise_weighting = noise_weighting
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # -- scikit-learn plumbing ----------------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        tags.target_tags.positive_only = bool(self.log_target)
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _check_params(self) -> None:
+        """Cross-parameter checks (each parameter alone: ``_parameter_constraints``)."""
+        if not tuple(self.learners) and not self.base:
+            raise ValueError("learners may be empty only with base=True (the base law alone)")
+
+    @property
+    def _uses_base(self) -> bool:
+        return bool(self.base) and getattr(self, "input_mode_", None) == "frame"
+
+    def _to_learning(self, y: np.ndarray) -> np.ndarray:
+        if self._uses_base:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.log(y)
+        return np.log1p(y) if self.log_target else y
+
+    def _inverse(self, values: np.ndarray) -> np.ndarray:
+        if self._uses_base:
+            return np.exp(values)
+        return np.expm1(values) if self.log_target else values
+
+    # -- fit ----------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the base laws, the learners, the cascade and the conformal calibration.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or array-like
+            Frame mode: config + static feature columns (+ telemetry), and the target columns
+            unless ``y`` is given; rows whose ``status`` is not ``"ok"`` are dropped (warning).
+            Array mode: numeric features.
+        y : pandas.DataFrame, pandas.Series, array-like or None, default=None
+            Frame mode: optional targets, positionally aligned with ``X``. Array mode: required.
+
+        Returns
+        -------
+        self : CARBRegressor
+            The fitted estimator.
+        """
+        self._check_params()
+        if is_frame_input(X):
+            mm, Y, batch, groups, df = prepare_frame(self, X, y)
+        else:
+            mm, Y = prepare_array(self, X, y)
+            batch, groups, df = None, None, None
+        index = mm.index
+        n = len(mm)
+        need = 2 * self.cv
+        if n < need:
+            raise ValueError(
+                f"CARBRegressor(cv={self.cv}) needs at least 2 x cv = {need} training rows for "
+                f"its out-of-fold predictions, got n_samples = {n}; lower cv or add rows"
+            )
+        self.base_features_ = list(mm.columns)
+        self.n_train_ = n
+        self.training_data_hash_ = hash_training_data(mm, Y)
+        Xb = mm.to_numpy(dtype=np.float32)
+        self.feature_min_ = Xb.min(axis=0)
+        self.feature_max_ = Xb.max(axis=0)
+        Yv = Y.to_numpy(dtype=float)
+        check_target_values(Y, self._uses_base, self.log_target)
+        Z = self._to_learning(Yv)
+        regime = (
+            np.asarray(batch, float) <= self.regime_batch_max
+            if batch is not None
+            else np.zeros(n, bool)
+        )
+        W = noise_weights(df, n, self.targets_, self.noise_weighting)
+        cal = self._calibration_fold(regime, need)
+        fit_rows = np.flatnonzero(~cal)
+        self.calibration_index_ = index[np.flatnonzero(cal)]
+
+        # base laws, fitted on the rows the learners see
+        self.base_laws_ = {}
+        offsets = np.zeros_like(Z)
+        if self._uses_base:
+            from carb_lib.base_models import fit_base_law
+
+            dfit = df.iloc[fit_rows]
+            for j, t in enumerate(self.targets_):
+                law = fit_base_law(dfit, t, Yv[fit_rows, j], sample_weight=W[fit_rows, j])
+                self.base_laws_[t] = law
+                offsets[:, j] = np.log(law.predict(df))
+
+        g_fit = None if groups is None else groups[fit_rows]
+        if g_fit is not None and pd.Series(g_fit).duplicated().any():
+            splitter = GroupKFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
+            folds = list(splitter.split(fit_rows, groups=g_fit))
+        else:
+            splitter = KFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
+            folds = list(splitter.split(fit_rows))
+        folds = [(fit_rows[tr], fit_rows[va]) for tr, va in folds]
+
+        self.models_, self.blend_weights_, self.regime_models_ = {}, {}, {}
+        self.model_features_, self.conformal_scores_ = {}, {}
+        zhat: dict[str, np.ndarray] = {}
+        metrics_rows = []
+        for j, t in enumerate(self.targets_):
+            upstream = self.targets_[:j] if self.cascade else []
+            feats = self._features(Xb, offsets[:, j], [zhat[u] for u in upstream])
+            self.model_features_[t] = (
+                self.base_features_
+                + ([f"base_{t}"] if self._uses_base else [])
+                + [f"cascade_{u}" for u in upstream]
+            )
+            zhat[t], row = fit_target(self, t, feats, Z[:, j], W[:, j], offsets[:, j], folds,
+                                      regime, cal, batch is not None)
+            metrics_rows.append(row)
+        self.conformal_q_ = self.conformal_half_widths(self.coverage)
+        self.oof_predictions_ = pd.DataFrame(zhat, index=index)
+        cascaded = self.targets_[:-1] if self.cascade else []
+        self.cascade_train_inputs_ = self.oof_predictions_[list(cascaded)].copy()
+        self.oof_metrics_ = pd.DataFrame(metrics_rows).set_index("target")
+        return self
+
+    def _calibration_fold(self, regime: np.ndarray, need: int) -> np.ndarray:
+        """Rows held out for split conformal (stratified by batch regime); sets the method."""
+        n = len(regime)
+        self.conformal_method_ = self.conformal
+        if self.conformal != "split":
+            return np.zeros(n, bool)
+        n_cal = int(round(self.calibration_size * n))
+        if n_cal < MIN_CALIBRATION or n - n_cal < need:
+            warnings.warn(
+                f"{n} training rows are too few for a calibration fold of "
+                f"{self.calibration_size:.0%} (>= {MIN_CALIBRATION} rows, and 2 x cv left "
+                "to fit): conformal scores from out-of-fold residuals instead",
+                UserWarning,
+                stacklevel=4,
+            )
+            self.conformal_method_ = "oof"
+            return np.zeros(n, bool)
+        return calibration_mask(regime, self.calibration_size, self.random_state)
+
+    def _features(self, Xb: np.ndarray, offset: np.ndarray, upstream: list) -> np.ndarray:
+        cols = [Xb]
+        if self._uses_base:
+            cols.append(offset.astype(np.float32)[:, None])
+        cols += [u.astype(np.float32)[:, None] for u in upstream]
+        return np.column_stack(cols) if len(cols) > 1 else Xb
+
+    def _predict_target(self, t: str, feats: np.ndarray, offset: np.ndarray,
+                        regime: np.ndarray) -> np.ndarray:
+        out = offset.astype(float).copy()
+        for name, model in self.models_[t].items():
+            w = self.blend_weights_[t][name]
+            if w != 0.0:  # one call per learner, on every row (n_jobs threads)
+                out += w * model.predict(feats)
+        corrector = self.regime_models_.get(t)
+        if corrector is not None and regime.any():
+            out[regime] += self.regime_shrink * corrector.predict(feats[regime])
+        return out
+
+    # -- predict ------------------------------------------------------------------------------
+    def _matrix(self, X) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Model matrix (float32), small-batch mask and index of ``X``."""
+        check_is_fitted(self)
+        if self.input_mode_ == "frame":
+            if not isinstance(X, pd.DataFrame):
+                raise ValueError(
+                    "this model was fitted on a DataFrame; pass a DataFrame of configs"
+                )
+            Xb = _model_array(X, self.feature_set)[1]  # once for every target and learner
+            regime = _num(X, "batch") <= self.regime_batch_max
+            return Xb, regime, X.index
+        Xa = validate_data(self, X, reset=False, dtype=np.float64)
+        return Xa.astype(np.float32), np.zeros(len(Xa), bool), pd.RangeIndex(len(Xa))
+
+    def _learning_scale(self, X) -> tuple[dict[str, np.ndarray], np.ndarray, Any, np.ndarray]:
+        """Predictions on the learning (log) scale, small-batch mask, index, model matrix."""
+        Xb, regime, index = self._matrix(X)
+        preds: dict[str, np.ndarray] = {}
+        for j, t in enumerate(self.targets_):
+            upstream = self.targets_[:j] if self.cascade else []
+            off = (
+                np.log(self.base_laws_[t].predict(X))
+                if t in getattr(self, "base_laws_", {})
+                else np.zeros(len(Xb))
+            )
+            feats = self._features(Xb, off, [preds[u] for u in upstream])
+            preds[t] = self._predict_target(t, feats, off, regime)
+        return preds, regime, index, Xb
+
+    def _extrapolated(self, Xb: np.ndarray) -> np.ndarray:
+        return ((Xb < self.feature_min_) | (Xb > self.feature_max_)).any(axis=1)
+
+    def extrapolated(self, X) -> pd.Series:
+        """Per-row flag: True where any model feature lies outside its training range.
+
+        The range is taken over every row given to :meth:`fit` (after dropping non-ok rows),
+        column by column of the model matrix (config features, static features, precision,
+        family and block indicators). Such predictions rest on the base law's extrapolation,
+        not on measured neighbours.
+        """
+        Xb, _, index = self._matrix(X)
+        return pd.Series(self._extrapolated(Xb), index=index, name="extrapolated")
+
+    def extrapolated_features(self, X) -> pd.DataFrame:
+        """Boolean frame (rows x model features): which feature is outside its training range."""
+        Xb, _, index = self._matrix(X)
+        out = (Xb < self.feature_min_) | (Xb > self.feature_max_)
+        return pd.DataFrame(out, index=index, columns=self.base_features_)
+
+    def predict(self, X):
+        """Predict every fitted target on the original scale.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or array-like
+            Frame mode: configs with the columns of :func:`~carb_lib.ensemble.input_columns`.
+
+        Returns
+        -------
+        pandas.DataFrame or ndarray
+            Frame mode: one column per fitted target (``targets_``), index of ``X``.
+            Array mode: ndarray, 1-D if ``y`` was 1-D.
+        """
+        preds, _, index, _ = self._learning_scale(X)
+        if self.input_mode_ == "frame":
+            return pd.DataFrame({t: self._inverse(preds[t]) for t in self.targets_}, index=index)
+        out = np.column_stack([self._inverse(preds[t]) for t in self.targets_])
+        return out.ravel() if self.y_ndim_ == 1 else out
+
+    def _coverage(self, coverage: float | None) -> float:
+        coverage = self.coverage if coverage is None else coverage
+        if not _COVERAGE.is_satisfied_by(coverage):
+            raise InvalidParameterError(f"coverage must be in (0, 1), got {coverage!r}")
+        return float(coverage)
+
+    def conformal_half_widths(self, coverage: float | None = None) -> dict[str, dict[str, float]]:
+        """Conformal half-width (learning scale) per target and group at ``coverage``.
+
+        Parameters
+        ----------
+        coverage : float, optional
+            Nominal coverage in (0, 1); default: the estimator's ``coverage``.
+
+        Returns
+        -------
+        dict
+            Target -> {group: half-width}; ``inf`` where too few scores for that coverage.
+        """
+        c = self._coverage(coverage)
+        return {t: {g: conformal_quantile(s, c) for g, s in groups.items()}
+                for t, groups in self.conformal_scores_.items()}
+
+    def predict_interval(self, X, coverage: float | None = None) -> pd.DataFrame:
+        """Point prediction, split-conformal interval per target, and the extrapolation flag.
+
+        The half-width is the conformal quantile of the absolute calibration residuals on the
+        learning (log) scale, so intervals are multiplicative on the original scale; with
+        ``conformal_by_regime`` small- and large-batch rows get their own quantile. The scores
+        are stored, so any coverage is honoured without refitting.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or array-like
+        coverage : float, optional
+            Nominal coverage in (0, 1); default: the estimator's ``coverage``
+            (:data:`carb_lib.vocab.DEFAULT_COVERAGE` unless set).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``{t}``, ``{t}_lo``, ``{t}_hi`` for every fitted target, then
+            ``extrapolated`` (see :meth:`extrapolated`).
+        """
+        coverage = self._coverage(coverage)
+        preds, regime, index, Xb = self._learning_scale(X)
+        cols: dict[str, np.ndarray] = {}
+        for t in self.targets_:
+            half = half_widths(self.conformal_scores_[t], regime, coverage)
+            f = preds[t]
+            cols[t] = self._inverse(f)
+            cols[f"{t}_lo"] = self._inverse(f - half)
+            cols[f"{t}_hi"] = self._inverse(f + half)
+        cols["extrapolated"] = self._extrapolated(Xb)
+        return pd.DataFrame(cols, index=index)
+
+    def base_constants(self) -> pd.DataFrame:
+        """The fitted base laws' constants (no CIs; :mod:`carb_lib.evaluation` bootstraps)."""
+        check_is_fitted(self)
+        frames = [law.constants() for law in self.base_laws_.values()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """Mean R^2 over the fitted targets (original scale).
+
+        Frame mode reads the targets from ``X`` when ``y`` is None and ignores rows where a
+        target is NaN.
+        """
+        if getattr(self, "input_mode_", None) != "frame":
+            return super().score(X, y, sample_weight=sample_weight)
+        from sklearn.metrics import r2_score
+
+        pred = self.predict(X)
+        Y = X if y is None else (y.to_frame() if isinstance(y, pd.Series) else y).set_axis(X.index)
+        scores = []
+        for t in self.targets_:
+            yt = pd.to_numeric(Y[t], errors="coerce").to_numpy(dtype=float)
+            m = np.isfinite(yt)
+            sw = None if sample_weight is None else np.asarray(sample_weight)[m]
+            scores.append(r2_score(yt[m], pred[t].to_numpy()[m], sample_weight=sw))
+        return float(np.mean(scores))

@@ -1,0 +1,133 @@
+"""The fit of one target of :class:`~carb_lib.ensemble.CARBRegressor`.
+
+Out-of-fold (OOF) learner predictions of ``log(y / base)``, blend weights (NNLS on the OOF
+predictions, or the paper's fixed ones), the small-batch corrector of the OOF residual, the
+refit on every fitting row, and the conformal scores (:mod:`~carb_lib.ensemble.conformal`).
+The OOF predictions are what the cascade passes to the next target, so a downstream model sees
+inputs as noisy as those it gets at prediction time.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from carb_lib.ensemble.conformal import score_groups
+from carb_lib.ensemble.learners import fixed_weights, make_corrector, make_learner, nnls_weights
+
+__all__ = ["fit_target"]
+
+_MIN_REGIME_ROWS = 10  # fewer training rows in the small-batch regime: no corrector
+
+
+def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
+    """OOF learners, blend, corrector, refit and conformal scores of target ``t``.
+
+    Sets ``est``'s ``blend_weights_``, ``regime_models_``, ``models_`` and
+    ``conformal_scores_`` entries of ``t``.
+
+    Parameters
+    ----------
+    est : CARBRegressor
+        The estimator being fitted (its parameters size the learners).
+    t : str
+        Target name.
+    feats : ndarray
+        Learner inputs of every training row (model matrix, base and cascade columns).
+    zt, wt, off : ndarray
+        Target on the learning scale (NaN where missing), row weights, base-law offset.
+    folds : list of (train, validation) row arrays
+        The OOF folds over the fitting rows (calibration rows excluded).
+    regime, cal : ndarray of bool
+        Small-batch rows; calibration rows.
+    has_batch : bool
+        Whether the rows have a batch column (frame mode).
+
+    Returns
+    -------
+    (ndarray, dict)
+        Final OOF predictions (learning scale; calibration rows: the fitted model's) and the
+        ``oof_metrics_`` row.
+    """
+    n = len(zt)
+    learners = tuple(est.learners)
+    r = zt - off  # what the learners model
+    has_y = np.isfinite(zt)
+    fit_rows = np.flatnonzero(~cal)
+    cal_rows = np.flatnonzero(cal)
+
+    # out-of-fold learner predictions of the residual on the fitting rows
+    P = np.full((n, len(learners)), np.nan)
+    for tr, va in folds:
+        tr = tr[has_y[tr]]
+        for k, name in enumerate(learners):
+            model = make_learner(name, est).fit(feats[tr], r[tr], sample_weight=wt[tr])
+            P[va, k] = model.predict(feats[va])
+    fy = fit_rows[has_y[fit_rows]]
+    if learners:
+        w_fixed = fixed_weights(t, learners)
+        w_nnls = nnls_weights(P[fy] * np.sqrt(wt[fy, None]), r[fy] * np.sqrt(wt[fy]))
+        w = w_nnls if est.blend == "nnls" else w_fixed
+    else:
+        w_fixed = w_nnls = w = np.zeros(0)
+    blend_oof = off + (P @ w if learners else 0.0)
+    est.blend_weights_[t] = dict(zip(learners, map(float, w), strict=True))
+
+    # small-batch corrector of the OOF residual
+    corr_oof = np.zeros(n)
+    corrector = None
+    reg_train = regime & has_y & ~cal
+    if est.regime_shrink > 0 and reg_train.sum() >= _MIN_REGIME_ROWS:
+        resid = zt - blend_oof
+        for tr, va in folds:
+            tr = tr[reg_train[tr]]
+            va = va[regime[va]]
+            if len(tr) >= 2 and len(va):
+                corr_oof[va] = (
+                    make_corrector(est)
+                    .fit(feats[tr], resid[tr], sample_weight=wt[tr])
+                    .predict(feats[va])
+                )
+        corrector = make_corrector(est).fit(
+            feats[reg_train], resid[reg_train], sample_weight=wt[reg_train]
+        )
+    elif est.regime_shrink > 0 and has_batch:
+        warnings.warn(
+            f"{int(reg_train.sum())} training row(s) of {t!r} with batch <= "
+            f"{est.regime_batch_max} (< {_MIN_REGIME_ROWS}): no regime correction",
+            UserWarning,
+            stacklevel=4,
+        )
+    est.regime_models_[t] = corrector
+    final = blend_oof + est.regime_shrink * corr_oof
+
+    # refit the learners on every fitting row with a target value
+    est.models_[t] = {
+        name: make_learner(name, est).fit(feats[fy], r[fy], sample_weight=wt[fy])
+        for name in learners
+    }
+    if len(cal_rows):  # calibration rows: exactly what predict() gives
+        final[cal_rows] = est._predict_target(t, feats[cal_rows], off[cal_rows],
+                                               regime[cal_rows])
+
+    # conformal scores, Mondrian by batch regime
+    score_rows = (cal if est.conformal_method_ == "split" else ~cal) & has_y
+    est.conformal_scores_[t] = score_groups(
+        np.abs(zt - final), score_rows, regime if has_batch else None,
+        est.conformal_by_regime,
+    )
+
+    def rmse(pred):
+        return float(np.sqrt(np.mean((zt[fy] - pred[fy]) ** 2)))
+
+    row = {"target": t, "n": len(fy), "n_calibration": int((cal & has_y).sum())}
+    if est._uses_base:
+        row["rmse_base"] = rmse(off)
+    row.update({f"rmse_{nm}": rmse(off + P[:, k]) for k, nm in enumerate(learners)})
+    if learners:
+        row["rmse_blend_nnls"] = rmse(off + P @ w_nnls)
+        row["rmse_blend_fixed"] = rmse(off + P @ w_fixed)
+    row["rmse_final"] = rmse(final)
+    return final, row
+

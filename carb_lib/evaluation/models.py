@@ -1,0 +1,143 @@
+"""The models the evaluation compares: baselines, CARB variants, and the quiet fit.
+
+* Baselines: B1 FLOPs-only linear regression (log-log and raw), B2 measured latency as an
+  energy proxy (linear; only where energy was measured).
+* CARB variants: overrides of the evaluated parameters, for the ablation of the protocol
+  (:data:`ABLATION_VARIANTS`) and of :func:`~carb_lib.evaluation.evaluate_platform`
+  (:func:`variant_specs`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from carb_lib.ensemble import CARBRegressor, MissingTargetWarning
+
+__all__ = [
+    "ABLATION_VARIANTS",
+    "MAIN_VARIANTS",
+    "ablation_reference_name",
+    "fit_quiet",
+    "flops_baseline",
+    "latency_proxy_baseline",
+    "variant_specs",
+]
+
+_ALONE = {"cascade": False, "regime_shrink": 0.0}
+#: Ablation variants of the protocol: overrides of the evaluated parameters (``carb`` is the
+#: model itself).
+ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
+    "carb": {},
+    "base_only": {"learners": (), "regime_shrink": 0.0},
+    "xgb_alone": {"learners": ("xgb",), **_ALONE},
+    "lgbm_alone": {"learners": ("lgbm",), **_ALONE},
+    "et_alone": {"learners": ("et",), **_ALONE},
+    "blend_no_cascade": {"cascade": False},
+    "no_corrector": {"regime_shrink": 0.0},
+    "no_base": {"base": False},
+    "three_learners": {"learners": ("xgb", "lgbm", "et")},
+}
+#: Variants fitted with the main model size even when ablations use a smaller preset: the main
+#: model, the blend choice (NNLS vs fixed, a headline result) and the feature-set variants
+#: (their R2 is a paper claim).
+MAIN_VARIANTS: tuple[str, ...] = (
+    "carb_nnls",
+    "carb_fixed",
+    "carb_nnls_telemetry",
+    "carb_nnls_static",
+)
+#: Warnings expected when fitting variants on evaluation splits (skipped targets on CPU,
+#: dropped rows, no small batches to correct, too few rows for a calibration fold).
+_EXPECTED_WARNINGS = (".*status is not 'ok'.*", ".*no regime correction.*",
+                      ".*calibration fold.*")
+
+
+def fit_quiet(params: Mapping[str, Any], train: pd.DataFrame) -> CARBRegressor:
+    """``CARBRegressor(**params).fit(train)`` without the warnings expected on evaluation splits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingTargetWarning)
+        for message in _EXPECTED_WARNINGS:
+            warnings.filterwarnings("ignore", message=message)
+        return CARBRegressor(**params).fit(train)
+
+
+def flops_baseline(
+    train: pd.DataFrame, test: pd.DataFrame, target: str, mode: str = "loglog"
+) -> pd.Series:
+    """B1: linear regression of ``target`` on FLOPs alone.
+
+    Parameters
+    ----------
+    train, test : pandas.DataFrame
+        Rows with ``flops`` (and ``target`` in ``train``).
+    target : str
+    mode : {"loglog", "raw"}, default="loglog"
+        ``"loglog"`` fits log1p(target) on log1p(FLOPs) and returns expm1; ``"raw"`` fits the
+        raw values.
+
+    Returns
+    -------
+    pandas.Series
+        Predictions for ``test`` (its index), named ``target``.
+    """
+    from sklearn.linear_model import LinearRegression
+
+    if mode not in ("loglog", "raw"):
+        raise ValueError(f"mode must be 'loglog' or 'raw', got {mode!r}")
+    tr = train[np.isfinite(pd.to_numeric(train[target], errors="coerce"))]
+    x_tr = tr[["flops"]].to_numpy(float)
+    x_te = test[["flops"]].to_numpy(float)
+    y_tr = tr[target].to_numpy(float)
+    if mode == "loglog":
+        lr = LinearRegression().fit(np.log1p(x_tr), np.log1p(y_tr))
+        pred = np.expm1(lr.predict(np.log1p(x_te)))
+    else:
+        pred = LinearRegression().fit(x_tr, y_tr).predict(x_te)
+    return pd.Series(pred, index=test.index, name=target)
+
+
+def latency_proxy_baseline(train: pd.DataFrame, test: pd.DataFrame) -> pd.Series:
+    """B2: energy predicted from the *measured* latency by a linear fit (needs energy)."""
+    from sklearn.linear_model import LinearRegression
+
+    m = np.isfinite(pd.to_numeric(train["energy_j"], errors="coerce")) & np.isfinite(
+        train["latency_ms"]
+    )
+    tr = train[m]
+    lr = LinearRegression().fit(tr[["latency_ms"]].to_numpy(float), tr["energy_j"].to_numpy(float))
+    return pd.Series(
+        lr.predict(test[["latency_ms"]].to_numpy(float)), index=test.index, name="energy_j"
+    )
+
+
+def variant_specs(telemetry: bool, feature_set: str = "static") -> dict[str, dict[str, Any]]:
+    """CARBRegressor parameter overrides of each variant compared by ``evaluate_platform``.
+
+    Every variant uses ``feature_set`` except the feature-set ablation, added when telemetry is
+    available: ``carb_nnls_telemetry`` (if ``feature_set`` is static) or ``carb_nnls_static``.
+    """
+    specs: dict[str, dict[str, Any]] = {
+        "carb_nnls": {"blend": "nnls"},
+        "carb_fixed": {"blend": "fixed"},
+        "blend_no_cascade": {"blend": "nnls", "cascade": False},
+        "carb_no_regime": {"blend": "nnls", "regime_shrink": 0.0},
+        "xgb_alone": {"learners": ("xgb",), **_ALONE},
+        "lgbm_alone": {"learners": ("lgbm",), **_ALONE},
+        "et_alone": {"learners": ("et",), **_ALONE},
+    }
+    if telemetry:
+        if feature_set == "static":
+            specs["carb_nnls_telemetry"] = {"blend": "nnls", "feature_set": "static+telemetry"}
+        else:
+            specs["carb_nnls_static"] = {"blend": "nnls", "feature_set": "static"}
+    return specs
+
+
+def ablation_reference_name(ablation_preset: str | None) -> str:
+    """Name of the CARB-NNLS model refitted at the ablation size (``carb_nnls_<preset>``)."""
+    return f"carb_nnls_{ablation_preset or 'ablation'}"

@@ -1,0 +1,97 @@
+"""Tidy metric tables of the evaluation (one metric implementation: :mod:`carb_lib.metrics`).
+
+Per target: R² (original and log scale), MAE, MAPE, share within ±10 %, Spearman rho; latency
+errors next to the measured noise floor (median ``latency_cv``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from carb_lib.metrics import RegressionMetrics, regression_metrics
+
+__all__ = ["METRIC_COLUMNS", "mean_sd", "metric_rows", "metrics_table", "noise_floor_cv",
+           "regression_metrics"]
+
+#: Columns of one metrics row (:class:`carb_lib.metrics.RegressionMetrics`).
+METRIC_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RegressionMetrics))
+
+
+def noise_floor_cv(df: pd.DataFrame) -> float | None:
+    """Median ``latency_cv`` (run-to-run coefficient of variation) or None if not measured."""
+    if "latency_cv" not in df.columns:
+        return None
+    cv = pd.to_numeric(df["latency_cv"], errors="coerce").dropna()
+    return float(cv.median()) if len(cv) else None
+
+
+def metrics_table(
+    truth: pd.DataFrame,
+    pred: pd.DataFrame,
+    model: str,
+    platform: str | None = None,
+    noise_cv: float | None = None,
+    **extra: Any,
+) -> pd.DataFrame:
+    """Tidy metrics, one row per target column present in both ``truth`` and ``pred``.
+
+    Latency rows get ``noise_floor_cv_pct`` (the median run-to-run CV in %) and
+    ``mape_over_noise`` (MAPE divided by it: ~1 means errors at the measurement noise).
+
+    Parameters
+    ----------
+    truth, pred : pandas.DataFrame
+        Measured and predicted values, one column per target (``pred`` aligned by index).
+    model : str
+        Name written to the ``model`` column.
+    platform : str, optional
+    noise_cv : float, optional
+        Median measured latency CV (:func:`noise_floor_cv`).
+    **extra
+        More label columns (``split``, ``preset``...).
+    """
+    rows = []
+    for t in pred.columns:
+        if t not in truth.columns:
+            continue
+        row = {"model": model, "platform": platform, "target": t, **extra}
+        row.update(regression_metrics(truth[t], pred[t].reindex(truth.index)).as_dict())
+        if t == "latency_ms" and noise_cv:
+            row["noise_floor_cv_pct"] = 100.0 * noise_cv
+            row["mape_over_noise"] = row["mape_pct"] / (100.0 * noise_cv)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def metric_rows(truth: pd.DataFrame, pred: pd.DataFrame, targets: Sequence[str],
+                **labels: Any) -> list[dict[str, Any]]:
+    """Metric rows per target and subset (``all``; ``clean`` too when ``truth`` has ``quality``)."""
+    rows = []
+    subsets = {"all": np.ones(len(truth), bool)}
+    if "quality" in truth.columns:  # re-measured data: also the clean rows alone
+        subsets["clean"] = (truth["quality"].astype(str) == "clean").to_numpy()
+    for t in targets:
+        if t not in pred.columns or t not in truth.columns:
+            continue
+        y = pd.to_numeric(truth[t], errors="coerce").to_numpy(dtype=float)
+        p = pred[t].reindex(truth.index).to_numpy(dtype=float)
+        for name, m in subsets.items():
+            if m.sum() < 2:
+                continue
+            rows.append({**labels, "target": t, "subset": name,
+                         **regression_metrics(y[m], p[m]).as_dict()})
+    return rows
+
+
+def mean_sd(frame: pd.DataFrame, by: list[str], cols: Sequence[str]) -> pd.DataFrame:
+    """Mean, sd and number of runs of ``cols`` per group (sd NaN for one run)."""
+    g = frame.groupby(by, dropna=False, sort=False)[list(cols)]
+    mean = g.mean().add_suffix("_mean")
+    sd = g.std(ddof=1).add_suffix("_sd")
+    runs = g.size().rename("runs")
+    return pd.concat([mean, sd, runs], axis=1).reset_index()
