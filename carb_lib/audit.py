@@ -35,7 +35,12 @@ FLOPS_TIERS: dict[str, tuple[float, float]] = {
 
 @dataclass
 class Agreement:
-    """How well re-measured rows agree with the shipped ones."""
+    """How well re-measured rows agree with the shipped ones.
+
+    Agreement is symmetric in the two measurements (neither is the truth): ``within_5pct`` is
+    the share with ``|log(new / old)| <= log 1.05``, not :func:`carb_lib.metrics.within_pct`
+    (relative to a measured value), so that swapping old and new gives the same numbers.
+    """
 
     n: int
     median_abs_log_ratio: float

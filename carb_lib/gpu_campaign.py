@@ -232,7 +232,9 @@ def _existing_ids(data_dir: Path, platform: str) -> set[str]:
     return set(df.loc[df["status"].isin(["ok", "oom"]), "config_id"].astype(str))
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (old option spellings hidden, see
+    :data:`DEPRECATED_OPTIONS`)."""
     ap = argparse.ArgumentParser(prog="python3 -m carb_lib.gpu_campaign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu_out"), help="output folder ($OUT)")
@@ -270,7 +272,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument(old, dest=dest, type=float, action=_DeprecatedAlias,
                         help=argparse.SUPPRESS)
     ap.set_defaults(deprecated_used=[])
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the self-check, noise study, campaign and summary (see the module docstring);
+    progress and summary lines go to stdout. Returns the exit code."""
+    a = build_parser().parse_args(argv)
 
     handler = _StdoutHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
