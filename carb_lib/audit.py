@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.vocab import BATCH_TIER_EDGES, BATCH_TIER_LABELS
+
 logger = logging.getLogger("carb.audit")
 
-#: Batch tiers of the noise table (batch sizes of each tier).
-BATCH_TIERS: dict[str, tuple[int, int]] = {"1-8": (1, 8), "16-64": (16, 64), "128-256": (128, 256)}
 #: FLOPs tiers (whole batch, GFLOP): upper bounds.
 FLOPS_TIERS: dict[str, tuple[float, float]] = {
     "<0.05 GFLOP": (0.0, 0.05),
@@ -35,7 +35,12 @@ FLOPS_TIERS: dict[str, tuple[float, float]] = {
 
 @dataclass
 class Agreement:
-    """How well re-measured rows agree with the shipped ones."""
+    """How well re-measured rows agree with the shipped ones.
+
+    Agreement is symmetric in the two measurements (neither is the truth): ``within_5pct`` is
+    the share with ``|log(new / old)| <= log 1.05``, not :func:`carb_lib.metrics.within_pct`
+    (relative to a measured value), so that swapping old and new gives the same numbers.
+    """
 
     n: int
     median_abs_log_ratio: float
@@ -79,11 +84,19 @@ def agreement(rows: pd.DataFrame) -> Agreement:
     )  # fmt: skip
 
 
+def batch_tiers(batch: np.ndarray) -> np.ndarray:
+    """The paper's batch tier of each batch size (:data:`carb_lib.vocab.BATCH_TIER_LABELS`:
+    ``b<=4``, ``b<=16``, ``b<=128``, ``b>128``)."""
+    b = np.asarray(batch, dtype=float)
+    return np.asarray(BATCH_TIER_LABELS, dtype=object)[np.searchsorted(BATCH_TIER_EDGES, b)]
+
+
 def regimes(df: pd.DataFrame) -> pd.DataFrame:
-    """``batch_tier``, ``flops_tier`` and ``precision`` of each row."""
+    """``batch_tier`` (the paper's, :func:`batch_tiers`), ``flops_tier`` and ``precision`` of
+    each row."""
     return pd.DataFrame(
         {
-            "batch_tier": _tier(df["batch"].to_numpy(float), BATCH_TIERS),
+            "batch_tier": batch_tiers(df["batch"].to_numpy(float)),
             "flops_tier": _tier(df["flops"].to_numpy(float) / 1e9, FLOPS_TIERS),
             "precision": df["precision"].astype(str).to_numpy(),
         },
@@ -98,8 +111,10 @@ def noise_by_regime(df: pd.DataFrame, audit_rows: pd.DataFrame | None = None) ->
     reg = regimes(ok)
     out = []
     for key in ("batch_tier", "flops_tier", "precision"):
-        for val, idx in reg.groupby(key).groups.items():
-            g = ok.loc[idx]
+        groups = reg.groupby(key).groups
+        order = [t for t in BATCH_TIER_LABELS if t in groups] if key == "batch_tier" else groups
+        for val in order:
+            g = ok.loc[groups[val]]
             rec: dict[str, Any] = {"regime": key, "value": val, "rows": len(g)}
             if "latency_window_cv" in g:
                 rec["median_window_cv"] = float(g["latency_window_cv"].median())

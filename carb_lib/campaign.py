@@ -21,14 +21,10 @@ workers; :func:`shard_mask` splits a config list deterministically by a hash of 
 
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
 import math
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,28 +32,39 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.dataset import (
-    STATIC_FEATURE_COLUMNS,
-    SchemaError,
-    clean_temporary_files,
-    conform,
-    validate,
-    write_dataset,
+from carb_lib.campaign_noise import (  # noqa: F401  (re-exported: the old home of these names)
+    TARGET_COLUMNS,
+    _json_default,
+    _main,
+    measure_in_subprocess,
+    measure_many_in_subprocess,
+    noise_study,
+    noise_summary,
+    run_one,
 )
-from carb_lib.dataset import atomic_write_parquet as _atomic_write
+from carb_lib.campaign_parts import (  # noqa: F401  (re-exported)
+    REFERENCE_PREFIX,
+    RESULTS_PREFIX,
+    PartWriter,
+    _part_files,
+    dedupe,
+    done_ids,
+    drift_summary,
+    drift_table,
+    merge_parts,
+    normalise_latency,
+    parse_shard,
+    read_parts,
+    reference_rows,
+    shard_mask,
+    shard_of,
+)
+from carb_lib.dataset import clean_temporary_files
 from carb_lib.lock import FolderLock
-from carb_lib.profiling import (
-    NAN,
-    Device,
-    Protocol,
-    base_row,
-    get_device,
-    measure_tag,
-    profile_config,
-)
+from carb_lib.profiling import NAN, Device, Protocol, base_row, get_device, profile_config
 
-RESULTS_PREFIX = "results"
-REFERENCE_PREFIX = "reference"
+logger = logging.getLogger("carb.campaign")
+
 #: Reference measurements tried at each checkpoint until one is accepted.
 REFERENCE_TRIES = 3
 #: Default reference config (cheap on a CPU, a few ms; launch-bound on a large GPU).
@@ -74,108 +81,6 @@ DEFAULT_REFERENCE: dict[str, Any] = {
 }
 
 
-# ----------------------------------------------------------------------------------------
-# tasks and helpers
-
-
-def run_one(
-    config_row: Mapping[str, Any],
-    device: str | Device = "cpu",
-    protocol: Protocol | None = None,
-    idle_power_w: float = NAN,
-) -> dict[str, Any]:
-    """Measure one config given as a row of config columns; returns one schema row.
-
-    Independent of any campaign state: usable as the task of a distributed engine.
-    """
-    from carb_lib.space import config_from_row
-
-    return profile_config(
-        config_from_row(dict(config_row)), device, protocol, idle_power_w=idle_power_w
-    )
-
-
-def parse_shard(spec: str | None) -> tuple[int, int] | None:
-    """``"i/n"`` -> ``(i, n)`` with ``0 <= i < n``; None passes through."""
-    if spec is None or spec == "":
-        return None
-    try:
-        i_s, n_s = spec.split("/")
-        i, n = int(i_s), int(n_s)
-    except ValueError:
-        raise ValueError(f"--shard must look like i/n (e.g. 0/4), got {spec!r}") from None
-    if not (n >= 1 and 0 <= i < n):
-        raise ValueError(f"--shard {spec!r}: need n >= 1 and 0 <= i < n")
-    return i, n
-
-
-def shard_of(config_id: str, n: int) -> int:
-    """Deterministic shard of a config_id (sha1 of the id, modulo ``n``)."""
-    return int(hashlib.sha1(config_id.encode()).hexdigest()[:12], 16) % n
-
-
-def shard_mask(config_ids: Iterable[str], shard: tuple[int, int] | None) -> np.ndarray:
-    ids = list(config_ids)
-    if shard is None:
-        return np.ones(len(ids), dtype=bool)
-    i, n = shard
-    return np.array([shard_of(c, n) == i for c in ids], dtype=bool)
-
-
-def _part_files(folder: Path, prefix: str) -> list[Path]:
-    return sorted(Path(folder).glob(f"{prefix}-*.parquet"))
-
-
-def read_parts(folder: str | Path, prefix: str = RESULTS_PREFIX) -> pd.DataFrame:
-    """Concatenate the part files ``<prefix>-*.parquet`` of ``folder`` (dtypes conformed).
-    Temporary ``.tmp-*`` files of interrupted writes are ignored."""
-    files = _part_files(Path(folder), prefix)
-    if not files:
-        return pd.DataFrame()
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    tables = [pq.read_table(f) for f in files]
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
-        return pd.DataFrame()
-    table = pa.concat_tables(tables, promote_options="permissive")
-    return conform(table.to_pandas())
-
-
-def done_ids(folder: str | Path, platform: str | None = None) -> set[str]:
-    """config_ids already recorded in ``results-*.parquet`` parts (of ``platform`` if given)."""
-    import pyarrow.parquet as pq
-
-    out: set[str] = set()
-    for f in _part_files(Path(folder), RESULTS_PREFIX):
-        t = pq.read_table(f, columns=["platform", "config_id"]).to_pydict()
-        for p, c in zip(t["platform"], t["config_id"], strict=True):
-            if platform is None or p == platform:
-                out.add(c)
-    return out
-
-
-class PartWriter:
-    """Writes rows as atomic Parquet parts ``<prefix>-<tag>-<seq>.parquet`` in ``folder``."""
-
-    def __init__(self, folder: str | Path, prefix: str, unique: bool = True):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.prefix = prefix
-        self.unique = unique
-        self.tag = measure_tag()
-        self.seq = 0
-
-    def write(self, rows: list[dict[str, Any]]) -> Path | None:
-        if not rows:
-            return None
-        df = conform(pd.DataFrame(rows))
-        validate(df, require_features=False, unique=self.unique)
-        path = self.folder / f"{self.prefix}-{self.tag}-{self.seq:06d}.parquet"
-        self.seq += 1
-        return _atomic_write(df, path)
-
 
 def skipped_row(config: Any, device: Device, protocol: Protocol, reason: str) -> dict[str, Any]:
     """A ``status == "skipped"`` row (config and provenance filled)."""
@@ -190,87 +95,6 @@ def _flops(configs: pd.DataFrame) -> pd.Series:
     from carb_lib.features import static_features
 
     return static_features(configs)["flops"].astype(float)
-
-
-def _epoch(ts: pd.Series) -> np.ndarray:
-    t = pd.to_datetime(ts.astype(str), utc=True, format="ISO8601")
-    return (t - pd.Timestamp("1970-01-01", tz="UTC")).dt.total_seconds().to_numpy(dtype=float)
-
-
-# ----------------------------------------------------------------------------------------
-# drift
-
-
-def reference_rows(folder: str | Path) -> pd.DataFrame:
-    """The reference-config rows of a campaign folder, ordered by time."""
-    ref = read_parts(folder, REFERENCE_PREFIX)
-    if len(ref) == 0:
-        return ref
-    return ref.sort_values("measured_at", kind="stable").reset_index(drop=True)
-
-
-def drift_table(ref: pd.DataFrame) -> pd.DataFrame:
-    """Per platform, each ok reference measurement with its latency (and energy, memory)
-    relative to the platform's first one."""
-    if len(ref) == 0:
-        return pd.DataFrame()
-    keep = ref["status"] == "ok"
-    if "quality" in ref.columns:
-        keep &= ref["quality"].fillna("clean") != "disturbed"
-    ok = ref[keep.to_numpy(dtype=bool)].copy()
-    ok = ok.sort_values("measured_at", kind="stable")
-    out = []
-    for _plat, g in ok.groupby("platform", sort=False):
-        g = g.copy()
-        for col in ("latency_ms", "energy_j", "peak_mem_mib"):
-            first = g[col].iloc[0]
-            g[f"{col}_rel"] = g[col] / first if first and not pd.isna(first) else np.nan
-        out.append(g)
-    cols = ["platform", "config_id", "measured_at", "latency_ms", "latency_ms_rel",
-            "energy_j", "energy_j_rel", "peak_mem_mib", "peak_mem_mib_rel", "idle_power_w"]  # fmt: skip
-    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
-
-
-def drift_summary(ref: pd.DataFrame) -> dict[str, float]:
-    """Drift over a campaign from its reference rows: number, first/last latency, last/first
-    ratio, max |relative change| and CV of the reference latency."""
-    t = drift_table(ref)
-    if len(t) == 0:
-        return {"n_reference": 0}
-    lat = t["latency_ms"].to_numpy(dtype=float)
-    rel = t["latency_ms_rel"].to_numpy(dtype=float)
-    return {
-        "n_reference": int(len(t)),
-        "first_latency_ms": float(lat[0]),
-        "last_latency_ms": float(lat[-1]),
-        "last_over_first": float(rel[-1]),
-        "max_abs_drift_pct": float(np.nanmax(np.abs(rel - 1.0)) * 100),
-        "reference_cv": float(np.std(lat, ddof=1) / np.mean(lat)) if len(lat) > 1 else NAN,
-    }
-
-
-def normalise_latency(results: pd.DataFrame, ref: pd.DataFrame) -> pd.Series:
-    """``latency_norm_ms`` for each row: ``latency_ms / (r(t) / r0)`` with the platform's
-    reference latency ``r`` interpolated linearly at the row's time (constant beyond the ends)
-    and ``r0`` the first reference latency. NaN where a platform has no ok reference row."""
-    out = pd.Series(np.nan, index=results.index, dtype=float)
-    if len(ref) == 0 or len(results) == 0:
-        return out
-    t = drift_table(ref)
-    if len(t) == 0:
-        return out
-    for plat, g in t.groupby("platform", sort=False):
-        rt = _epoch(g["measured_at"])
-        rl = g["latency_ms"].to_numpy(dtype=float)
-        order = np.argsort(rt, kind="stable")
-        rt, rl = rt[order], rl[order]
-        mask = (results["platform"] == plat).to_numpy(dtype=bool)
-        if not mask.any():
-            continue
-        sub = results.loc[mask]
-        factor = np.interp(_epoch(sub["measured_at"]), rt, rl) / rl[0]
-        out.loc[mask] = sub["latency_ms"].to_numpy(dtype=float) / factor
-    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -445,14 +269,15 @@ def run_campaign(
     progress : bool
         Show a tqdm bar with ETA.
     log : callable, optional
-        ``log(str)`` for messages (default: print to stderr).
+        ``log(str)`` for messages (default: ``logger.info`` of the ``carb.campaign`` logger,
+        which ``carb`` shows on stderr).
 
     Returns
     -------
     CampaignResult
     """
     t_begin = time.perf_counter()
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    log = log or logger.info
     protocol = protocol or Protocol()
     dev = get_device(device, platform=platform)
     if platform is not None and isinstance(device, Device):
@@ -637,319 +462,5 @@ def _run_locked(
     return res
 
 
-# ----------------------------------------------------------------------------------------
-# merge
-
-
-def dedupe(df: pd.DataFrame, n_existing: int = 0) -> pd.DataFrame:
-    """One row per (platform, config_id): the earliest ``ok`` row if there is one, else the
-    latest row (a retried failure replaces an older failure).
-
-    Rows are ordered by ``measured_at``, except that the first ``n_existing`` rows (an
-    existing dataset being extended) count as earlier than all others.
-    """
-    if len(df) == 0:
-        return df
-    d = df.reset_index(drop=True)
-    head = d.iloc[:n_existing]
-    tail = d.iloc[n_existing:].sort_values("measured_at", kind="stable")
-    d = pd.concat([head, tail], ignore_index=True)
-    key = d["platform"].astype(str) + "|" + d["config_id"].astype(str)
-    ok = (d["status"] == "ok").to_numpy(dtype=bool)
-    first_ok = key[ok].drop_duplicates(keep="first")
-    others = key[~key.isin(set(first_ok))].drop_duplicates(keep="last")
-    keep = np.sort(np.concatenate([first_ok.index.to_numpy(), others.index.to_numpy()]))
-    return d.loc[keep].reset_index(drop=True)
-
-
-def merge_parts(
-    folder: str | Path,
-    out_path: str | Path | None,
-    *,
-    existing: str | Path | None = None,
-    features: bool = True,
-    reference_out: str | Path | None = None,
-    force: bool = False,
-    allow_mixed_platforms: bool = False,
-) -> pd.DataFrame:
-    """Join a campaign folder's result parts into one validated dataset.
-
-    Rows are deduplicated per (platform, config_id) by :func:`dedupe` (first ``ok`` row,
-    else the last row), rows of ``existing`` counting as earlier. **An existing file at
-    ``out_path`` is extended, never silently replaced**: it is the ``existing`` dataset unless
-    ``force``, and its previous version is kept as ``<name>.bak``
-    (:func:`carb_lib.dataset.backup_path`). ``latency_norm_ms`` is computed from the accepted
-    reference rows (:func:`normalise_latency`); static features are joined
-    (``features=True``). The result is validated and, if ``out_path`` is given, written
-    atomically. ``reference_out`` writes the reference rows (extending an existing file).
-
-    Parameters
-    ----------
-    force : bool, default False
-        Overwrite ``out_path`` with the parts alone, without a backup.
-    allow_mixed_platforms : bool, default False
-        Accept parts and existing rows of different platforms in one file.
-
-    Raises
-    ------
-    FileNotFoundError
-        No result parts in ``folder``.
-    ValueError
-        Platforms differ (parts among themselves or against the existing file) and
-        ``allow_mixed_platforms`` is False; or ``out_path`` is not a ``.parquet`` file.
-    carb_lib.dataset.SchemaError
-        The merged data violates the schema, or the existing file cannot be read.
-    """
-    from carb_lib.features import static_features
-
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: no such campaign folder")
-    if out_path is not None:
-        out_path = Path(out_path)
-        if out_path.is_dir():
-            raise IsADirectoryError(f"{out_path} is a folder; give a .parquet file name")
-        if out_path.suffix != ".parquet":
-            raise ValueError(f"{out_path}: a dataset is written as Parquet; name it *.parquet")
-    try:
-        df = read_parts(folder, RESULTS_PREFIX)
-    except Exception as exc:  # a corrupt part file
-        raise SchemaError(f"{folder}: cannot read the part files: {exc}") from None
-    if len(df) == 0:
-        raise FileNotFoundError(f"no {RESULTS_PREFIX}-*.parquet parts in {folder}")
-    ref = reference_rows(folder)
-    df["latency_norm_ms"] = normalise_latency(df, ref)
-    if existing is None and out_path is not None and out_path.exists() and not force:
-        existing = out_path
-    plats = set(df["platform"].astype(str))
-    n_old = 0
-    if existing is not None and Path(existing).exists():
-        try:
-            old = conform(pd.read_parquet(existing))
-        except Exception as exc:
-            raise SchemaError(f"{existing}: cannot read the existing dataset: {exc}") from None
-        old_plats = set(old["platform"].astype(str)) if "platform" in old else set()
-        if old_plats and old_plats != plats and not allow_mixed_platforms:
-            raise ValueError(
-                f"platform mismatch: {existing} holds {sorted(old_plats)}, the parts in "
-                f"{folder} hold {sorted(plats)}; merge into data/<platform>.parquet of their "
-                "own platform, or pass --allow-mixed-platforms"
-            )
-        old = old.drop(columns=[c for c in old.columns if c not in df.columns])
-        n_old = len(old)
-        df = conform(pd.concat([old, df], ignore_index=True))
-    elif len(plats) > 1 and not allow_mixed_platforms:
-        raise ValueError(
-            f"the parts in {folder} hold several platforms {sorted(plats)}; merge each into "
-            "its own file, or pass --allow-mixed-platforms"
-        )
-    df = dedupe(df, n_existing=n_old)
-
-    df = df.drop(columns=[c for c in STATIC_FEATURE_COLUMNS if c in df.columns])
-    if features:
-        cfg_cols = [c for c in ("family", "block", "depth", "width", "early_downsample", "arch",
-                                "resolution", "batch", "precision", "num_classes")
-                    if c in df.columns]  # fmt: skip
-        feats = static_features(_plain_configs(df[cfg_cols]))
-        df = pd.concat([df, feats.set_index(df.index)], axis=1)
-    df = conform(df)
-    validate(df, require_features=features)
-    if out_path is not None:
-        write_dataset(df, out_path, require_features=features, backup=not force)
-    if reference_out is not None and len(ref):
-        ref_out = Path(reference_out)
-        if ref_out.exists() and not force:
-            prev = conform(pd.read_parquet(ref_out))
-            ref = conform(pd.concat([prev, ref], ignore_index=True))
-            ref = ref.drop_duplicates(subset=["platform", "config_id", "measured_at"])
-        write_dataset(ref, ref_out, require_features=False, unique=False, backup=not force)
-    return df
-
-
-def _plain_configs(df: pd.DataFrame) -> pd.DataFrame:
-    """Config columns with numpy dtypes (the feature code expects plain ints/bools)."""
-    out = df.copy()
-    for c in out.columns:
-        if str(out[c].dtype) in ("Int64", "boolean", "string"):
-            out[c] = out[c].astype(object).where(out[c].notna(), None)
-    return out
-
-
-# ----------------------------------------------------------------------------------------
-# noise study
-
-TARGET_COLUMNS = ("latency_ms", "energy_j", "peak_mem_mib")
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, (np.bool_,)):
-        return bool(o)
-    if o is pd.NA:
-        return None
-    return str(o)
-
-
-def measure_in_subprocess(
-    config_row: Mapping[str, Any],
-    device: str = "cpu",
-    protocol: Protocol | None = None,
-    platform: str | None = None,
-    timeout_s: float = 900.0,
-) -> dict[str, Any]:
-    """Run :func:`run_one` in a fresh Python process and return its row."""
-    return measure_many_in_subprocess([config_row], device, protocol, platform, timeout_s)[0]
-
-
-def measure_many_in_subprocess(
-    config_rows: list[Mapping[str, Any]],
-    device: str = "cpu",
-    protocol: Protocol | None = None,
-    platform: str | None = None,
-    timeout_s: float = 900.0,
-) -> list[dict[str, Any]]:
-    """Run :func:`run_one` on each config, in order, in ONE fresh Python process; its rows."""
-    protocol = protocol or Protocol()
-    cmd = [
-        sys.executable, "-m", "carb_lib.campaign", "one",
-        "--config", json.dumps([dict(r) for r in config_rows], default=_json_default),
-        "--device", device,
-        "--protocol", json.dumps(protocol.to_dict()),
-    ]  # fmt: skip
-    if platform:
-        cmd += ["--platform", platform]
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"measurement subprocess failed ({proc.returncode}): {proc.stderr[-2000:]}"
-        )
-    rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if len(rows) != len(config_rows):
-        raise RuntimeError(
-            f"measurement subprocess returned {len(rows)} rows for {len(config_rows)} configs"
-        )
-    return rows
-
-
-def noise_study(
-    configs: pd.DataFrame,
-    device: str = "cpu",
-    protocol: Protocol | None = None,
-    *,
-    repeats: int = 3,
-    modes: tuple[str, ...] = ("back_to_back", "spread"),
-    separate_processes: bool = True,
-    platform: str | None = None,
-    spread_gap_s: float = 0.0,
-    progress: bool = True,
-    spread_process_per_round: bool = False,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Re-measure each config ``repeats`` times and report the spread per target.
-
-    Modes: ``back_to_back`` measures a config ``repeats`` times in a row; ``spread`` runs
-    ``repeats`` rounds over all configs (repeats of one config are separated by every other
-    config, plus ``spread_gap_s`` seconds of idle between rounds). With
-    ``separate_processes`` every measurement is a fresh Python process
-    (:func:`measure_in_subprocess`), so process-level state (allocator, thread pools, cuDNN
-    handles) is not shared; otherwise they run in this process (a GPU self-check does this).
-    ``spread_process_per_round`` runs each spread round (all configs, in order) in one fresh
-    process instead: repeats of a config are still in separate processes, at a fraction of the
-    start-up cost, so that many configs can be studied.
-
-    Returns
-    -------
-    rows : pandas.DataFrame
-        Every measurement with ``noise_mode``, ``repeat`` and ``seq`` columns.
-    summary : pandas.DataFrame
-        Per mode and target: median, mean and max over configs of the CV (std/mean, ddof=1)
-        across repeats, and the number of configs with ``repeats`` ok rows.
-    """
-    from tqdm.auto import tqdm
-
-    protocol = protocol or Protocol()
-    cfg_rows = [
-        {c: v for c, v in r.items() if c != "config_id"} for r in configs.to_dict(orient="records")
-    ]
-    plan: list[tuple[str, int, int]] = []
-    for mode in modes:
-        if mode == "back_to_back":
-            plan += [(mode, i, r) for i in range(len(cfg_rows)) for r in range(repeats)]
-        elif mode == "spread":
-            plan += [(mode, i, r) for r in range(repeats) for i in range(len(cfg_rows))]
-        else:
-            raise ValueError(f"mode {mode!r} unknown; use back_to_back or spread")
-    dev: str | Device = device
-    if not separate_processes:
-        dev = get_device(device, platform=platform)
-    rows = []
-    batched: dict[int, dict[str, Any]] = {}  # spread rows measured one process per round
-    for seq, (mode, i, r) in enumerate(tqdm(plan, desc="noise", disable=not progress)):
-        if mode == "spread" and spread_gap_s > 0 and r > 0 and i == 0:
-            time.sleep(spread_gap_s)
-        if mode == "spread" and separate_processes and spread_process_per_round:
-            if i == 0:
-                batched = dict(enumerate(
-                    measure_many_in_subprocess(cfg_rows, device, protocol, platform,
-                                               timeout_s=900.0 * len(cfg_rows))
-                ))
-            row = batched[i]
-        elif separate_processes:
-            row = measure_in_subprocess(cfg_rows[i], device, protocol, platform)
-        else:
-            row = run_one(cfg_rows[i], dev, protocol)
-        row.update(noise_mode=mode, repeat=r, seq=seq)
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    return df, noise_summary(df)
-
-
-def noise_summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """CV across repeats per (mode, config) and target, summarised over configs."""
-    out = []
-    ok = rows[rows["status"] == "ok"]
-    for mode, g in ok.groupby("noise_mode", sort=False):
-        for target in TARGET_COLUMNS:
-            vals = pd.to_numeric(g[target], errors="coerce")
-            per = vals.groupby(g["config_id"]).agg(["std", "mean", "count"])
-            per = per[(per["count"] >= 2) & per["mean"].notna()]
-            cv = (per["std"] / per["mean"]).dropna()
-            out.append({
-                "noise_mode": mode, "target": target, "n_configs": int(len(cv)),
-                "median_cv": float(cv.median()) if len(cv) else NAN,
-                "mean_cv": float(cv.mean()) if len(cv) else NAN,
-                "max_cv": float(cv.max()) if len(cv) else NAN,
-            })  # fmt: skip
-    return pd.DataFrame(out)
-
-
-# ----------------------------------------------------------------------------------------
-def _main(argv: list[str] | None = None) -> int:
-    """``python -m carb_lib.campaign one --config JSON [--device D] [--protocol JSON]``:
-    measure one config (a JSON object) or several in order (a JSON list) and print one JSON row
-    per line (used by :func:`measure_in_subprocess` / :func:`measure_many_in_subprocess`)."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m carb_lib.campaign")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    one = sub.add_parser("one")
-    one.add_argument("--config", required=True)
-    one.add_argument("--device", default="cpu")
-    one.add_argument("--protocol", default="{}")
-    one.add_argument("--platform", default=None)
-    a = p.parse_args(argv)
-    protocol = Protocol(**json.loads(a.protocol))
-    dev = get_device(a.device, platform=a.platform)
-    cfg = json.loads(a.config)
-    for c in cfg if isinstance(cfg, list) else [cfg]:
-        print(json.dumps(run_one(c, dev, protocol), default=_json_default), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # ``python -m carb_lib.campaign one ...`` (the old entry point)
     raise SystemExit(_main())

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.vocab import DEFAULT_COVERAGE, TARGET_UNITS
+
 #: Set (to anything but "" or "0") to force the static fallback; ``carb reproduce`` sets it.
 STATIC_ENV = "CARB_STATIC"
 X_CHOICES: tuple[str, ...] = ("flops", "batch", "activation_bytes", "params", "param_bytes",
@@ -353,7 +355,8 @@ def scaling_explorer(ok: pd.DataFrame, interactive: bool | None = None, dataset_
 #: Config columns compared with the training range (numeric: min-max; others: values seen).
 RANGE_COLUMNS: tuple[str, ...] = ("block", "depth", "width", "early_downsample", "resolution",
                                   "batch", "precision", "flops", "params", "activation_bytes")
-UNITS: dict[str, str] = {"peak_mem_mib": "MiB", "energy_j": "J / batch", "latency_ms": "ms / batch"}
+#: Unit of each target (:data:`carb_lib.vocab.TARGET_UNITS`; costs are per batch).
+UNITS: dict[str, str] = TARGET_UNITS
 _DISTANCE_NUMERIC = ("depth", "width", "resolution", "batch")
 _DISTANCE_CATEGORICAL = ("block", "precision", "early_downsample")
 
@@ -462,7 +465,7 @@ def nearest_measured(config: pd.DataFrame, measured: pd.DataFrame, k: int = 5) -
 
 
 def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
-                measured: pd.DataFrame | None = None, coverage: float = 0.9,
+                measured: pd.DataFrame | None = None, coverage: float = DEFAULT_COVERAGE,
                 k: int = 5) -> CostReport:
     """Predict ``config``'s cost with ``model`` and put it in context.
 
@@ -597,7 +600,7 @@ def _display_report(rep: CostReport) -> None:
 
 
 def network_cost(model, train: pd.DataFrame, measured: pd.DataFrame | None = None,
-                 coverage: float = 0.9, k: int = 5, interactive: bool | None = None,
+                 coverage: float = DEFAULT_COVERAGE, k: int = 5, interactive: bool | None = None,
                  **config: Any):
     """"What does my network cost?": predicted cost of a ResNet config with intervals.
 

@@ -15,16 +15,23 @@ Steps
    process (spread order), CV per target.
 3. **Campaign**: a seeded stratified sample of the paper grid, minus config_ids already in
    ``<data-dir>/<platform>.parquet``, measured in seeded random order within the time budget
-   (``--budget`` minus ``--reserve`` seconds for writing), parts under ``<out>/parts``.
+   (``--time-budget-s`` minus ``--reserve-s`` seconds for writing), parts under
+   ``<out>/parts``.
 4. **Write + summary**: ``<out>/<platform>.parquet`` (merged, validated, static features),
    ``<out>/<platform>_reference.parquet``, ``<out>/noise_rows.parquet``,
    ``<out>/selfcheck.json``; a summary table printed last.
+
+Progress and the summary go to the ``carb.gpu_campaign`` logger; :func:`main` shows them on
+stdout (one line each). Options in seconds end in ``-s``; the old spellings (``--budget``,
+``--reserve``, ``--timeout``, ``--cooldown``, ``--selfcheck-seconds``) still work, with a
+deprecation warning.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -34,9 +41,45 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+logger = logging.getLogger("carb.gpu_campaign")
+
 
 def _p(msg: str = "") -> None:
-    print(msg, flush=True)
+    logger.info(msg)
+
+
+class _StdoutHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is at the time of the record."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stdout)
+
+    @property
+    def stream(self):  # noqa: D102
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+#: Deprecated option spellings -> (destination, new spelling).
+DEPRECATED_OPTIONS: dict[str, tuple[str, str]] = {
+    "--budget": ("time_budget_s", "--time-budget-s"),
+    "--reserve": ("reserve_s", "--reserve-s"),
+    "--timeout": ("timeout_s", "--timeout-s"),
+    "--cooldown": ("cooldown_s", "--cooldown-s"),
+    "--selfcheck-seconds": ("selfcheck_s", "--selfcheck-s"),
+}
+
+
+class _DeprecatedAlias(argparse.Action):
+    """A hidden old spelling of an option: sets the new option's value and remembers the use
+    (:func:`main` warns once logging is set up)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.deprecated_used = [*getattr(namespace, "deprecated_used", []), option_string]
 
 
 #: The plausibility anchor: ResNet-50 at 224 px, batch 256, fp16 (off the paper grid: 224 px).
@@ -189,14 +232,17 @@ def _existing_ids(data_dir: Path, platform: str) -> set[str]:
     return set(df.loc[df["status"].isin(["ok", "oom"]), "config_id"].astype(str))
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main` (old option spellings hidden, see
+    :data:`DEPRECATED_OPTIONS`)."""
     ap = argparse.ArgumentParser(prog="python3 -m carb_lib.gpu_campaign", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu_out"), help="output folder ($OUT)")
     ap.add_argument("--device", default="cuda", help="cuda | cuda:N | cpu (testing)")
     ap.add_argument("--platform", default=None, help="platform name (default from the device)")
-    ap.add_argument("--budget", type=float, default=480.0, help="total seconds for everything")
-    ap.add_argument("--reserve", type=float, default=60.0, help="seconds kept for writing")
+    ap.add_argument("--time-budget-s", type=float, default=480.0,
+                    help="total seconds for everything")
+    ap.add_argument("--reserve-s", type=float, default=60.0, help="seconds kept for writing")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--n-sample", type=int, default=None, help="sample size (default: all remaining)"
@@ -207,24 +253,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--max-gflops", type=float, default=5000.0, help="compute cap (whole batch, GFLOP)"
     )
-    ap.add_argument("--timeout", type=float, default=60.0, help="per-config wall-clock cap (s)")
-    ap.add_argument("--cooldown", type=float, default=1.0, help="GPU cool-down per config (s)")
+    ap.add_argument("--timeout-s", type=float, default=60.0, help="per-config wall-clock cap (s)")
+    ap.add_argument("--cooldown-s", type=float, default=1.0, help="GPU cool-down per config (s)")
     ap.add_argument("--ref-every", type=int, default=50)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--noise-configs", type=int, default=10)
     ap.add_argument("--noise-repeats", type=int, default=3)
     ap.add_argument("--noise-max-gflops", type=float, default=50.0)
-    ap.add_argument("--selfcheck-seconds", type=float, default=2.0)
+    ap.add_argument("--selfcheck-s", type=float, default=2.0,
+                    help="length of the energy-counter and idle-power checks (s)")
     ap.add_argument("--quick", action="store_true", help="tiny windows (tests only)")
     ap.add_argument("--anchor", choices=("auto", "on", "off"), default="auto",
                     help="measure the ResNet-50 224 px b256 fp16 anchor (auto: on CUDA only)")
     ap.add_argument("--pytest", action="store_true",
                     help="first run the gpu-marked tests (tests/test_gpu.py), log in OUT")
     ap.add_argument("--no-progress", action="store_true")
-    a = ap.parse_args(argv)
+    for old, (dest, _new) in DEPRECATED_OPTIONS.items():
+        ap.add_argument(old, dest=dest, type=float, action=_DeprecatedAlias,
+                        help=argparse.SUPPRESS)
+    ap.set_defaults(deprecated_used=[])
+    return ap
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the self-check, noise study, campaign and summary (see the module docstring);
+    progress and summary lines go to stdout. Returns the exit code."""
+    a = build_parser().parse_args(argv)
+
+    handler = _StdoutHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # shown once, on stdout, even where ``carb`` logs to stderr
+    try:
+        for old in a.deprecated_used:
+            _p(f"warning: {old} is deprecated; use {DEPRECATED_OPTIONS[old][1]}")
+        return _run(a)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _run(a: argparse.Namespace) -> int:
+    """The steps of :func:`main` with parsed options."""
     t0 = time.perf_counter()
-    deadline = t0 + a.budget
+    deadline = t0 + a.time_budget_s
 
     def left() -> float:
         return deadline - time.perf_counter()
@@ -241,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    kw: dict[str, Any] = {"threads": a.threads, "timeout_s": a.timeout, "cooldown_s": a.cooldown}
+    kw: dict[str, Any] = {"threads": a.threads, "timeout_s": a.timeout_s,
+                          "cooldown_s": a.cooldown_s}
     if a.quick:
         kw.update(gpu_warmup_iters=2, gpu_min_iters=5, gpu_min_window_s=0.02, cpu_warmup_iters=1,
                   cpu_min_iters=2, cpu_min_window_s=0.01, cooldown_s=0.0, count_kernels=False)  # fmt: skip
@@ -250,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     dev.setup(protocol)
     platform = dev.platform
     _p(
-        f"carb gpu_campaign: platform={platform} device={a.device} budget={a.budget:.0f} s out={out}"
+        f"carb gpu_campaign: platform={platform} device={a.device} budget={a.time_budget_s:.0f} s out={out}"
     )
 
     # 0. the CUDA path's tests on this device
@@ -265,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         _p(f"=== gpu tests: exit {proc.returncode}; {(proc.stdout.strip().splitlines() or [''])[-1]}")
 
     # 1. self-check
-    sc = selfcheck(dev, a.device, a.selfcheck_seconds)
+    sc = selfcheck(dev, a.device, a.selfcheck_s)
     sc["platform"] = platform
     _print_selfcheck(sc)
     (out / "selfcheck.json").write_text(json.dumps(sc, indent=2, default=str))
@@ -273,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     # 2. noise
     noise_sum = pd.DataFrame()
     rows = None
-    if a.noise_configs > 0 and a.noise_repeats > 1 and left() > a.reserve + 10:
+    if a.noise_configs > 0 and a.noise_repeats > 1 and left() > a.reserve_s + 10:
         grid = space.paper_grid()
         from carb_lib.features import static_features
 
@@ -311,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     remaining = grid[~grid["config_id"].isin(have)]
     n = len(remaining) if not a.n_sample else min(a.n_sample, len(remaining))
     sample = space.stratified_sample(remaining, n, a.seed)
-    budget = left() - a.reserve
+    budget = left() - a.reserve_s
     _p(
         f"=== campaign: {len(sample)} configs not yet in {a.data_dir}/{platform}.parquet "
         f"({len(have)} there); budget {budget:.0f} s ==="

@@ -49,12 +49,11 @@ from typing import Any
 
 import numpy as np
 
+from carb_lib.vocab import QUALITIES  # noqa: F401  (values of the ``quality`` column, best first)
+
 logger = logging.getLogger("carb.interference")
 
 NAN = float("nan")
-#: Values of the ``quality`` column, best first.
-QUALITIES: tuple[str, ...] = ("clean", "retried", "disturbed")
-
 
 @dataclass(frozen=True)
 class WindowPolicy:

@@ -21,6 +21,7 @@ import base64
 import html
 import io
 import json
+import logging
 import os
 import shutil
 import time
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+logger = logging.getLogger("carb.reproduce")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DIR_PARAMETERS = ("fig_dir", "results_dir")
@@ -168,7 +171,7 @@ def _run_one(run: NotebookRun, k: int, n: int, run_dir: Path, out_root: Path | N
 
     out_nb = run_dir / run.notebook.name
     params = _redirect(run.parameters, out_root)
-    print(f"[{k}/{n}] {run.notebook} -> {out_nb}", flush=True)
+    logger.info("[%d/%d] %s -> %s", k, n, run.notebook, out_nb)
     t0 = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -187,8 +190,8 @@ def _run_one(run: NotebookRun, k: int, n: int, run_dir: Path, out_root: Path | N
     summary[run.name] = read_glued(out_nb)
     seconds = time.perf_counter() - t0
     page = write_html(out_nb, out_nb.with_suffix(".html"))
-    print(f"      done in {seconds:.0f} s; recorded {len(summary[run.name])} values; "
-          f"page {page.name}", flush=True)
+    logger.info("      done in %.0f s; recorded %d values; page %s", seconds,
+                len(summary[run.name]), page.name)
     return {"name": run.name, "notebook": str(run.notebook), "page": page.name,
             "seconds": round(seconds, 1), "n_values": len(summary[run.name]),
             "parameters": run.parameters}

@@ -2,7 +2,9 @@
 
 Every function takes a dataset in the CARB schema (``docs/conventions.md``), keeps only rows
 with ``status == "ok"``, works per ``platform`` (results carry a ``platform`` column) and
-returns a tidy DataFrame. Nothing here plots (see :mod:`carb_lib.plots`).
+returns a tidy DataFrame. Nothing here plots (see :mod:`carb_lib.plots`). Loading, row
+selection and pairing live in :mod:`carb_lib.scaling_data`, the paper's characterization
+claims in :mod:`carb_lib.scaling_claims` (their names are importable from here too).
 
 A question a dataset cannot answer (``energy_j`` all NaN on a CPU platform, no FP16 rows, no
 telemetry) gives a row with ``testable=False`` and a ``reason``, never an exception.
@@ -25,157 +27,34 @@ Definitions
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from carb_lib.claims import COLUMN_ORDER, merge_claims  # noqa: F401  (re-exported)
-from carb_lib.dataset import conform
-from carb_lib.space import RESNET_COLUMNS
+from carb_lib.metrics import spearman
+from carb_lib.scaling_claims import CLAIM_COLUMNS, PAPER_CLAIMS, claims_table  # noqa: F401
+from carb_lib.scaling_data import (  # noqa: F401  (re-exported: the old home of these names)
+    CONFIG_COLS,
+    filter_rows,
+    load_measured,
+    measured_data_files,
+    ok_rows,
+    untestable_reason,
+)
+from carb_lib.scaling_data import as_float as _float
+from carb_lib.scaling_data import fmt_num as _fmt_num
+from carb_lib.scaling_data import pair_frame as _pair_frame
+from carb_lib.scaling_data import per_platform as _per_platform
+from carb_lib.scaling_data import percentile_ci as _percentile_ci
+from carb_lib.scaling_data import positive_rows as _positive
+from carb_lib.vocab import AXIS_LABELS, TARGETS
 
-TARGETS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
-TARGET_LABELS: dict[str, str] = {
-    "energy_j": "energy per batch (J)",
-    "latency_ms": "latency per batch (ms)",
-    "peak_mem_mib": "peak memory (MiB)",
-    "energy_j_per_gflop": "energy per GFLOP (J/GFLOP)",
-    "latency_ms_per_gflop": "latency per GFLOP (ms/GFLOP)",
-    "flops": "FLOPs per batch",
-    "batch": "batch size",
-    "activation_bytes": "activation bytes per batch (B)",
-    "params": "parameters",
-    "param_bytes": "parameter bytes (B)",
-    "peak_act_bytes": "peak activation bytes (B)",
-    "arith_intensity_flop_per_byte": "arithmetic intensity (FLOP/B)",
-    "avg_power_w": "mean power (W)",
-    "sm_util_pct": "SM utilisation (%)",
-    "latency_cv": "latency coefficient of variation",
-}
-#: Columns that define a configuration (those present in a dataset are used for pairing).
-#: The ResNet config columns of the schema plus the nb201 family's ``arch``.
-CONFIG_COLS: tuple[str, ...] = ("family", "arch", *(c for c in RESNET_COLUMNS if c != "family"))
+#: Axis labels of the characterization (:data:`carb_lib.vocab.AXIS_LABELS`; old name).
+TARGET_LABELS: dict[str, str] = AXIS_LABELS
 DEFAULT_X: tuple[str, ...] = ("flops", "batch", "activation_bytes", "params")
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Return the rows with ``status == "ok"`` (a copy).
-
-    Raises
-    ------
-    KeyError
-        If the dataset has no ``status`` column.
-    """
-    if "status" not in df.columns:
-        raise KeyError("dataset has no 'status' column; expected the CARB schema (status == 'ok')")
-    return df.loc[df["status"] == "ok"].copy()
-
-
-def filter_rows(df: pd.DataFrame, filters: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Keep rows matching every ``{column: value or list of values}`` of ``filters``.
-
-    Raises
-    ------
-    KeyError
-        If a filter names a column the dataset lacks.
-    """
-    if not filters:
-        return df
-    mask = pd.Series(True, index=df.index)
-    for col, value in filters.items():
-        if col not in df.columns:
-            raise KeyError(f"filter column {col!r} not in dataset (columns: {sorted(df.columns)})")
-        values = list(value) if isinstance(value, (list, tuple, set)) else [value]
-        mask &= df[col].isin(values)
-    return df.loc[mask]
-
-
-def measured_data_files(data_dir: str | Path = "data") -> list[Path]:
-    """Measured dataset files ``<data_dir>/*.parquet`` (``data/external`` is not included)."""
-    return sorted(p for p in Path(data_dir).glob("*.parquet") if p.is_file())
-
-
-def load_measured(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """Read measured parquet files (storage dtypes via :func:`carb_lib.dataset.conform`, not
-    validated), concatenate them and add a ``dataset`` column (the file stem).
-
-    Raises
-    ------
-    FileNotFoundError
-        If a path does not exist.
-    """
-    frames = []
-    for p in paths:
-        p = Path(p)
-        if not p.is_file():
-            raise FileNotFoundError(f"measured dataset {p} does not exist")
-        frame = conform(pd.read_parquet(p))
-        frame["dataset"] = p.stem
-        frames.append(frame)
-    if not frames:
-        raise FileNotFoundError("no measured dataset given")
-    return pd.concat(frames, ignore_index=True)
-
-
-def _platforms(df: pd.DataFrame) -> list[Any]:
-    if "platform" not in df.columns:
-        return [None]
-    values = sorted(df["platform"].dropna().astype(str).unique())
-    return values or [None]
-
-
-def _per_platform(df: pd.DataFrame, fn: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
-    """Apply ``fn`` to each platform's ok rows and stack the results with a platform column."""
-    ok = ok_rows(df)
-    out = []
-    for plat in _platforms(ok):
-        sub = ok if plat is None else ok.loc[ok["platform"].astype(str) == plat]
-        res = fn(sub)
-        res.insert(0, "platform", plat)
-        out.append(res)
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
-
-
-def untestable_reason(df: pd.DataFrame, col: str) -> str | None:
-    """Why ``col`` cannot be analysed in ``df`` (ok rows), or None if it has finite values."""
-    if col not in df.columns:
-        return f"column {col!r} not in dataset"
-    values = _float(df[col])
-    if np.isfinite(values).any():
-        return None
-    plat = ",".join(str(p) for p in _platforms(df) if p is not None) or "dataset"
-    reason = f"{col} is NaN for all {len(df)} ok rows of {plat}"
-    if col.startswith("energy") and "energy_reason" in df.columns:
-        why = df["energy_reason"].dropna().astype(str)
-        if len(why):
-            reason += f" (energy_reason: {why.value_counts().index[0]})"
-    return reason
-
-
-def _float(s: pd.Series) -> pd.Series:
-    """``s`` as float64 (nullable ints / booleans / text numbers; NA and junk -> NaN)."""
-    return pd.to_numeric(s, errors="coerce").astype("float64")
-
-
-def _positive(df: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
-    """Rows where every column of ``cols`` is finite and > 0 (numeric copies)."""
-    sub = df[list(cols)].apply(_float)
-    mask = np.isfinite(sub).all(axis=1) & (sub > 0).all(axis=1)
-    return sub.loc[mask]
-
-
-def _percentile_ci(samples: np.ndarray, alpha: float) -> tuple[float, float]:
-    samples = np.asarray(samples, dtype=float)
-    samples = samples[np.isfinite(samples)]
-    if len(samples) < 2:
-        return (math.nan, math.nan)
-    lo, hi = np.quantile(samples, [alpha / 2, 1 - alpha / 2])
-    return float(lo), float(hi)
 
 
 # --------------------------------------------------------------------------- scaling fits
@@ -557,21 +436,6 @@ EFFECTS: dict[str, tuple[str, Any, Any, str]] = {
 }
 
 
-def _pair_frame(df: pd.DataFrame, factor: str, a: Any, b: Any, metrics: Sequence[str]):
-    """Join rows with ``factor == a`` to rows with ``factor == b`` sharing all other config cols."""
-    key = [c for c in CONFIG_COLS if c in df.columns and c != factor]
-    if "platform" in df.columns:
-        key.append("platform")
-    sub = df.loc[df[factor].notna()].copy()
-    sub["_key"] = "all"
-    for i, col in enumerate(key):
-        part = sub[col].map(lambda v: "<NA>" if pd.isna(v) else str(v)).astype(str)
-        sub["_key"] = part if i == 0 else sub["_key"] + "|" + part
-    metrics = list(metrics)
-    num = sub.loc[sub[factor] == a].groupby("_key")[metrics].median()
-    den = sub.loc[sub[factor] == b].groupby("_key")[metrics].median()
-    return num.add_suffix("_num").join(den.add_suffix("_den"), how="inner")
-
 
 def paired_effects(
     df: pd.DataFrame,
@@ -672,14 +536,6 @@ def paired_effects(
     return _per_platform(df, one_platform)
 
 
-def _fmt_num(v: Any) -> str:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    return str(int(f)) if f.is_integer() else f"{f:g}"
-
-
 # --------------------------------------------------------------------------- telemetry, noise
 
 
@@ -713,13 +569,12 @@ def power_vs_utilisation(
             return pd.DataFrame([dict(power=power, util=util, n=0 if data is None else len(data),
                                       testable=False, reason=reason)])
         import statsmodels.api as sm
-        from scipy import stats
 
         res = sm.OLS(data[power], sm.add_constant(data[util])).fit(cov_type="HC3")
         ci = np.asarray(res.conf_int(alpha))
         return pd.DataFrame([dict(
             power=power, util=util, n=len(data),
-            spearman_rho=float(stats.spearmanr(data[util], data[power])[0]),
+            spearman_rho=spearman(data[util], data[power]),
             pearson_r=float(np.corrcoef(data[util], data[power])[0, 1]),
             slope_w_per_pct=float(res.params.iloc[1]), slope_ci_low=float(ci[1, 0]),
             slope_ci_high=float(ci[1, 1]), intercept_w=float(res.params.iloc[0]),
@@ -793,141 +648,3 @@ def noise_summary(df: pd.DataFrame, targets: Sequence[str] = TARGETS) -> pd.Data
         return pd.DataFrame(rows, columns=cols)
 
     return _per_platform(df, one_platform)
-
-
-# --------------------------------------------------------------------------- claims
-
-
-#: Column order of the characterization claims (:data:`carb_lib.claims.COLUMN_ORDER`).
-CLAIM_COLUMNS = list(COLUMN_ORDER)
-
-#: Paper claims tested by the characterization (reported values, see paper-notes.md).
-PAPER_CLAIMS: dict[str, tuple[str, float]] = {
-    "divergence_energy_growth": (
-        "Under high computational demand energy grows 35.4x (high vs low demand)", 35.4),
-    "divergence_latency_growth": (
-        "Under high computational demand latency grows 11.2x (high vs low demand)", 11.2),
-    "divergence_energy_vs_latency": (
-        "Energy grows about 3x faster than latency under high demand (35.4 / 11.2)",
-        35.4 / 11.2),
-    "fp16_memory_ratio": ("FP16 changes peak memory by 1.7x (fp32 / fp16)", 1.7),
-    "fp16_energy_ratio": ("FP16 changes energy by only 1.1x (fp32 / fp16)", 1.1),
-    "small_batch_j_per_gflop": ("Small batches worsen energy per GFLOP by 5.9x", 5.9),
-    "distinct_scaling": (
-        "Energy, latency and memory scale distinctly with the workload", math.nan),
-}
-
-
-def _pick(frame: pd.DataFrame | None, platform: str | None, **eq: Any) -> Mapping | None:
-    if frame is None or len(frame) == 0:
-        return None
-    mask = pd.Series(True, index=frame.index)
-    if platform is not None and "platform" in frame.columns:
-        mask &= frame["platform"].astype(str) == str(platform)
-    for col, val in eq.items():
-        if col not in frame.columns:
-            return None
-        mask &= frame[col] == val
-    hits = frame.loc[mask]
-    return None if hits.empty else hits.iloc[0].to_dict()
-
-
-def claims_table(
-    results: Mapping[str, pd.DataFrame],
-    platform: str,
-    n: int,
-    dataset: str = "measured",
-    source: str = "01_characterization",
-) -> pd.DataFrame:
-    """One row per characterization claim of the paper, with our value on ``platform``.
-
-    Parameters
-    ----------
-    results : mapping
-        ``{"divergence": divergence(...), "paired_effects": paired_effects(...),
-        "scaling": fit_scaling(...)}`` (any may be missing: the claim is then not testable).
-    platform : str
-        Platform the numbers come from.
-    n : int
-        Ok rows of the dataset on that platform (used where no narrower n applies; paired
-        claims report their number of pairs, divergence claims the rows in both tiers).
-    dataset : str
-        ``"measured"`` or ``"synthetic"`` (or a file stem); written to the ``dataset`` column.
-    source : str
-        Notebook that produced the rows.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns :data:`CLAIM_COLUMNS`. ``paper_value`` is the paper's *reported* number,
-        ``our_value`` ours; claims the dataset cannot test have ``testable=False`` and a reason.
-    """
-    div = results.get("divergence")
-    pe = results.get("paired_effects")
-    sc = results.get("scaling")
-    rows = []
-
-    def add(cid, value=math.nan, lo=math.nan, hi=math.nan, n_used=None, testable=False,
-            reason=None, method=None):
-        claim, paper = PAPER_CLAIMS[cid]
-        rows.append(dict(claim_id=cid, claim=claim, paper_value=paper, our_value=value,
-                         our_ci_low=lo, our_ci_high=hi, platform=platform, dataset=dataset,
-                         n=n if n_used is None else n_used, testable=bool(testable),
-                         reason=reason, method=method, source=source))
-
-    tier_method = None
-    for cid, qty in (("divergence_energy_growth", "energy_j"),
-                     ("divergence_latency_growth", "latency_ms"),
-                     ("divergence_energy_vs_latency", "energy_over_latency")):
-        r = _pick(div, platform, quantity=qty)
-        if r is None:
-            add(cid, reason="divergence not computed for this platform")
-            continue
-        tier_method = (f"median in high tier (flops >= q{r['q_high']:.2f}) / median in low tier "
-                       f"(flops <= q{r['q_low']:.2f}); {r['n_boot']} bootstrap resamples, 95% "
-                       "percentile CI; the paper's tier definition is not stated")
-        if r["testable"]:
-            add(cid, r["growth"], r["ci_low"], r["ci_high"],
-                int(r["n_low"] + r["n_high"]), True, None, tier_method)
-        else:
-            add(cid, reason=r["reason"], method=tier_method)
-
-    for cid, effect, metric in (("fp16_memory_ratio", "precision", "peak_mem_mib"),
-                                ("fp16_energy_ratio", "precision", "energy_j"),
-                                ("small_batch_j_per_gflop", "batch", "energy_j_per_gflop")):
-        r = _pick(pe, platform, effect=effect, metric=metric)
-        if r is None:
-            add(cid, reason=f"paired effect {effect}/{metric} not computed for this platform")
-            continue
-        method = f"median over {r['n_pairs']} paired configs of {r['comparison']} ({metric})"
-        if r["testable"]:
-            add(cid, r["median_ratio"], r["ci_low"], r["ci_high"], int(r["n_pairs"]), True,
-                None, method)
-        else:
-            add(cid, reason=r["reason"], method=method)
-
-    exps = {}
-    missing = {}
-    for t in TARGETS:
-        r = _pick(sc, platform, target=t, x="flops", group_by="all", model="univariate")
-        if r is not None and r["testable"]:
-            exps[t] = (r["exponent"], r["ci_low"], r["ci_high"])
-        else:
-            missing[t] = r["reason"] if r is not None else "not fitted"
-    desc = "; ".join(f"{t} {e:.3f} [{lo:.3f}, {hi:.3f}]" for t, (e, lo, hi) in exps.items())
-    method = "log-log OLS exponents on flops (HC3 95% CI): " + (desc or "none")
-    names = list(exps)
-    diffs = [abs(exps[a][0] - exps[b][0]) for i, a in enumerate(names) for b in names[i + 1:]]
-    disjoint = all(exps[a][2] < exps[b][1] or exps[b][2] < exps[a][1]
-                   for i, a in enumerate(names) for b in names[i + 1:])
-    if missing:
-        part = f"; pairwise CIs disjoint among the others: {disjoint}" if len(exps) >= 2 else ""
-        add("distinct_scaling", min(diffs) if diffs else math.nan,
-            reason="; ".join(f"{t}: {why}" for t, why in missing.items()) + part,
-            method=method + "; our_value = smallest pairwise exponent difference")
-    else:
-        add("distinct_scaling", min(diffs), n_used=n, testable=True,
-            reason=None,
-            method=method + f"; pairwise CIs disjoint: {disjoint}; our_value = smallest "
-            "pairwise exponent difference")
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

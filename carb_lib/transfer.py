@@ -40,101 +40,62 @@ HELP's Table 3 (Lee et al., NeurIPS 2021; github.com/HayeonLee/HELP README) is i
 :data:`HELP_TABLE3`, labelled "reported by HELP"; its test devices (Titan RTX, Xeon Gold 6226,
 Pixel 2, Raspberry Pi 4, Eyeriss, FPGA) are not in the shipped data, so our numbers are the same
 protocol (Spearman with 10 target samples) on the devices that are shipped.
+
+Settings, keys and the study's loaders are in :mod:`carb_lib.transfer_data`, the comparison
+with HELP and the claims rows in :mod:`carb_lib.transfer_help`; every name is importable from
+here.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from carb_lib.claims import CLAIM_COLUMNS
+from carb_lib import metrics as _m
+from carb_lib.transfer_data import (  # noqa: F401  (re-exported: the old home of these names)
+    ARCH_KEY_COLUMNS,
+    DEFAULT_METHOD,
+    KS,
+    METHODS,
+    SETTING,
+    arch_keys,
+    clean,
+    load_transfer_data,
+    log_target_matrix,
+    primary_settings,
+    representative_settings,
+    setting_of,
+    settings_table,
+    subsample_archs,
+)
+from carb_lib.transfer_data import families_of as _families
+from carb_lib.transfer_help import (  # noqa: F401  (re-exported)
+    HELP_TABLE3,
+    claim_rows,
+    help_comparison,
+    help_reported_by_kind,
+    paper_transfer_claims,
+    write_tables,
+)
+from carb_lib.vocab import NB201_FEATURE_COLUMNS, STATIC_FEATURES
 
-SETTING = "setting"
-METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "target_only", "flops")
-DEFAULT_METHOD = "blend"
-KS: tuple[int, ...] = (5, 10, 20, 50, 100)
-#: Config columns that identify an architecture across batch sizes (batch excluded).
-ARCH_KEY_COLUMNS: tuple[str, ...] = (
-    "family", "arch", "block", "depth", "width", "early_downsample", "resolution", "precision",
-    "num_classes",
-)
-#: Numeric model features (those present are used).
-FEATURE_COLUMNS: tuple[str, ...] = (
-    "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
-    "activation_bytes", "peak_act_bytes", "arith_intensity_flop_per_byte", "n_op_none",
-    "n_op_skip", "n_op_conv1x1", "n_op_conv3x3", "n_op_avgpool", "longest_conv_path",
-    "batch", "resolution",
-)
-#: Features entered as logs in linear models.
-LOG_FEATURES: tuple[str, ...] = ("flops", "params", "activation_bytes", "peak_act_bytes", "batch")
-COUNT_FEATURES: tuple[str, ...] = (
-    "n_op_none", "n_op_skip", "n_op_conv1x1", "n_op_conv3x3", "n_op_avgpool",
-    "longest_conv_path",
-)
+#: Numeric model features (those present are used): the static features, nb201's operation
+#: counts, batch and resolution.
+FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NB201_FEATURE_COLUMNS, "batch",
+                                    "resolution")
+#: Features entered as logs in the few-shot linear models (not :data:`carb_lib.vocab.LOG_FEATURES`,
+#: the learners' list: these models also take log batch and leave the rest out).
+LINEAR_LOG_FEATURES: tuple[str, ...] = ("flops", "params", "activation_bytes", "peak_act_bytes",
+                                        "batch")
+#: Count features entered as they are in the few-shot linear models (nb201's op counts).
+COUNT_FEATURES: tuple[str, ...] = NB201_FEATURE_COLUMNS
 MIN_ROWS_MODEL = 20
 
-#: HELP Table 3 (NAS-Bench-201, Spearman rank correlation on unseen devices), as printed in
-#: the HELP README / paper. ``n_target_samples``: measurements from the target device.
-HELP_TABLE3 = pd.DataFrame(
-    [
-        ("FLOPS", None, 0.950, 0.826, 0.765, 0.846, 0.437, 0.900, 0.787),
-        ("Layer-wise Predictor", None, 0.667, 0.866, None, None, None, None, 0.767),
-        ("BRP-NAS", 900, 0.814, 0.796, 0.666, 0.847, 0.811, 0.801, 0.789),
-        ("BRP-NAS (+extra samples)", 3200, 0.822, 0.805, 0.693, 0.853, 0.830, 0.828, 0.805),
-        ("HELP", 10, 0.987, 0.989, 0.802, 0.890, 0.940, 0.985, 0.932),
-    ],
-    columns=["method", "n_target_samples", "desktop_gpu_titan_rtx_b256",
-             "desktop_cpu_gold_6226", "mobile_pixel2", "raspi4", "asic_eyeriss", "fpga",
-             "mean"],
-)
 
-
-# --------------------------------------------------------------------------- helpers
-def setting_of(df: pd.DataFrame) -> pd.Series:
-    """``"<platform>@b<batch>"`` of every row."""
-    for c in ("platform", "batch"):
-        if c not in df.columns:
-            raise KeyError(f"rows need column {c!r} to define a setting")
-    b = pd.to_numeric(df["batch"]).astype(np.int64).astype(str)
-    return (df["platform"].astype(str) + "@b" + b).rename(SETTING)
-
-
-def arch_keys(df: pd.DataFrame) -> pd.Series:
-    """Architecture key of every row: the config columns except ``batch``, joined."""
-    cols = [c for c in ARCH_KEY_COLUMNS if c in df.columns]
-    if not cols:
-        raise KeyError(f"rows have none of the config columns {list(ARCH_KEY_COLUMNS)}")
-    parts = []
-    for c in cols:
-        s = df[c]
-        missing = s.isna().to_numpy()  # a column of another family (rows of mixed families)
-        if pd.api.types.is_bool_dtype(s):
-            s = s.astype(object).map({True: "1", False: "0"})
-        elif pd.api.types.is_numeric_dtype(s):
-            s = s.astype(np.float64).map(lambda v: format(v, ".6g"))
-        s = s.astype(object).astype(str)
-        s[missing] = "-"
-        parts.append(s)
-    key = parts[0]
-    for p in parts[1:]:
-        key = key + "|" + p
-    return key.rename("arch_key")
-
-
-def clean(df: pd.DataFrame, target: str = "latency_ms") -> pd.DataFrame:
-    """Rows usable for ``target``: status ok (if given), target finite and > 0."""
-    if target not in df.columns:
-        raise KeyError(f"rows have no target column {target!r}")
-    ok = pd.to_numeric(df[target], errors="coerce").gt(0)
-    if "status" in df.columns:
-        ok &= df["status"].fillna("ok").eq("ok")
-    return df.loc[ok]
-
-
+# --------------------------------------------------------------------------- features, models
 def model_features(df: pd.DataFrame) -> pd.DataFrame:
     """Numeric model features: static features, op counts and (NB201) per-edge op codes."""
     from carb_lib.features import static_features
@@ -170,37 +131,15 @@ def make_source_model(n_estimators: int = 200, random_state: int = 0):
 
 
 def metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
-    """``spearman``, ``mape_pct`` and ``r2`` (on the original scale) of predictions."""
-    from scipy.stats import spearmanr
-
+    """``spearman`` (NaN with fewer than 3 rows), ``mape_pct`` and ``r2`` (original scale) of
+    predictions, from :mod:`carb_lib.metrics`."""
     y_true = np.asarray(y_true, dtype=np.float64)
     y_pred = np.asarray(y_pred, dtype=np.float64)
-    ss_res = float(np.sum((y_true - y_pred) ** 2))
-    ss_tot = float(np.sum((y_true - y_true.mean()) ** 2))
     return {
-        "spearman": float(spearmanr(y_true, y_pred).statistic) if len(y_true) > 2 else np.nan,
-        "mape_pct": float(np.mean(np.abs(y_pred - y_true) / y_true) * 100.0),
-        "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else np.nan,
+        "spearman": _m.spearman(y_true, y_pred) if len(y_true) > 2 else np.nan,
+        "mape_pct": _m.mape_pct(y_true, y_pred),
+        "r2": _m.r2(y_true, y_pred),
     }
-
-
-def _families(df: pd.DataFrame) -> pd.Series:
-    return df["family"] if "family" in df.columns else pd.Series("resnet", index=df.index)
-
-
-def settings_table(df: pd.DataFrame, target: str = "latency_ms") -> pd.DataFrame:
-    """One row per setting: platform, batch, family, device_kind, n rows (usable for target)."""
-    d = clean(df, target)
-    out = pd.DataFrame({
-        SETTING: setting_of(d), "platform": d["platform"], "batch": d["batch"],
-        "family": _families(d),
-        "device_kind": d["device_kind"] if "device_kind" in d.columns else "unknown",
-    })
-    return (out.groupby(SETTING, sort=True)
-            .agg(platform=("platform", "first"), batch=("batch", "first"),
-                 family=("family", "first"), device_kind=("device_kind", "first"),
-                 n=("platform", "size"))
-            .reset_index())
 
 
 # --------------------------------------------------------------------------- pairwise
@@ -265,15 +204,8 @@ def pairwise_transfer(
                                        "n_test", "spearman", "mape_pct", "r2"])
 
 
+
 # --------------------------------------------------------------------------- slopes
-def log_target_matrix(df: pd.DataFrame, target: str = "latency_ms") -> pd.DataFrame:
-    """Median log target per architecture key (rows) and setting (columns)."""
-    d = clean(df, target)
-    tab = pd.DataFrame({"key": arch_keys(d), SETTING: setting_of(d),
-                        "y": np.log(d[target].to_numpy(dtype=np.float64))})
-    return tab.pivot_table(index="key", columns=SETTING, values="y", aggfunc="median")
-
-
 def slope_table(df: pd.DataFrame, target: str = "latency_ms", min_shared: int = 10) -> pd.DataFrame:
     """OLS ``log y_B = a + b log y_A`` over shared architectures, for every ordered pair.
 
@@ -284,7 +216,6 @@ def slope_table(df: pd.DataFrame, target: str = "latency_ms", min_shared: int = 
         (95 %), ``intercept``, ``r2``, ``spearman``.
     """
     import statsmodels.api as sm
-    from scipy.stats import spearmanr
 
     M = log_target_matrix(df, target)
     rows = []
@@ -304,7 +235,7 @@ def slope_table(df: pd.DataFrame, target: str = "latency_ms", min_shared: int = 
             rows.append({"source": a, "target": b, "n": len(m), "slope": float(fit.params[1]),
                          "slope_ci_low": float(lo), "slope_ci_high": float(hi),
                          "intercept": float(fit.params[0]), "r2": float(fit.rsquared),
-                         "spearman": float(spearmanr(xa, yb).statistic)})
+                         "spearman": _m.spearman(xa, yb)})
     return pd.DataFrame(rows, columns=["source", "target", "n", "slope", "slope_ci_low",
                                        "slope_ci_high", "intercept", "r2", "spearman"])
 
@@ -353,7 +284,7 @@ def source_predictions(
 
 def _linear_features(F: pd.DataFrame) -> pd.DataFrame:
     X = pd.DataFrame(index=F.index)
-    for c in LOG_FEATURES:
+    for c in LINEAR_LOG_FEATURES:
         if c in F.columns:
             X[f"log_{c}"] = np.log(F[c].clip(lower=1e-12))
     for c in COUNT_FEATURES:
@@ -568,249 +499,6 @@ def summarise_curve(curve: pd.DataFrame) -> pd.DataFrame:
     out["n_draws"] = g.size()
     return out.reset_index()
 
-
-def primary_settings(settings: pd.DataFrame) -> list[str]:
-    """One setting per platform, HELP-like: the largest batch (GPUs at 256, others at 1)."""
-    idx = settings.sort_values("batch").groupby("platform")["batch"].idxmax()
-    return sorted(settings.loc[idx, SETTING])
-
-
-def help_reported_by_kind() -> dict[str, float]:
-    """HELP's reported k=10 Spearman per device kind (Table 3): GPU, CPU and phone columns."""
-    h = HELP_TABLE3.set_index("method")
-    return {"desktop_gpu": float(h.at["HELP", "desktop_gpu_titan_rtx_b256"]),
-            "desktop_cpu": float(h.at["HELP", "desktop_cpu_gold_6226"]),
-            "mobile": float(h.at["HELP", "mobile_pixel2"])}
-
-
-def help_comparison(summary: pd.DataFrame, settings: pd.DataFrame, k: int = 10,
-                    method: str = DEFAULT_METHOD) -> pd.DataFrame:
-    """Our few-shot Spearman at ``k`` beside HELP Table 3 ("reported by HELP").
-
-    Groups use one setting per device (:func:`primary_settings`). Rows: desktop GPU, desktop
-    CPU, mobile, mean over devices, and the FLOPs-alone baseline (mean over devices).
-    """
-    prim = set(primary_settings(settings))
-    s = summary[(summary["k"] == k) & summary["target"].isin(prim)]
-    ours = s[s["method"] == method]
-    fl = s[s["method"] == "flops"]
-    h = HELP_TABLE3.set_index("method")
-
-    def grp(kind):
-        v = ours[ours["device_kind"] == kind]
-        return float(v["spearman_mean"].mean()) if len(v) else np.nan, ", ".join(v["target"])
-
-    rows = []
-    for label, kind, help_val, help_dev in [
-        ("desktop GPU", "desktop_gpu", h.at["HELP", "desktop_gpu_titan_rtx_b256"],
-         "Titan RTX, batch 256"),
-        ("desktop CPU", "desktop_cpu", h.at["HELP", "desktop_cpu_gold_6226"], "Xeon Gold 6226"),
-        ("mobile", "mobile", h.at["HELP", "mobile_pixel2"], "Pixel 2"),
-    ]:
-        val, devs = grp(kind)
-        rows.append({"group": label, "help_reported": help_val, "help_devices": help_dev,
-                     "ours": val, "our_devices": devs, "our_method": method, "k": k})
-    rows.append({"group": "mean over devices", "help_reported": h.at["HELP", "mean"],
-                 "help_devices": "6 unseen devices (GPU, CPU, Pixel 2, Raspi 4, ASIC, FPGA)",
-                 "ours": float(ours["spearman_mean"].mean()) if len(ours) else np.nan,
-                 "our_devices": f"{len(ours)} devices, leave-one-device-out",
-                 "our_method": method, "k": k})
-    rows.append({"group": "FLOPs alone", "help_reported": h.at["FLOPS", "mean"],
-                 "help_devices": "same 6 devices",
-                 "ours": float(fl["spearman_mean"].mean()) if len(fl) else np.nan,
-                 "our_devices": f"{len(fl)} devices", "our_method": "flops", "k": k})
-    out = pd.DataFrame(rows)
-    out["help_source"] = "reported by HELP (NeurIPS 2021, Table 3)"
-    return out
-
-
-# --------------------------------------------------------------------------- study helpers
-def load_transfer_data(
-    data_dir: str | Path = "data", external: str | Path | None = "data/external/help_nb201.parquet",
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every measured platform in ``data_dir/*.parquet`` plus the external HELP table.
-
-    Missing or unreadable files do not stop the study: the inventory says why.
-
-    Returns
-    -------
-    (rows, inventory)
-        ``rows``: all measurement rows (validated, with ``config_id``); ``inventory``: one row
-        per file with ``path``, ``status`` ("loaded", "absent" or "error: ..."), ``n_rows``,
-        ``platforms``.
-    """
-    from carb_lib.datasets import DatasetError, load_measurements
-
-    paths = sorted(Path(data_dir).glob("*.parquet")) if Path(data_dir).is_dir() else []
-    expected = Path(data_dir) / "cpu_epyc_2c.parquet"
-    if expected not in paths:
-        paths.append(expected)
-    if external is not None:
-        paths.append(Path(external))
-    frames, inv = [], []
-    for p in paths:
-        if not p.exists():
-            inv.append({"path": str(p), "status": "absent", "n_rows": 0, "platforms": ""})
-            continue
-        try:
-            d = load_measurements(p)
-        except (DatasetError, ValueError, KeyError, OSError) as exc:
-            inv.append({"path": str(p), "status": f"error: {exc}", "n_rows": 0, "platforms": ""})
-            continue
-        frames.append(d)
-        inv.append({"path": str(p), "status": "loaded", "n_rows": len(d),
-                    "platforms": ", ".join(sorted(d["platform"].astype(str).unique()))})
-    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return rows, pd.DataFrame(inv, columns=["path", "status", "n_rows", "platforms"])
-
-
-def subsample_archs(df: pd.DataFrame, n: int | None, seed: int = 0) -> pd.DataFrame:
-    """Keep the rows of ``n`` random architectures (the same ones on every setting)."""
-    if n is None:
-        return df
-    keys = arch_keys(df)
-    uniq = np.sort(keys.unique())
-    if n >= len(uniq):
-        return df
-    keep = set(np.random.default_rng(seed).choice(uniq, size=n, replace=False))
-    return df.loc[keys.isin(keep).to_numpy()]
-
-
-def representative_settings(settings: pd.DataFrame, per_kind: int = 1) -> list[str]:
-    """A few settings per device kind (largest and smallest batch first) for quick runs."""
-    out = []
-    for _kind, g in settings.groupby("device_kind", sort=True):
-        g = g.sort_values(["batch", SETTING], ascending=[False, True])
-        picks = list(g[SETTING].iloc[:per_kind])
-        if g["batch"].nunique() > 1 and per_kind > 1:
-            picks[-1] = g.sort_values("batch")[SETTING].iloc[0]
-        out += picks
-    return sorted(set(out))
-
-
-def claim_rows(comparison: pd.DataFrame, summary: pd.DataFrame, k: int = 10) -> pd.DataFrame:
-    """Claims rows (results/claims.csv columns) for HELP's few-shot and FLOPs numbers."""
-    cmp = comparison.set_index("group")
-    n_dev = int(summary.loc[summary["k"] == k, "platform"].nunique())
-    why = ("same protocol (Spearman over the non-sampled NB201 architectures, k target "
-           "samples, leave-one-device-out) on the devices HELP ships; HELP's own test devices "
-           "(Titan RTX, Xeon Gold 6226, Pixel 2, Raspberry Pi 4, Eyeriss, FPGA) are not in the "
-           "shipped data, so values are comparable in kind, not device for device")
-    spec = [
-        ("help_fewshot_spearman_k10_mean", "mean over devices",
-         "HELP: 10 target samples give a mean Spearman of 0.932 over unseen devices"),
-        ("help_fewshot_spearman_k10_desktop_gpu", "desktop GPU",
-         "HELP: 10 target samples give Spearman 0.987 on a desktop GPU (Titan RTX, batch 256)"),
-        ("help_fewshot_spearman_k10_desktop_cpu", "desktop CPU",
-         "HELP: 10 target samples give Spearman 0.989 on a desktop CPU (Xeon Gold 6226)"),
-        ("help_fewshot_spearman_k10_mobile", "mobile",
-         "HELP: 10 target samples give Spearman 0.802 on a phone (Pixel 2)"),
-        ("help_flops_spearman_mean", "FLOPs alone",
-         "HELP: FLOPs alone rank latency with a mean Spearman of 0.787"),
-    ]
-    rows = []
-    for cid, group, claim in spec:
-        if group not in cmp.index:
-            continue
-        r = cmp.loc[group]
-        ours = r["ours"]
-        ok = bool(np.isfinite(ours))
-        rows.append({"claim_id": cid, "claim": claim, "paper_value": float(r["help_reported"]),
-                     "our_value": float(ours) if ok else None, "platform": "help_nb201",
-                     "n": n_dev if group in ("mean over devices", "FLOPs alone")
-                     else len([d for d in str(r["our_devices"]).split(", ") if d]),
-                     "testable": ok, "reason": why if ok else "no device of this kind in data"})
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-
-
-def paper_transfer_claims(
-    slopes: pd.DataFrame, pairwise: pd.DataFrame, settings: pd.DataFrame, data: pd.DataFrame
-) -> pd.DataFrame:
-    """Claims rows for the paper's cross-GPU transferability findings.
-
-    The paper regresses log-target on GPU B against GPU A (RTX 5090 vs RTX 3080): slopes energy
-    1.61, latency 2.09, memory 0.92, energy rank agreement rho 0.95; memory transfers, energy and
-    latency need platform-specific models. Here a slope is testable only between two *different
-    devices of the same kind at the same batch* with the target measured on both (HELP's desktop
-    GPUs for latency); every other claim is listed as not testable with the reason.
-    """
-    info = settings.set_index(SETTING)
-
-    def same_kind_pairs(df: pd.DataFrame) -> pd.DataFrame:
-        if df.empty:
-            return df
-        a, b = info.reindex(df["source"]), info.reindex(df["target"])
-        keep = ((a["platform"].to_numpy() != b["platform"].to_numpy())
-                & (a["batch"].to_numpy() == b["batch"].to_numpy())
-                & (a["device_kind"].astype(str).to_numpy() == "desktop_gpu")
-                & (b["device_kind"].astype(str).to_numpy() == "desktop_gpu"))
-        return df.loc[keep]
-
-    gpu_slopes = same_kind_pairs(slopes)
-    cross = same_kind_pairs(pairwise[pairwise["kind"] == "transfer"])
-    spec = pairwise[pairwise["kind"] == "specific"].set_index("target")
-    measured = {t: sorted(data.loc[pd.to_numeric(data[t], errors="coerce").gt(0), "platform"]
-                          .dropna().unique()) if t in data else []
-                for t in ("energy_j", "peak_mem_mib")}
-
-    def untestable(target: str) -> str:
-        plats = measured[target]
-        return (f"{target} is measured on {len(plats)} platform(s) ({', '.join(plats) or 'none'}); "
-                "a cross-device slope needs the same configs measured on two devices "
-                "(no GPU has been measured yet)")
-
-    rows = [
-        {"claim_id": "transfer_slope_energy", "claim": "Cross-GPU slope of log energy: 1.61",
-         "paper_value": 1.61, "testable": False, "reason": untestable("energy_j")},
-        {"claim_id": "transfer_energy_rank_rho",
-         "claim": "Energy rankings agree across GPUs (Spearman rho 0.95)",
-         "paper_value": 0.95, "testable": False, "reason": untestable("energy_j")},
-        {"claim_id": "transfer_slope_memory",
-         "claim": "Cross-GPU slope of log peak memory: 0.92 (memory transfers)",
-         "paper_value": 0.92, "testable": False, "reason": untestable("peak_mem_mib")},
-    ]
-    why = ("HELP NB201 latencies, pairs of different desktop GPUs at the same batch "
-           "(GTX 1080 Ti, RTX 2080 Ti, Titan X, Titan Xp; batch 1/32/256), not the paper's "
-           "ResNets on RTX 5090/3080; value = median over pairs, CI = interquartile range")
-    if len(gpu_slopes):
-        q = gpu_slopes["slope"].quantile([0.25, 0.5, 0.75])
-        rows.append({"claim_id": "transfer_slope_latency", "claim":
-                     "Cross-GPU slope of log latency: 2.09", "paper_value": 2.09,
-                     "our_value": float(q[0.5]), "our_ci_low": float(q[0.25]),
-                     "our_ci_high": float(q[0.75]), "n": len(gpu_slopes), "testable": True,
-                     "reason": why})
-    else:
-        rows.append({"claim_id": "transfer_slope_latency", "claim":
-                     "Cross-GPU slope of log latency: 2.09", "paper_value": 2.09,
-                     "testable": False, "reason": "no two desktop GPUs at the same batch in data"})
-    if len(cross):
-        ratio = float(cross["mape_pct"].median()
-                      / spec.reindex(cross["target"])["mape_pct"].median())
-        rows.append({"claim_id": "transfer_latency_needs_platform_model",
-                     "claim": "Latency needs platform-specific models (error of a model moved "
-                              "unchanged to another GPU / error of the GPU's own model, MAPE)",
-                     "paper_value": None, "our_value": ratio, "n": len(cross),
-                     "testable": True, "reason": why.replace(
-                         "value = median over pairs, CI = interquartile range",
-                         f"median transfer MAPE {cross['mape_pct'].median():.1f} % vs "
-                         f"platform-specific {spec.reindex(cross['target'])['mape_pct'].median():.1f} %; "
-                         f"median transfer Spearman {cross['spearman'].median():.3f}")})
-    out = pd.DataFrame(rows)
-    out["platform"] = "help_nb201"
-    out.loc[~out["testable"].astype(bool), "platform"] = "all"
-    return out.reindex(columns=[*CLAIM_COLUMNS, "our_ci_low", "our_ci_high"])
-
-
-def write_tables(tables: dict[str, pd.DataFrame], results_dir: str | Path) -> list[Path]:
-    """Write ``{name: frame}`` to ``<results_dir>/transfer/<name>.csv``; return the paths."""
-    out = Path(results_dir) / "transfer"
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, frame in tables.items():
-        p = out / f"{name}.csv"
-        frame.to_csv(p, index=False)
-        paths.append(p)
-    return paths
 
 
 __all__ = [

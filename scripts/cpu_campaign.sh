@@ -20,5 +20,5 @@ print(f"{len(sel)} configs: {sel.precision.value_counts().to_dict()}")
 PY
 .venv/bin/carb profile --device cpu --platform cpu_epyc_2c --threads 1 \
   --configs runs/cpu_campaign_configs.parquet --seed 0 --max-gflops 2 --ref-every 50 \
-  --time-budget "$BUDGET" --out "$PARTS"
+  --time-budget-s "$BUDGET" --out "$PARTS"
 echo "merge with: .venv/bin/carb merge $PARTS data/cpu_epyc_2c.parquet --reference-out results/measurement/cpu_epyc_2c_reference.parquet"

@@ -20,6 +20,6 @@ for phase in sweeps_fp32 sweeps_fp16 fill; do
   echo "[v2] phase $phase, budget ${left}s"
   $PY -m carb_lib.cli profile --device cpu --platform "$PLAT" --threads 1 \
     --configs "runs/${PLAT}_plan/${phase}.parquet" --seed 0 --ref-every 50 \
-    --time-budget "$left" --out "$PARTS" --no-progress
+    --time-budget-s "$left" --out "$PARTS" --no-progress
 done
 echo "[v2] merge with: carb merge $PARTS data/${PLAT}.parquet --reference-out results/measurement/${PLAT}_reference.parquet"

@@ -1,7 +1,7 @@
 """The pre-issue-14 CARB model on the two CPU datasets (test split, 5 seeds, "fast" preset).
 
 Runs against the model code of commit bf9a785 (before the characterization-guided model):
-``git worktree add /tmp/old bf9a785 && PYTHONPATH=/tmp/old OMP_NUM_THREADS=1 python
+``git worktree add ../carb-old bf9a785 && PYTHONPATH=../carb-old OMP_NUM_THREADS=1 python
 scripts/old_model_on_new_data.py data/cpu_epyc_2c.parquet data/cpu_epyc_zen3_2c.parquet``.
 Writes the per-seed metrics to results/measurement/old_model_on_v1_and_zen3.csv.
 """

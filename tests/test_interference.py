@@ -139,8 +139,13 @@ def test_cpu_row_carries_quality_and_provenance():
     assert row["status"] == "ok", row["error"]
     assert row["quality"] in itf.QUALITIES
     assert 3 <= row["n_windows"] <= 8 and row["n_rejected"] == row["n_windows"] - 3
-    assert row["n_iters"] >= 6 and row["latency_window_cv"] >= 0
-    assert 0.5 < row["cpu_share"] < 1.1 and row["load_1m"] >= 0
+    assert row["n_iters"] >= 6 and np.isfinite(row["latency_window_cv"])
+    # cpu_share is the lowest share among the used windows: a clean or retried row used only
+    # accepted windows (share >= min_cpu_share); a disturbed one may hold less (a busy host)
+    policy = pf.Protocol(threads=1).policy()
+    assert 0 < row["cpu_share"] < 1.1 and np.isfinite(row["load_1m"])
+    if row["quality"] in ("clean", "retried"):
+        assert row["cpu_share"] >= policy.min_cpu_share
     assert row["carb_version"] and row["mkldnn_enabled"] in (True, False)
     assert row["git_commit"] is None or len(row["git_commit"]) == 40
     assert row["deterministic"] is False

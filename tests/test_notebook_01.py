@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -19,8 +20,27 @@ def test_notebook_01_quick_synthetic(run_notebook):
     assert 1.5 < rec["synthetic_gpu/effect/precision/latency_ms"] < 1.85
     assert 1.15 < rec["synthetic_gpu/effect/precision/energy_j"] < 1.35
     assert 5e9 < rec["synthetic_gpu/breakpoint_flops/latency_ms"] < 2e10
-    assert rec["synthetic_gpu/growth/energy_over_latency"] > 1
-    assert rec["synthetic_gpu/power_util_spearman"] > 0.5
+    # computed here from the same SYNTHETIC rows (seed 0, 720 rows): the growth ratio of the
+    # demand tiers (flops <= q0.10, >= q0.90) and the Spearman of power vs SM utilisation
+    from scipy import stats
+
+    from carb_lib.synthetic import make_synthetic_dataset
+
+    gpu = make_synthetic_dataset(720, 0, platform="synthetic_gpu")
+    gpu = gpu[(gpu["status"] == "ok") & (gpu["flops"] > 0)]
+    d = gpu["flops"].to_numpy(float)
+    lo, hi = np.quantile(d, [0.1, 0.9])
+
+    def growth(col):
+        v = gpu[col].to_numpy(float)
+        return np.nanmedian(v[d >= hi]) / np.nanmedian(v[d <= lo])
+
+    assert rec["synthetic_gpu/growth/energy_over_latency"] == pytest.approx(
+        growth("energy_j") / growth("latency_ms"), rel=1e-9)
+    assert rec["synthetic_gpu/growth/energy_over_latency"] > 1  # energy diverges upward
+    pu = gpu[["sm_util_pct", "avg_power_w"]].astype(float).dropna()
+    assert rec["synthetic_gpu/power_util_spearman"] == pytest.approx(
+        stats.spearmanr(pu["sm_util_pct"], pu["avg_power_w"]).statistic, abs=1e-12)
     # the CPU-like platform has no energy: those numbers are not testable (None)
     assert rec["synthetic_cpu/growth/energy_j"] is None
     assert rec["synthetic_cpu/exponent_flops/energy_j"] is None

@@ -230,11 +230,30 @@ def test_paired_effects_on_synthetic_dataset(synth_gpu, synth_cpu):
 def test_power_vs_utilisation_and_noise(synth_gpu, synth_cpu):
     both = pd.concat([synth_gpu, synth_cpu])
     pu = scaling.power_vs_utilisation(both).set_index("platform")
-    assert pu.loc["synthetic_gpu", "testable"] and pu.loc["synthetic_gpu", "spearman_rho"] > 0.5
+    # the statistics of exactly the GPU's ok rows with both columns, computed here
+    from scipy import stats
+
+    ok = synth_gpu[synth_gpu["status"] == "ok"][["sm_util_pct", "avg_power_w"]].astype(float)
+    ok = ok.dropna()
+    g = pu.loc["synthetic_gpu"]
+    assert g["testable"] and g["n"] == len(ok)
+    rho = stats.spearmanr(ok["sm_util_pct"], ok["avg_power_w"]).statistic
+    assert g["spearman_rho"] == pytest.approx(rho, abs=1e-12)
+    assert g["pearson_r"] == pytest.approx(np.corrcoef(ok["sm_util_pct"], ok["avg_power_w"])[0, 1])
+    slope, intercept = np.polyfit(ok["sm_util_pct"], ok["avg_power_w"], 1)
+    assert g["slope_w_per_pct"] == pytest.approx(slope, rel=1e-9)
+    assert g["intercept_w"] == pytest.approx(intercept, rel=1e-9)
+    assert g["slope_ci_low"] < slope < g["slope_ci_high"]
+    assert g["power_median_w"] == pytest.approx(ok["avg_power_w"].median())
     assert not pu.loc["synthetic_cpu", "testable"] and pu.loc["synthetic_cpu", "reason"]
     noise = scaling.noise_summary(both)
     cv = noise[(noise["measure"] == "latency_cv") & (noise["platform"] == "synthetic_gpu")]
-    assert cv["available"].all() and 0 < cv["median"].iloc[0] < 0.2
+    lat_cv = synth_gpu.loc[synth_gpu["status"] == "ok", "latency_cv"].astype(float)
+    ok_cv = lat_cv[np.isfinite(lat_cv)].to_numpy()
+    assert cv["available"].all() and cv["n"].iloc[0] == len(ok_cv)
+    assert cv["median"].iloc[0] == pytest.approx(np.median(ok_cv))
+    assert cv["p90"].iloc[0] == pytest.approx(np.quantile(ok_cv, 0.9))
+    assert cv["max"].iloc[0] == ok_cv.max()
     energy = noise[(noise["target"] == "energy_j") & (noise["platform"] == "synthetic_cpu")]
     assert not energy["available"].any()
 

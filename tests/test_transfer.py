@@ -60,10 +60,33 @@ def test_few_shot_predict_uses_source_model_for_unmeasured_archs():
     # the sources never measured the query archs: their LightGBM models fill in
     query_archs = set(tgt["arch"].iloc[100:])
     src = df[(df.platform != "synthetic_b") & ~df["arch"].isin(query_archs)]
-    pred = T.few_shot_predict(src, tgt.iloc[:20], tgt.iloc[100:], method="loglinear",
-                              n_estimators=60)
-    m = T.metrics(tgt["latency_ms"].iloc[100:], pred)
-    assert m["spearman"] > 0.5
+    samples, query = tgt.iloc[:20], tgt.iloc[100:]
+    pred = T.few_shot_predict(src, samples, query, method="loglinear", n_estimators=60)
+    # the fill-in: source synthetic_a's model predicts the query archs; b = 0.35 + 1.3 a exactly
+    # (a = 0.5 + base, b = 1 + 1.3 base), so the log-linear map found on the 20 samples is that
+    # one, applied to the model's predictions
+    both = pd.concat([samples, query], ignore_index=True)
+    S = T.source_predictions(src, both, n_estimators=60)
+    s_a = S[[c for c in S.columns if c.startswith("synthetic_a@")][0]].to_numpy()
+    assert np.all(np.isfinite(s_a))
+    np.testing.assert_allclose(np.log(pred), 0.35 + 1.3 * s_a[20:], rtol=0, atol=1e-9)
+    # so the ranking is the source model's ranking, and its error the model's error
+    y = query["latency_ms"].to_numpy()
+    m = T.metrics(y, pred)
+    assert m["spearman"] == pytest.approx(T.metrics(y, np.exp(s_a[20:]))["spearman"], abs=1e-12)
+    assert m["mape_pct"] == pytest.approx(
+        100 * np.mean(np.abs(np.exp(0.35 + 1.3 * s_a[20:]) - y) / y), rel=1e-9)
+
+
+def test_transfer_metrics_on_constructed_predictions():
+    y, p = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1.1, 1.8, 4.0, 9.0])
+    m = T.metrics(y, p)
+    assert m["mape_pct"] == pytest.approx((0.1 + 0.1 + 0.0 + 0.125) / 4 * 100)
+    ss_res, ss_tot = 0.01 + 0.04 + 0.0 + 1.0, float(np.sum((y - y.mean()) ** 2))
+    assert m["r2"] == pytest.approx(1 - ss_res / ss_tot)
+    assert m["spearman"] == 1.0
+    assert T.metrics(y, p[::-1])["spearman"] == -1.0
+    assert np.isnan(T.metrics(y[:2], p[:2])["spearman"])  # fewer than 3 rows: no ranking
 
 
 def test_few_shot_predict_errors():

@@ -1,0 +1,195 @@
+"""The measurement protocol: :class:`Protocol` (its docstring is the protocol as the data card
+states it), the per-config wall-clock cap and the latency statistics of a timed window.
+:mod:`carb_lib.devices` implements it, :mod:`carb_lib.profiling` builds the row; every name is
+importable from :mod:`carb_lib.profiling` too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from carb_lib.interference import WindowPolicy
+from carb_lib.telemetry import NAN
+
+__all__ = ["MIB", "ConfigTimeoutError", "Protocol", "deadline_check", "latency_stats"]
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The measurement protocol (defaults are the study's; this text goes to the data card).
+
+    **GPU** (CUDA). ``torch.backends.cudnn.benchmark`` is off (algorithm choice must not depend
+    on run history). The model is built in fp32 on the CPU, moved to the GPU and cast to the
+    config's precision (fp16: ``.half()``); the input is a seeded ``randn`` batch of shape
+    (batch, 3, resolution, resolution) in that precision. Then the caching allocator is emptied
+    (``torch.cuda.empty_cache``), garbage collected (``gc.collect``; objects alive at the
+    process's first measurement are frozen once with ``gc.freeze`` so that this takes
+    microseconds, not 0.2-0.4 s), and the GPU cools down idle for
+    ``cooldown_s`` (1 s). ``gpu_warmup_iters`` (10) warm-up inferences follow; the peak-memory
+    statistics are reset; ``temp_c_before`` is read; then a timed window runs inferences until
+    both ``gpu_min_iters`` (100) iterations and ``gpu_min_window_s`` (0.5 s) have passed. Each
+    inference is timed with a pair of CUDA events; the window is closed by a synchronize and
+    ``temp_c_after`` is read. All inferences run under ``torch.inference_mode()``; outputs are
+    discarded at once. Other PyTorch defaults are kept (e.g. TF32 is allowed for cuDNN
+    convolutions, ``torch.backends.cudnn.allow_tf32 = True``, so fp32 convolutions may run on
+    tensor cores).
+
+    * ``latency_ms`` is the median of the per-inference event times; ``latency_mean_ms``,
+      ``latency_p10_ms``, ``latency_p90_ms`` and ``latency_cv`` (std / mean) describe them.
+    * ``energy_j`` (per batch) = difference of NVML's cumulative energy counter
+      (``nvmlDeviceGetTotalEnergyConsumption``) across the window / ``n_iters``. A zero
+      difference is an error (:class:`~carb_lib.telemetry.EnergyCounterError`), never 0 J: the
+      row keeps latency and memory, ``energy_j`` is NaN and ``energy_reason`` says why.
+      ``avg_power_w`` = window energy / window time. ``idle_power_w`` is the idle baseline the
+      campaign measured (counter difference over an idle period, at the start and every
+      ``ref_every`` configs); ``energy_dynamic_j = energy_j - idle_power_w * window_s / n_iters``.
+    * ``peak_mem_mib`` = ``torch.cuda.max_memory_allocated`` since the reset (weights, input,
+      activations and workspaces); ``peak_reserved_mib`` = ``max_memory_reserved``;
+      ``nvml_proc_mem_mib`` = the process's memory as NVML reports it after the window
+      (includes the CUDA context; NaN when NVML cannot see this process).
+    * Telemetry (``sm_util_pct``, ``mem_util_pct``, ``sm_clock_mhz``, ``mem_clock_mhz``,
+      ``power_sampled_w``) are means over the window of a background sampler at ``sample_hz``
+      (50 Hz) reading NVML; power is the instantaneous field (``NVML_FI_DEV_POWER_INSTANT``)
+      where supported, else ``nvmlDeviceGetPowerUsage`` (``power_source`` says which). Sampled
+      power is telemetry only and never integrated into energy.
+    * ``kernel_launches``: one extra inference after the window runs under ``torch.profiler``
+      (CPU + CUDA activities); the number of CUDA runtime/driver kernel-launch calls
+      (``cudaLaunchKernel*``, ``cuLaunchKernel*``, ``cudaLaunchCooperativeKernel*``) in it; if
+      none are visible, the number of GPU kernel events (memcpy/memset excluded).
+    * Interference: other compute processes on the device (``gpu_other_procs``, NVML), the
+      clock-throttle reasons at start and end of the window (``throttle_reasons``, their
+      bitwise OR) and the SM clock at start and end. A window with another compute process on
+      the device is re-measured (``max_windows`` in all); ``latency_window_cv`` is the CV of
+      the medians of ``n_windows`` consecutive thirds of the window's inferences.
+
+    **CPU**. The intra-op thread count is fixed with ``torch.set_num_threads`` (``threads``;
+    default: the current setting) and recorded. Build and cast as above; garbage collect; an
+    optional idle ``cpu_cooldown_s`` (default 0). ``cpu_warmup_iters`` (3) warm-up inferences
+    (the first are slow: 3.0 ms against 1.8 ms on a tiny config). Then **windows**: each is
+    timed with ``time.perf_counter`` per inference until both ``cpu_min_iters`` (2) and
+    ``cpu_min_window_s`` (0.1 s) have passed, and records the measuring thread's CPU time
+    (``time.thread_time``; process CPU time / threads with several threads), the share of the
+    other cores that other processes kept busy (``/proc/stat``) and the host's load. A window
+    whose thread got less than ``min_cpu_share`` (0.95) of a core, or during which others kept
+    more than ``max_other_busy`` (0.3) of the other cores busy, was disturbed and is
+    re-measured after a backoff; ``n_windows`` (3) accepted windows whose medians agree
+    within ``max_window_spread`` (5 %, relative range) make the row, ``max_windows`` (8) at
+    most (:mod:`carb_lib.interference`). ``latency_ms`` is the median of the used windows'
+    inferences; ``latency_window_cv`` the CV of their medians (the row's noise); ``quality``
+    is ``clean``, ``retried`` or ``disturbed`` (kept with its flag, never dropped).
+    Energy from RAPL (``/sys/class/powercap``) over the used windows where readable, else
+    NaN with ``energy_reason``. ``peak_mem_mib``: one extra inference runs under
+    ``torch.profiler`` with ``profile_memory=True``; the allocator's memory events (bytes > 0
+    allocations, < 0 frees, from Kineto's results) are ordered by time and summed; the maximum
+    of that running sum plus the bytes already allocated before the inference (parameters,
+    buffers and the input batch) is the peak -- the same meaning as ``max_memory_allocated``
+    after a reset on a GPU. Only allocations through PyTorch's CPU allocator are seen (memory
+    that oneDNN or OpenMP allocate on their own is not); the value is deterministic and does
+    not depend on the thread count (checked: identical over repeats and for 1 and 2 threads).
+    Telemetry columns and ``kernel_launches`` are NaN on a CPU.
+
+    **Both**. A per-config wall-clock cap ``timeout_s`` (checked between inferences; None = no
+    cap) ends the measurement with status ``error`` and an error starting with ``timeout``.
+    Out-of-memory (``torch.OutOfMemoryError``, or the CPU allocator's failure) gives status
+    ``oom``; model, input and caches are freed before returning. Any other exception gives
+    status ``error`` with its message.
+
+    Attributes
+    ----------
+    cooldown_s : float
+        GPU idle time before warm-up (s).
+    gpu_warmup_iters, gpu_min_iters : int
+    gpu_min_window_s : float
+    cpu_cooldown_s : float
+    cpu_warmup_iters, cpu_min_iters : int
+    cpu_min_window_s : float
+        Per window (CPU).
+    n_windows, max_windows : int
+        Accepted windows a row needs; windows taken at most.
+    min_cpu_share : float
+        A CPU window whose measuring thread got less of a core is disturbed.
+    max_window_spread : float
+        Largest relative range of the used windows' medians.
+    backoff_s : float
+        Sleep after a disturbed window (doubled each time, capped at 1 s).
+    max_other_busy : float
+        A CPU window in which other processes kept more of the other cores busy is disturbed.
+    threads : int or None
+        CPU intra-op threads (None: leave torch's setting).
+    sample_hz : float
+        Telemetry sampling rate (GPU); 0 disables the sampler.
+    count_kernels : bool
+        Count kernel launches (GPU).
+    cpu_profile_memory : bool
+        Measure CPU peak memory with the profiler.
+    timeout_s : float or None
+        Per-config wall-clock cap.
+    seed : int
+        Seed of the input batch.
+    """
+
+    cooldown_s: float = 1.0
+    gpu_warmup_iters: int = 10
+    gpu_min_iters: int = 100
+    gpu_min_window_s: float = 0.5
+    cpu_cooldown_s: float = 0.0
+    cpu_warmup_iters: int = 3
+    cpu_min_iters: int = 2
+    cpu_min_window_s: float = 0.1
+    n_windows: int = 3
+    max_windows: int = 8
+    min_cpu_share: float = 0.95
+    max_window_spread: float = 0.05
+    backoff_s: float = 0.05
+    max_other_busy: float = 0.3
+    threads: int | None = None
+    sample_hz: float = 50.0
+    count_kernels: bool = True
+    cpu_profile_memory: bool = True
+    timeout_s: float | None = 300.0
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def policy(self) -> WindowPolicy:
+        """The window policy (:class:`carb_lib.interference.WindowPolicy`) of this protocol."""
+        return WindowPolicy(
+            n_windows=self.n_windows,
+            max_windows=self.max_windows,
+            min_cpu_share=self.min_cpu_share,
+            max_window_spread=self.max_window_spread,
+            backoff_s=self.backoff_s,
+            max_other_busy=self.max_other_busy,
+        )
+
+
+class ConfigTimeoutError(RuntimeError):
+    """The per-config wall-clock cap was exceeded."""
+
+
+def latency_stats(times_ms: np.ndarray | list[float]) -> dict[str, float]:
+    """Median, mean, p10, p90 and CV (sample std / mean) of per-inference times (ms)."""
+    t = np.asarray(times_ms, dtype=float)
+    mean = float(t.mean())
+    std = float(t.std(ddof=1)) if len(t) > 1 else 0.0
+    return {
+        "latency_ms": float(np.median(t)),
+        "latency_mean_ms": mean,
+        "latency_p10_ms": float(np.percentile(t, 10)),
+        "latency_p90_ms": float(np.percentile(t, 90)),
+        "latency_cv": std / mean if mean > 0 else NAN,
+    }
+
+
+def deadline_check(deadline: float | None, what: str) -> None:
+    """Raise :class:`ConfigTimeoutError` once ``time.perf_counter()`` is past ``deadline``."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise ConfigTimeoutError(f"timeout: per-config wall-clock cap exceeded during {what}")
+
