@@ -220,11 +220,14 @@ class ScalingExplorer:
                                  style=style, layout=lay)
         self.x = w.Dropdown(options=xs, value=selection.x, description="x axis", style=style,
                             layout=lay)
-        self.hue = w.Dropdown(options=[("none", None)] + [(h, h) for h in hues],
-                              value=selection.hue, description="colour", style=style, layout=lay)
-        self.facet = w.Dropdown(options=[("none", None)] + [(f, f) for f in facets],
-                                value=selection.facet, description="facet", style=style,
-                                layout=lay)
+        # chosen by index: ipywidgets shows value=None as an empty box, not as "none"
+        hue_opts = [("none", None)] + [(h, h) for h in hues]
+        facet_opts = [("none", None)] + [(f, f) for f in facets]
+        self.hue = w.Dropdown(options=hue_opts, index=_option_index(hue_opts, selection.hue),
+                              description="colour", style=style, layout=lay)
+        self.facet = w.Dropdown(options=facet_opts,
+                                index=_option_index(facet_opts, selection.facet),
+                                description="facet", style=style, layout=lay)
         self.filters = {}
         for col, chosen in (("block", selection.blocks), ("precision", selection.precisions),
                             ("resolution", selection.resolutions)):
@@ -293,6 +296,11 @@ class ScalingExplorer:
         with self.table:
             display(_fit_columns(view.fits))
         return view
+
+
+def _option_index(options: Sequence[tuple[str, Any]], value) -> int:
+    """Index of ``value`` among the values of (label, value) ``options``."""
+    return [v for _, v in options].index(value)
 
 
 def _nearest_index(values: Sequence[int], v: int) -> int:

@@ -4,8 +4,9 @@ scaling explorer and check that the rows shown and the figure change.
 The test starts its own JupyterLab server on 127.0.0.1 (free port, random token) on a copy of
 notebook 01 whose parameters select the small SYNTHETIC demo, with the project's kernel
 ("CARB (.venv)", :mod:`carb_lib.lab`) registered in a temporary Jupyter path, and drives
-Debian's Chromium headless through Playwright (no browser download). It saves a screenshot to
-``figures/jupyterlab_explorer.png`` (shown in the README) and always stops the server.
+Debian's Chromium headless through Playwright (no browser download). It always stops the
+server. With ``CARB_UPDATE_SCREENSHOT=1`` it writes the README's screenshot
+``figures/jupyterlab_explorer.png``; otherwise the screenshot goes to the test's temporary folder.
 """
 
 from __future__ import annotations
@@ -24,15 +25,13 @@ from pathlib import Path
 
 import pytest
 
-# Opt-in (CARB_BROWSER_TEST=1) until it passes: on 2026-11-30 JupyterLab 4 showed a "Select
-# Kernel" dialog on Run All although the project's kernel was running, and after accepting it the
-# cells were still not executed (kernel idle at 53 MB), so the test timed out. Not run in CI.
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.timeout(600),
-    pytest.mark.skipif(not os.environ.get("CARB_BROWSER_TEST"),
-                       reason="browser test is opt-in (CARB_BROWSER_TEST=1); see the comment"),
-]
+from carb_lib.lab import DISPLAY_NAME, KERNEL_NAME
+
+# Runs by default; skipped (with the reason) without JupyterLab, ipywidgets, Playwright or
+# Chromium. It used to fail (until 2026-11-30): it clicked Run All as soon as the toolbar said
+# "idle", which it says before the notebook's kernel exists; JupyterLab then started a second
+# kernel, asked "Select Kernel" and executed nothing. It now waits for the kernel (KERNEL_READY).
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "01_characterization.ipynb"
@@ -42,7 +41,17 @@ SCREENSHOT = REPO / "figures" / "jupyterlab_explorer.png"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-extensions"]
-ROWS = re.compile(r"([\d,]+) rows shown")
+FIGURE = ".carb-explorer .jp-OutputArea-output img"  # the explorer's figure (a PNG)
+ROWS = re.compile(r"([\d,]+) rows shown \(of ([\d,]+) ok rows")
+# true once the current notebook's session runs kernel ``name``, connected and idle, with no
+# dialog open and Run All enabled (JupyterLab is exposed as window.jupyterapp)
+KERNEL_READY = """name => {
+  const app = window.jupyterapp, w = app && app.shell.currentWidget;
+  const ctx = w && w.sessionContext, k = ctx && ctx.session && ctx.session.kernel;
+  return !!k && k.name === name && k.connectionStatus === 'connected' && k.status === 'idle'
+    && !document.querySelector('.jp-Dialog')
+    && app.commands.isEnabled('notebook:run-all-cells');
+}"""
 
 
 def _chromium() -> str | None:
@@ -65,8 +74,13 @@ def _small_notebook(dest: Path, out: Path) -> Path:
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
     (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     cell.source += ("\n# browser test: small SYNTHETIC demo, outputs in a temporary folder\n"
-                    f"synthetic_demo = True\nsynthetic_n = 720\nquick = True\nn_boot = 20\n"
+                    "synthetic_demo = True\nsynthetic_n = 720\nquick = True\nn_boot = 20\n"
+                    # one platform: half the figures (the explorer shows this one first)
+                    "platform = 'synthetic_cpu'\n"
                     f"fig_dir = {str(out / 'figures')!r}\nresults_dir = {str(out / 'results')!r}\n")
+    # open with the kernel registered by the fixture (no kernel choice)
+    nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": DISPLAY_NAME,
+                                 "language": "python"}
     path = dest / NOTEBOOK.name
     nbformat.write(nb, str(path))
     return path
@@ -77,7 +91,7 @@ def lab_server(tmp_path):
     """JupyterLab on 127.0.0.1 serving a small copy of notebook 01; yields (url, token)."""
     pytest.importorskip("jupyterlab")
     pytest.importorskip("ipywidgets")
-    from carb_lib.lab import KERNEL_NAME, kernel_spec
+    from carb_lib.lab import kernel_spec
 
     root = tmp_path / "lab"
     root.mkdir()
@@ -85,6 +99,16 @@ def lab_server(tmp_path):
     kdir = tmp_path / "jupyter" / "kernels" / KERNEL_NAME
     kdir.mkdir(parents=True)
     (kdir / "kernel.json").write_text(json.dumps(kernel_spec(sys.executable)))
+    # no "get notified about Jupyter news?" toast over the screenshot, no build check (seconds
+    # of CPU at the first page load), no language servers or terminals
+    (tmp_path / "cfg" / "labconfig").mkdir(parents=True)
+    (tmp_path / "cfg" / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True,
+                                "@jupyterlab/lsp-extension": True},
+         "buildCheck": False, "buildAvailable": False}))
+    (tmp_path / "cfg" / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False,
+                                               "jupyter_server_terminals": False}}}))
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PLATFORM_DIRS")}
     env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), CARB_STATIC="",
@@ -133,17 +157,35 @@ def lab_server(tmp_path):
         log.close()
 
 
-def _rows(text: str) -> int:
+def _rows(text: str) -> tuple[int, int]:
+    """(rows shown, ok rows in all) from the explorer's "rows shown" line."""
     m = ROWS.search(text)
-    assert m, f"no 'rows shown' in {text!r}"
-    return int(m.group(1).replace(",", ""))
+    assert m, f"no 'rows shown (of N ok rows' in {text!r}"
+    return int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
 
 
-def test_explorer_in_jupyterlab_reacts_to_widgets(lab_server, tmp_path):
+def _new_figure(page, old_src: str | None) -> str:
+    """Wait until the explorer shows a figure other than ``old_src``; return its src."""
+    page.wait_for_function(
+        "([sel, old]) => { const e = document.querySelector(sel);"
+        " return e && e.complete && e.naturalWidth > 0 && e.getAttribute('src') !== old; }",
+        arg=[FIGURE, old_src], timeout=60_000)
+    src = page.locator(FIGURE).first.get_attribute("src")
+    assert src and src != old_src
+    return src
+
+
+@pytest.fixture
+def browser_tools():
+    """(Chromium's path, playwright.sync_api); skips before any server starts if one is missing."""
     chromium = _chromium()
     if chromium is None:
         pytest.skip("no Chromium (Debian package 'chromium'; .ci/run installs it with apt-get)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    return chromium, pytest.importorskip("playwright.sync_api")
+
+
+def test_explorer_in_jupyterlab_reacts_to_widgets(browser_tools, lab_server, tmp_path):
+    chromium, sync_api = browser_tools
     url, token = lab_server
     t0 = time.monotonic()
     with sync_api.sync_playwright() as p:
@@ -153,34 +195,26 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(lab_server, tmp_path):
             page.set_default_timeout(60_000)
             page.goto(f"{url}/lab/tree/{NOTEBOOK.name}?token={token}&reset")
             page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
-            # the project's kernel starts (no kernel-selection dialog) and becomes idle
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=120_000)
-            # Run > Run All Cells, through JupyterLab's command registry (what the menu calls)
-            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
-                                   ".isEnabled('notebook:run-all-cells')")
+            # Wait until the notebook's session has the project's kernel, connected and idle.
+            # The toolbar's execution indicator says "idle" before any kernel exists (the
+            # session is created a moment after the cells are shown); Run All at that moment
+            # makes JupyterLab start a second kernel, kill the first and ask "Select Kernel",
+            # and the cells are not executed (the failure of 2026-11-30).
+            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+            t_kernel = time.monotonic()
+            # Run > Run All Cells, through JupyterLab's command registry (what the menu calls);
             # do not await the command's promise: it resolves only when every cell has run
-            run_all = ("() => { window.jupyterapp.commands.execute('notebook:run-all-cells');"
-                       " return true; }")
-            page.evaluate(run_all)
-            # JupyterLab may still ask which kernel to use (the project's is preselected); after
-            # the choice the run is not resumed, so ask for it again
-            try:
-                page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
-                page.wait_for_selector(".jp-Dialog", state="detached")
-                page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-                page.evaluate(run_all)
-            except sync_api.TimeoutError:
-                pass
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells');"
+                          " return true; }")
 
             count = page.locator(".carb-explorer-count").first
             count.wait_for(state="visible", timeout=300_000)
+            t_run = time.monotonic()
             before = count.inner_text()
-            n_before = _rows(before)
-            img = page.locator(".carb-explorer .jp-OutputArea-output img").first
-            img.wait_for(state="visible")
-            src_before = img.get_attribute("src")
+            n_before, n_ok = _rows(before)
             assert n_before > 0
+            page.locator(FIGURE).first.wait_for(state="visible")
+            src_before = page.locator(FIGURE).first.get_attribute("src")
 
             # the initial selection keeps fp32 only; select both precisions
             precision = page.locator(".carb-explorer .widget-select-multiple",
@@ -191,14 +225,11 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(lab_server, tmp_path):
                 " return e && e.innerText !== old; }",
                 arg=[".carb-explorer-count", before], timeout=60_000)
             after = count.inner_text()
-            n_after = _rows(after)
-            # SYNTHETIC demo: every config exists in fp32 and fp16, so the rows double
-            assert n_after == 2 * n_before, (before, after)
-            page.wait_for_function(
-                "([sel, old]) => { const e = document.querySelector(sel);"
-                " return e && e.getAttribute('src') !== old; }",
-                arg=[".carb-explorer .jp-OutputArea-output img", src_before], timeout=60_000)
-            assert img.get_attribute("src") != src_before
+            n_after, _ = _rows(after)
+            # every other filter keeps all values: both precisions show every ok row (about
+            # twice as many: the SYNTHETIC demo has each config in fp32 and fp16)
+            assert n_before < n_after == n_ok, (before, after)
+            src_after = _new_figure(page, src_before)
 
             # a second control: the target; the power law line names it
             target = page.locator(".carb-explorer .widget-dropdown", has_text="target") \
@@ -207,7 +238,10 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(lab_server, tmp_path):
             page.wait_for_function(
                 "sel => document.querySelector(sel).innerText.includes('peak_mem_mib ~ flops')",
                 arg=".carb-explorer-count", timeout=60_000)
-            assert _rows(count.inner_text()) == n_after
+            assert _rows(count.inner_text())[0] == n_after
+            _new_figure(page, src_after)
+            # the redraw is complete (the screenshot shows the figure of the new selection)
+            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME)
 
             page.locator(".carb-explorer").first.scroll_into_view_if_needed()
             shot = SCREENSHOT if os.environ.get("CARB_UPDATE_SCREENSHOT") else tmp_path / "lab.png"
@@ -219,4 +253,5 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(lab_server, tmp_path):
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
-    print(f"browser test: {time.monotonic() - t0:.0f} s in the browser")
+    print(f"browser test: kernel ready after {t_kernel - t0:.0f} s, notebook run "
+          f"{t_run - t_kernel:.0f} s, widgets {time.monotonic() - t_run:.0f} s")

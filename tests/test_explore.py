@@ -113,6 +113,18 @@ def test_widget_explorer_updates_count_and_figure_on_change(ok, monkeypatch):
     assert ex.view.rows["batch"].nunique() == len(ex.batch.options) - 2
 
 
+def test_widget_explorer_shows_none_choices_by_label(ok, monkeypatch):
+    # ipywidgets shows a Dropdown built with value=None as an empty box
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setattr(explore, "_show", lambda obj: None)
+    ex = explore.scaling_explorer(ok, interactive=True, hue=None)
+    assert (ex.facet.label, ex.facet.value) == ("none", None)
+    assert (ex.hue.label, ex.hue.value) == ("none", None)
+    assert ex.selection().facet is None and ex.selection().hue is None
+    ex.facet.value = "block"
+    assert ex.view.selection.facet == "block"
+
+
 # ------------------------------------------------------------------------ network cost
 TINY = {"n_estimators_xgb": 20, "max_depth_xgb": 4, "learning_rate_xgb": 0.3,
         "n_estimators_lgbm": 20, "num_leaves_lgbm": 15, "learning_rate_lgbm": 0.3,

@@ -70,6 +70,14 @@ def test_notebook_01_quick_synthetic(run_notebook):
     runs = out.parent / "runs"
     executed = (runs / "01_characterization.ipynb").read_text()
     assert "application/vnd.jupyter.widget-view+json" not in executed  # no widget in papermill
+    # figures are images in the executed notebook (and its page), not "<Figure size ...>" text
+    import nbformat
+
+    nb = nbformat.reads(executed, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
+    assert not any(o.get("data", {}).get("text/plain", "").startswith("<Figure size")
+                   and "image/png" not in o.get("data", {}) for o in outputs)
     page = (runs / "01_characterization.html").read_text()
     assert "rows shown" in page and "data:image/png;base64," in page
     assert "href='01_characterization.html'" in (runs / "index.html").read_text()
