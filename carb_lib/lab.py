@@ -14,10 +14,13 @@ is what Jupyter runs.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 KERNEL_NAME = "carb"
 DISPLAY_NAME = "CARB (.venv)"
@@ -55,8 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["install"]:
         user = "--user" in argv
         prefix = argv[argv.index("--prefix") + 1] if "--prefix" in argv else None
-        print(f"installed kernel {KERNEL_NAME!r} ({DISPLAY_NAME}) in "
-              f"{install_kernel(prefix=prefix, user=user)}")
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        logger.info("installed kernel %r (%s) in %s", KERNEL_NAME, DISPLAY_NAME,
+                    install_kernel(prefix=prefix, user=user))
         return
     root = repo_root()
     if root is not None:

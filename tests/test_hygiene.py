@@ -68,7 +68,6 @@ def test_no_absolute_machine_path_in_the_repository():
     assert hits == [], "absolute machine paths:\n" + "\n".join(hits)
 
 
-@pytest.mark.xfail(reason="until issue-11 branches merge", strict=False)
 def test_no_library_module_over_800_lines():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines())
              for p in sorted((ROOT / "carb_lib").rglob("*.py"))}
@@ -88,7 +87,6 @@ def test_print_calls_are_found():
     assert print_calls('x = 1\nprint("a")\ns = "print(b)"\n') == [2]
 
 
-@pytest.mark.xfail(reason="until issue-11 branches merge", strict=False)
 def test_no_print_in_library_code():
     hits = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "carb_lib").rglob("*.py"))
             for n in print_calls(p.read_text())]

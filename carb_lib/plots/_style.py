@@ -20,6 +20,39 @@ STYLE = {"context": "notebook", "style": "whitegrid", "palette": "viridis"}
 DPI = 150
 
 
+def _figures_as_png_in_kernel() -> bool:
+    """In a Jupyter kernel, show ``display(fig)`` (and a cell ending in ``fig``) as a PNG image.
+
+    The Agg backend set above replaces the kernel's inline backend, which is what registers
+    IPython's PNG formatter for figures; without it JupyterLab, papermill runs and their HTML
+    pages showed only "<Figure size ...>" text. Figures still appear only where a notebook
+    displays them (no automatic display of every open figure at the end of a cell). A PNG
+    formatter the user registered already is kept. Returns True if one was registered now.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    from functools import partial
+
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.figure import Figure
+
+    png = shell.display_formatter.formatters["image/png"]
+    try:
+        png.lookup_by_type(Figure)
+        return False
+    except KeyError:
+        png.for_type(Figure, partial(print_figure, fmt="png", base64=True))
+        return True
+
+
+_figures_as_png_in_kernel()
+
+
 def apply_style() -> None:
     """Apply CARB's seaborn style (idempotent)."""
     sns.set_theme(context=STYLE["context"], style=STYLE["style"])
