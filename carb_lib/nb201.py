@@ -6,7 +6,7 @@ static features, the learners' encoding); this module re-exports its public name
 
 from __future__ import annotations
 
-from carb_lib.families import register_family
+from carb_lib.families import ConfigError, register_family
 from carb_lib.families.nb201 import (
     CELLS_PER_STAGE,
     EDGE_COLUMNS,
@@ -38,7 +38,7 @@ from carb_lib.families.nb201 import (
 )
 
 __all__ = [
-    "CELLS_PER_STAGE", "EDGES", "EDGE_COLUMNS", "FAMILY", "NB201", "NB201_COLUMNS",
+    "CELLS_PER_STAGE", "ConfigError", "EDGES", "EDGE_COLUMNS", "FAMILY", "NB201", "NB201_COLUMNS",
     "NUM_CLASSES", "OPS", "OP_COUNT_COLUMNS", "RESOLUTION", "STEM_CHANNELS", "UNIT_COLUMNS",
     "NB201Config", "all_archs", "arch_from_ops", "arch_ops", "build_nb201", "config_from_row",
     "config_ids", "edge_encoding", "encode_nb201_config", "longest_conv_path",

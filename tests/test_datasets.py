@@ -248,3 +248,19 @@ def test_load_measurements_missing_file_and_type(tmp_path):
         load_measurements(tmp_path / "p.csv")
     _rows().to_parquet(tmp_path / "p.pq")
     assert len(load_measurements(tmp_path / "p.pq")) == 3
+
+
+def test_carb_convert_help_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from carb_lib.cli import app
+
+    out = tmp_path / "help.parquet"
+    res = CliRunner().invoke(app, ["convert-help", "--folder", str(HELP_DIR), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_parquet(out)) == 19 * N_ARCHS
+    assert (tmp_path / "LICENSE-HELP").read_text() == (HELP_DIR / "LICENSE").read_text()
+    res = CliRunner().invoke(app, ["convert-help", "--folder", str(tmp_path / "nope"),
+                                   "--out", str(tmp_path / "o.parquet")])  # fmt: skip
+    assert res.exit_code == 1 and "str_arch2idx.pt" in res.output
+    assert not (tmp_path / "o.parquet").exists()
