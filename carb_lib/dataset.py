@@ -1,22 +1,37 @@
-"""The measured-dataset schema: one row per (``platform``, ``config_id``).
+"""The measured-dataset schema and the one validator of measurement tables.
 
-Every column has a kind (``str``, ``int``, ``float``, ``bool``), a group, and rules for when it
-may be missing (NaN/None). :func:`validate` enforces them and raises :class:`SchemaError`
-naming the column, the row (its ``config_id``) and the offending value. :func:`write_dataset`
-validates and writes Parquet atomically; :func:`read_dataset` reads and validates.
+One row per (``platform``, ``config_id``). Every column has a kind (``str``, ``int``,
+``float``, ``bool``), a group, and rules for when it may be missing (NaN/None).
+:func:`validate_table` enforces them and raises :class:`SchemaError` naming the row (its label,
+``config_id`` and ``platform``), the column and the offending value. It has two levels:
+
+* ``complete=True`` (:func:`validate`): a finished dataset or campaign part written by CARB's
+  profiler: every required column, nothing unknown;
+* ``complete=False`` (:func:`carb_lib.datasets.validate_measurements`): a measurement table
+  from elsewhere (HELP, a user's CSV): ``platform``, each row's family config columns and a
+  target are enough; configs are validated by their family and ``config_id`` is filled in (or
+  checked against the content hash).
+
+Both apply the same rules to the columns they share; in particular **one rule for costs**
+(:data:`~carb_lib.vocab.TARGETS`): in a row with status ``ok`` (every row when there is no
+``status`` column) a cost is a finite number > 0, or missing where the column may be missing
+(``energy_j`` on a CPU); in other rows a cost is missing or a finite number >= 0.
+:func:`write_dataset` validates and writes Parquet atomically (:mod:`carb_lib.tables`);
+:func:`read_dataset` reads and validates.
 
 Groups and missing-value rules
 ------------------------------
 config
     ``family``, ``config_id`` (16 hex digits), ``resolution``, ``batch``, ``precision``
-    (``fp32``/``fp16``), ``num_classes``: required, never missing. Family ``resnet`` also needs
-    ``block``, ``depth``, ``width``, ``early_downsample``; family ``nb201`` needs ``arch``.
-    Columns of another family are missing (NaN/None).
+    (``fp32``/``fp16``), ``num_classes``: required, never missing. Each family adds its own
+    columns (``Family.own_columns``; ``resnet``: ``block``, ``depth``, ``width``,
+    ``early_downsample``; ``nb201``: ``arch``), present in its rows and missing (NaN/None) in
+    rows of other families.
 static features
     :data:`STATIC_FEATURE_COLUMNS` (from :func:`carb_lib.features.static_features`): required in a
     finished dataset (``require_features=True``), absent from campaign part files; never missing,
-    never negative. :data:`NB201_FEATURE_COLUMNS` (op counts) are optional, missing for other
-    families.
+    never negative. A family's extra features (``Family.extra_feature_columns``, e.g. the NB201
+    op counts :data:`NB201_FEATURE_COLUMNS`) are optional, missing for other families.
 targets
     ``energy_j`` (J per batch), ``latency_ms`` (median ms per batch), ``peak_mem_mib``.
     When ``status == "ok"``: ``latency_ms`` and ``peak_mem_mib`` present; ``energy_j`` may be
@@ -39,14 +54,13 @@ provenance
 
 Storage dtypes (:func:`conform`): text -> pandas ``string``, integers -> ``Int64`` (nullable),
 ``early_downsample`` -> ``boolean``, the rest ``float64``. This module imports only numpy,
-pandas and pyarrow (it must work on the GPU box, which has no xgboost/lightgbm/matplotlib).
+pandas and pyarrow besides CARB's families (it must work on the GPU box, which has no
+xgboost/lightgbm/matplotlib).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,18 +69,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.interference import QUALITIES
+from carb_lib.families import FAMILIES, ConfigError, family_names, get_family
+from carb_lib.space import add_config_ids, family_of
+from carb_lib.tables import atomic_write as _atomic_write
+from carb_lib.tables import (
+    atomic_write_parquet,
+    backup_path,
+    clean_temporary_files,
+)
+from carb_lib.vocab import (
+    NB201_FEATURE_COLUMNS,
+    PRECISIONS,
+    QUALITIES,
+    STATIC_FEATURES,
+    STATUSES,
+    TARGETS,
+)
 
-STATUSES: tuple[str, ...] = ("ok", "oom", "error", "skipped")
-STATIC_FEATURE_COLUMNS: tuple[str, ...] = (
-    "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
-    "activation_bytes", "peak_act_bytes", "arith_intensity_flop_per_byte",
-)  # fmt: skip
-#: Extra static features of family nb201 (``carb_lib.nb201.OP_COUNT_COLUMNS``); optional.
-NB201_FEATURE_COLUMNS: tuple[str, ...] = (
-    "n_op_none", "n_op_skip", "n_op_conv1x1", "n_op_conv3x3", "n_op_avgpool", "longest_conv_path",
-)  # fmt: skip
-TARGETS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
+__all__ = [
+    "COLUMNS", "COLUMN_ORDER", "NB201_FEATURE_COLUMNS", "SCHEMA", "STATIC_FEATURE_COLUMNS",
+    "STATUSES", "TARGETS", "Column", "SchemaError", "atomic_write_parquet", "backup_path",
+    "clean_temporary_files", "conform", "describe_schema", "empty_row", "read_dataset",
+    "validate", "validate_table", "write_dataset",
+]  # fmt: skip
+
+STATIC_FEATURE_COLUMNS: tuple[str, ...] = STATIC_FEATURES
 
 
 @dataclass(frozen=True)
@@ -106,31 +133,46 @@ def _c(*args: Any, **kw: Any) -> Column:
     return Column(*args, **kw)
 
 
+def _family_config_columns() -> tuple[Column, ...]:
+    """The families' own config columns (registration order; one entry per name)."""
+    out: dict[str, Column] = {}
+    for fam in FAMILIES.values():
+        for col in fam.own_columns:
+            old = out.get(col.name)
+            fams = (*old.families, fam.name) if old else (fam.name,)
+            out[col.name] = _c(col.name, col.kind, "config", False, "family", col.nonneg, fams,
+                               col.doc)  # fmt: skip
+    return tuple(out.values())
+
+
+def _family_feature_columns() -> tuple[Column, ...]:
+    """The families' extra static features (optional, missing in other families' rows)."""
+    out: dict[str, Column] = {}
+    for fam in FAMILIES.values():
+        for name in fam.extra_feature_columns:
+            out.setdefault(name, _c(name, "int", "feature", False, "allowed", True,
+                                    doc=f"static feature of family {fam.name} only"))  # fmt: skip
+    return tuple(out.values())
+
+
 SCHEMA: tuple[Column, ...] = (
     # provenance / key
     _c("platform", "str", "provenance", doc="measurement platform, e.g. cpu_epyc_2c, h200"),
     _c("config_id", "str", "config", doc="16-hex content hash of the config"),
     # config
-    _c("family", "str", "config", doc="model family: resnet | nb201"),
-    _c("block", "str", "config", False, "family", families=("resnet",), doc="basic | bottleneck"),
-    _c("depth", "int", "config", False, "family", True, ("resnet",), "weighted layers"),
-    _c("width", "float", "config", False, "family", True, ("resnet",), "width multiplier"),
-    _c("early_downsample", "bool", "config", False, "family", families=("resnet",)),
-    _c("arch", "str", "config", False, "family", families=("nb201",), doc="NB201 arch string"),
+    _c("family", "str", "config", doc="model family: " + " | ".join(family_names())),
+    *_family_config_columns(),
     _c("resolution", "int", "config", nonneg=True, doc="square input side, px"),
     _c("batch", "int", "config", nonneg=True),
-    _c("precision", "str", "config", doc="fp32 | fp16"),
+    _c("precision", "str", "config", doc=" | ".join(PRECISIONS)),
     _c("num_classes", "int", "config", nonneg=True),
     # static features
     *(
         _c(n, "float" if n == "arith_intensity_flop_per_byte" else "int", "feature", nonneg=True)
         for n in STATIC_FEATURE_COLUMNS
     ),
-    # family-specific static features (NB201 op counts; missing for other families)
-    *(
-        _c(n, "int", "feature", False, "allowed", True, doc="NB201 op count (nb201 rows only)")
-        for n in NB201_FEATURE_COLUMNS
-    ),
+    # family-specific static features (e.g. NB201 op counts; missing for other families)
+    *_family_feature_columns(),
     # targets
     _c("energy_j", "float", "target", missing="ok_required", nonneg=True, doc="J per batch"),
     _c("latency_ms", "float", "target", missing="ok_required", nonneg=True, doc="median ms/batch"),
@@ -215,61 +257,266 @@ _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
 class SchemaError(ValueError):
-    """A dataset violates the schema; the message names column, row (config_id) and value."""
+    """A table violates the schema; the message names column, row and value.
+
+    The one error type of :func:`validate_table` (``carb_lib.datasets.DatasetError`` is this
+    class).
+    """
 
 
 # ----------------------------------------------------------------------------------------
 def _missing(s: pd.Series) -> np.ndarray:
     m = s.isna().to_numpy(dtype=bool)
     if s.dtype == object or isinstance(s.dtype, pd.StringDtype):
-        m = m | (s.astype("string").fillna("").str.len() == 0).to_numpy(dtype=bool)
+        m = m | (s.astype("string").fillna("").str.strip() == "").to_numpy(dtype=bool)
     return m
 
 
-def _row_name(df: pd.DataFrame, i: int) -> str:
-    if "config_id" in df.columns:
-        cid = df["config_id"].iloc[i]
-        plat = df["platform"].iloc[i] if "platform" in df.columns else None
-        return f"config_id={cid!r}" + (f" platform={plat!r}" if plat is not None else "")
-    return f"index={df.index[i]!r}"
+def _show(v: Any) -> str:
+    """``repr`` of a value, numpy scalars as plain Python values (``-2.0``, not
+    ``np.float64(-2.0)``)."""
+    return repr(v.item() if isinstance(v, np.generic) else v)
 
 
-def _fail(df: pd.DataFrame, col: str, mask: np.ndarray, why: str) -> None:
+def _identity(df: pd.DataFrame, i: int) -> str:
+    """`` (config_id=..., platform=...)`` of the ``i``-th row (the columns it has)."""
+    extra = [f"{c}={_show(df[c].iloc[i])}" for c in ("config_id", "platform") if c in df.columns]
+    return f" ({', '.join(extra)})" if extra else ""
+
+
+def _fail(df: pd.DataFrame, col: str, mask: np.ndarray, why: str, what: str = "") -> None:
+    """``[what: ]row <label>: column <col> value <v> <why> (config_id=.., platform=..)``."""
     i = int(np.flatnonzero(mask)[0])
     n = int(mask.sum())
-    more = f" (and {n - 1} more row(s))" if n > 1 else ""
+    more = f"; {n - 1} more row(s) like it" if n > 1 else ""
+    prefix = f"{what}: " if what else ""
     raise SchemaError(
-        f"column {col!r}, row {_row_name(df, i)}: value {df[col].iloc[i]!r} {why}{more}"
+        f"{prefix}row {_show(df.index[i])}: column {col!r} value {_show(df[col].iloc[i])} "
+        f"{why}{_identity(df, i)}{more}"
     )
 
 
-def _check_kind(df: pd.DataFrame, col: Column) -> None:
+def _numbers(s: pd.Series) -> np.ndarray:
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _check_kind(df: pd.DataFrame, col: Column, what: str) -> None:
     s = df[col.name]
     present = ~s.isna().to_numpy(dtype=bool)
     if not present.any():
         return
     if col.kind in ("int", "float"):
         if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype):
-            num = pd.to_numeric(s, errors="coerce")
-            bad = present & num.isna().to_numpy(dtype=bool)
+            bad = present & np.isnan(_numbers(s))
             if bad.any() or pd.api.types.is_bool_dtype(s.dtype):
-                _fail(df, col.name, bad if bad.any() else present, f"is not a number ({col.kind})")
+                _fail(df, col.name, bad if bad.any() else present,
+                      f"is not a number ({col.kind})", what)  # fmt: skip
+        v = _numbers(s)
+        bad = present & np.isinf(v)
+        if bad.any():
+            _fail(df, col.name, bad, "is not finite", what)
         if col.kind == "int":
-            v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
             bad = present & np.isfinite(v) & (v != np.round(v))
             if bad.any():
-                _fail(df, col.name, bad, "is not an integer")
-            bad = present & ~np.isfinite(v)
-            if bad.any():
-                _fail(df, col.name, bad, "is not finite")
+                _fail(df, col.name, bad, "is not an integer", what)
     elif col.kind == "bool":
-        ok = s.map(lambda v: isinstance(v, (bool, np.bool_)) or pd.isna(v)).to_numpy(dtype=bool)
-        if not ok.all():
-            _fail(df, col.name, ~ok, "is not a bool")
+        if not pd.api.types.is_bool_dtype(s.dtype):
+            _check_values(df, col.name, lambda v: isinstance(v, (bool, np.bool_)), "a bool", what)
     elif col.kind == "str":
-        ok = s.map(lambda v: isinstance(v, str) or pd.isna(v)).to_numpy(dtype=bool)
-        if not ok.all():
-            _fail(df, col.name, ~ok, "is not a string")
+        if not isinstance(s.dtype, pd.StringDtype):
+            _check_values(df, col.name, lambda v: isinstance(v, str), "a string", what)
+
+
+def _check_values(df: pd.DataFrame, name: str, good, kind: str, what: str) -> None:
+    """Fail on the first present value of ``df[name]`` for which ``good`` is False (each
+    distinct value is tested once)."""
+    codes, uniques = pd.factorize(df[name], use_na_sentinel=True)
+    bad_unique = np.array([not good(u) for u in uniques] + [False], dtype=bool)
+    bad = bad_unique[codes]  # code -1 (missing) -> the trailing False
+    if bad.any():
+        _fail(df, name, bad, f"is not {kind}", what)
+
+
+def _check_costs(df: pd.DataFrame, is_ok: np.ndarray, what: str) -> None:
+    """The one rule for costs (see the module docstring)."""
+    for name in TARGETS:
+        if name not in df.columns:
+            continue
+        v = _numbers(df[name])
+        bad = is_ok & ~np.isnan(v) & ~(v > 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            kind = "negative" if v[i] < 0 else "zero"
+            _fail(df, name, bad, f"is {kind}; a cost of an ok row must be a finite number > 0",
+                  what)  # fmt: skip
+
+
+def _check_families(df: pd.DataFrame, what: str) -> None:
+    fam = df["family"]
+    known = fam.isna().to_numpy(dtype=bool) | fam.isin(list(FAMILIES)).to_numpy(dtype=bool)
+    if not known.all():
+        _fail(df, "family", ~known, f"is not a registered family; known: {list(FAMILIES)}", what)
+
+
+def _fill_config(df: pd.DataFrame, what: str) -> pd.DataFrame:
+    """Measurement level: default family, each family's configs validated, ``config_id``
+    filled in or checked against the content hash."""
+    df["family"] = family_of(df)
+    _check_families(df, what)
+    for name, idx in df.groupby("family", sort=False).groups.items():
+        try:
+            get_family(name).validate_frame(df.loc[idx], what)
+        except ConfigError as exc:
+            raise SchemaError(str(exc)) from None
+    given = df["config_id"].astype("string") if "config_id" in df.columns else None
+    df = add_config_ids(df)
+    if given is not None:
+        wrong = (given.notna() & (given != df["config_id"])).to_numpy(dtype=bool)
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            raise SchemaError(
+                f"{what}: row {_show(df.index[i])}: column 'config_id' value {given.iloc[i]!r} "
+                f"does not match the row's config (expected {df['config_id'].iloc[i]!r})"
+            )
+    return df
+
+
+def validate_table(
+    df: pd.DataFrame,
+    *,
+    complete: bool = True,
+    what: str = "",
+    require_features: bool = True,
+    require_target: bool = True,
+    unique: bool | None = None,
+    extra_columns: Iterable[str] = (),
+) -> pd.DataFrame:
+    """The one validator of measurement tables (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    complete : bool
+        True: a dataset of the full schema (every required column, no unknown column, the
+        missing-value rules of every column); ``df`` is returned unchanged. False: a
+        measurement table from elsewhere: ``platform`` and each row's family config columns
+        (``family`` defaults to :data:`~carb_lib.families.DEFAULT_FAMILY`) suffice, other
+        columns are checked when present, unknown ones are kept; a validated copy is returned
+        (index reset to positions, targets as float64, ``family`` and ``config_id`` filled).
+    what : str
+        Names the table at the start of every message (a path, ``"--data"``).
+    require_features : bool
+        ``complete`` only: the static feature columns must be present (False for campaign
+        part files).
+    require_target : bool
+        ``complete=False`` only: at least one of :data:`TARGETS` must be a column.
+    unique : bool, optional
+        Reject duplicate (``platform``, ``config_id``) pairs; default ``complete``.
+    extra_columns : iterable of str
+        Further columns accepted as optional when ``complete``.
+
+    Raises
+    ------
+    SchemaError
+        ``[what: ]row <label>: column <name> value <v> <why> (config_id=..., platform=...)``
+        for the first offending row (and how many more), or a missing/unknown column.
+    """
+    unique = complete if unique is None else unique
+    prefix = f"{what}: " if what else ""
+    if not complete:
+        df = df.reset_index(drop=True).copy()
+    extra = set(extra_columns)
+    if complete:
+        unknown = [c for c in df.columns if c not in COLUMNS and c not in extra]
+        if unknown:
+            raise SchemaError(
+                f"{prefix}unknown column(s) {unknown}; known columns: {list(COLUMN_ORDER)} "
+                "(pass extra_columns= for family-specific features)"
+            )
+        need = [c.name for c in SCHEMA
+                if c.required and (c.group != "feature" or require_features)]  # fmt: skip
+    else:
+        need = ["platform"]
+    missing_cols = [c for c in need if c not in df.columns]
+    if missing_cols:
+        raise SchemaError(f"{prefix}missing required column(s) {missing_cols}")
+    if not complete and require_target and not any(t in df.columns for t in TARGETS):
+        raise SchemaError(f"{prefix}no target column; need one of {list(TARGETS)}")
+    if len(df) == 0:
+        return df
+
+    for col in SCHEMA:
+        if col.name in df.columns:
+            _check_kind(df, col, what)
+    if "status" in df.columns:
+        status = df["status"]
+        bad = ~status.isin(STATUSES).to_numpy(dtype=bool)
+        if bad.any():
+            _fail(df, "status", bad, f"is not a valid status; allowed: {list(STATUSES)}", what)
+        is_ok = (status == "ok").to_numpy(dtype=bool)
+    else:
+        is_ok = np.ones(len(df), dtype=bool)
+    _check_costs(df, is_ok, what)
+    if complete:
+        _check_families(df, what)
+    family = (df["family"].astype("string").fillna("").to_numpy(dtype=object)
+              if "family" in df.columns else np.full(len(df), "", dtype=object))  # fmt: skip
+
+    for col in SCHEMA:
+        if col.name not in df.columns:
+            continue
+        miss = _missing(df[col.name])
+        rule = np.zeros(len(df), dtype=bool)
+        if col.missing == "never" and (complete or col.name == "platform"):
+            rule = miss
+            why = "is missing (NaN/None/empty); this column may never be missing"
+        elif col.missing == "ok_required" and complete:
+            rule = miss & is_ok
+            why = "is missing in a row with status 'ok'"
+            if col.name == "energy_j" and "energy_reason" in df.columns:
+                rule = rule & _missing(df["energy_reason"])
+                why += " and energy_reason does not say why"
+        elif col.missing == "family" and complete:
+            rule = miss & np.isin(family, list(col.families))
+            why = f"is missing in a row of family {list(col.families)}"
+        if rule.any():
+            _fail(df, col.name, rule, why, what)
+        if col.nonneg and col.kind in ("int", "float"):
+            neg = _numbers(df[col.name]) < 0
+            if neg.any():
+                _fail(df, col.name, neg, "is negative; costs and counts must be >= 0", what)
+
+    if complete:
+        err_missing = _missing(df["error"])
+        bad = ~is_ok & err_missing
+        if bad.any():
+            _fail(df, "error", bad, "is missing in a row whose status is not 'ok' (say why)", what)
+        bad = is_ok & ~err_missing
+        if bad.any():
+            _fail(df, "error", bad, "is set in a row with status 'ok'", what)
+        ids = df["config_id"].astype("string").fillna("")
+        bad = ~ids.str.fullmatch(_HEX16).fillna(False).to_numpy(dtype=bool)
+        if bad.any():
+            _fail(df, "config_id", bad, "is not 16 lowercase hex digits", what)
+        bad = ~df["precision"].isin(PRECISIONS).to_numpy(dtype=bool)
+        if bad.any():
+            _fail(df, "precision", bad, f"is not one of {list(PRECISIONS)}", what)
+    else:
+        df = _fill_config(df, what)
+        for name in TARGETS:
+            if name in df.columns:
+                df[name] = _numbers(df[name])
+    if "quality" in df.columns:
+        q = df["quality"]
+        bad = ~(q.isna() | q.isin(QUALITIES)).to_numpy(dtype=bool)
+        if bad.any():
+            _fail(df, "quality", bad, f"is not a valid quality; allowed: {list(QUALITIES)}", what)
+
+    if unique:
+        dup = df.duplicated(subset=["platform", "config_id"], keep="first").to_numpy(dtype=bool)
+        if dup.any():
+            _fail(df, "config_id", dup, "is duplicated for this platform (one row per pair)", what)
+    return df
 
 
 def validate(
@@ -279,7 +526,8 @@ def validate(
     unique: bool = True,
     extra_columns: Iterable[str] = (),
 ) -> pd.DataFrame:
-    """Check ``df`` against the schema and return it unchanged.
+    """Check a dataset of the full schema and return it unchanged (:func:`validate_table`
+    with ``complete=True``).
 
     Parameters
     ----------
@@ -296,87 +544,12 @@ def validate(
     Raises
     ------
     SchemaError
-        Unknown or missing column, wrong type, negative cost, missing value where none is
-        allowed, bad status, malformed config_id, or duplicate (platform, config_id).
+        Unknown or missing column, wrong type, a cost that breaks the cost rule, missing
+        value where none is allowed, bad status, malformed config_id, or duplicate
+        (platform, config_id).
     """
-    extra = set(extra_columns)
-    unknown = [c for c in df.columns if c not in COLUMNS and c not in extra]
-    if unknown:
-        raise SchemaError(
-            f"unknown column(s) {unknown}; known columns: {list(COLUMN_ORDER)} "
-            "(pass extra_columns= for family-specific features)"
-        )
-    need = [c.name for c in SCHEMA if c.required and (c.group != "feature" or require_features)]
-    missing_cols = [c for c in need if c not in df.columns]
-    if missing_cols:
-        raise SchemaError(f"missing required column(s) {missing_cols}")
-    if len(df) == 0:
-        return df
-
-    for col in SCHEMA:
-        if col.name in df.columns:
-            _check_kind(df, col)
-
-    status = df["status"]
-    bad = ~status.isin(STATUSES).to_numpy(dtype=bool)
-    if bad.any():
-        _fail(df, "status", bad, f"is not a valid status; allowed: {list(STATUSES)}")
-    is_ok = (status == "ok").to_numpy(dtype=bool)
-    family = df["family"].astype("string").fillna("").to_numpy(dtype=object)
-
-    for col in SCHEMA:
-        if col.name not in df.columns:
-            continue
-        miss = _missing(df[col.name])
-        if col.missing == "never":
-            rule = miss
-            why = "is missing (NaN/None/empty); this column may never be missing"
-        elif col.missing == "ok_required":
-            rule = miss & is_ok
-            why = "is missing in a row with status 'ok'"
-            if col.name == "energy_j" and "energy_reason" in df.columns:
-                rule = rule & _missing(df["energy_reason"])
-                why += " and energy_reason does not say why"
-        elif col.missing == "family":
-            in_fam = np.isin(family, list(col.families))
-            rule = miss & in_fam
-            why = f"is missing in a row of family {list(col.families)}"
-        else:
-            rule = np.zeros(len(df), dtype=bool)
-        if rule.any():
-            _fail(df, col.name, rule, why)
-        if col.nonneg and col.kind in ("int", "float"):
-            v = pd.to_numeric(df[col.name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            neg = v < 0
-            if neg.any():
-                _fail(df, col.name, neg, "is negative; costs and counts must be >= 0")
-
-    err_missing = _missing(df["error"])
-    bad = ~is_ok & err_missing
-    if bad.any():
-        _fail(df, "error", bad, "is missing in a row whose status is not 'ok' (say why)")
-    bad = is_ok & ~err_missing
-    if bad.any():
-        _fail(df, "error", bad, "is set in a row with status 'ok'")
-
-    ids = df["config_id"].astype("string").fillna("")
-    bad = ~ids.str.fullmatch(_HEX16).fillna(False).to_numpy(dtype=bool)
-    if bad.any():
-        _fail(df, "config_id", bad, "is not 16 lowercase hex digits")
-    if "quality" in df.columns:
-        q = df["quality"]
-        bad = ~(q.isna() | q.isin(QUALITIES)).to_numpy(dtype=bool)
-        if bad.any():
-            _fail(df, "quality", bad, f"is not a valid quality; allowed: {list(QUALITIES)}")
-    bad = ~df["precision"].isin(("fp32", "fp16")).to_numpy(dtype=bool)
-    if bad.any():
-        _fail(df, "precision", bad, "is not fp32 or fp16")
-
-    if unique:
-        dup = df.duplicated(subset=["platform", "config_id"], keep="first").to_numpy(dtype=bool)
-        if dup.any():
-            _fail(df, "config_id", dup, "is duplicated for this platform (one row per pair)")
-    return df
+    return validate_table(df, complete=True, require_features=require_features, unique=unique,
+                          extra_columns=extra_columns)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------
@@ -414,68 +587,6 @@ def conform(df: pd.DataFrame, extra_columns: Iterable[str] = ()) -> pd.DataFrame
     return out[order + rest]
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def backup_path(path: str | Path) -> Path:
-    """Where :func:`write_dataset` keeps the previous version of ``path`` (``<name>.bak``)."""
-    path = Path(path)
-    return path.with_name(path.name + ".bak")
-
-
-def clean_temporary_files(folder: str | Path) -> list[Path]:
-    """Remove ``.tmp-*`` files that an interrupted atomic write left in ``folder``; returns
-    them. Call only while no writer is active in the folder (e.g. holding its lock)."""
-    removed = []
-    for f in Path(folder).glob(".tmp-*"):
-        try:
-            f.unlink()
-            removed.append(f)
-        except OSError:
-            pass
-    return removed
-
-
-def atomic_write_parquet(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write ``df`` to ``path`` atomically: a temporary file in the same folder, fsync,
-    ``os.replace``, fsync of the folder. A crash leaves either the old file or the new one
-    (and possibly a ``.tmp-*`` file, which readers ignore)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            df.to_parquet(fh, index=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; datasets are shared files
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
 def write_dataset(
     df: pd.DataFrame,
     path: str | Path,
@@ -485,9 +596,10 @@ def write_dataset(
     extra_columns: Iterable[str] = (),
     backup: bool = False,
 ) -> Path:
-    """Conform, validate, then write ``df`` to Parquet atomically (see
-    :func:`atomic_write_parquet`). With ``backup``, an existing file at ``path`` is first
-    copied to :func:`backup_path` (replacing an older backup). Returns the path.
+    """Conform, validate, then write ``df`` to Parquet atomically
+    (:func:`carb_lib.tables.atomic_write_parquet`). With ``backup``, an existing file at
+    ``path`` is first copied to :func:`backup_path` (replacing an older backup). Returns the
+    path.
 
     Raises
     ------
@@ -501,14 +613,7 @@ def write_dataset(
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; give a file name ending in .parquet")
-    if backup and path.exists():
-        import shutil
-
-        bak = backup_path(path)
-        tmp = bak.with_name(f".tmp-{bak.name}")
-        shutil.copy2(path, tmp)
-        os.replace(tmp, bak)
-    return atomic_write_parquet(out, path)
+    return _atomic_write(path, lambda fh: out.to_parquet(fh, index=False), backup=backup)
 
 
 def read_dataset(

@@ -16,8 +16,13 @@ latencies of all 15,625 NAS-Bench-201 networks (CIFAR-10 size input) on 11 devic
   ``error``.
 * provenance: ``source`` (repository, commit, file) and ``licence`` columns on every row.
 
+A small subset in HELP's own format is committed under ``tests/fixtures/help_nb201/`` (with its
+provenance and licence) so that the importer is tested everywhere.
+
 :func:`load_measurements` reads any CSV/Parquet table of measurements (config columns, targets,
-``platform``), validates it and adds ``config_id`` where missing.
+``platform``) with :func:`carb_lib.tables.read_table`, validates it with the one validator
+(:func:`carb_lib.dataset.validate_table`, measurement level) and adds ``config_id`` where
+missing.
 """
 
 from __future__ import annotations
@@ -27,6 +32,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from carb_lib.dataset import SchemaError, validate_table
+from carb_lib.families import ConfigError
+from carb_lib.families.nb201 import FAMILY as NB201_FAMILY
+from carb_lib.families.nb201 import NUM_CLASSES as NB201_NUM_CLASSES
+from carb_lib.families.nb201 import RESOLUTION as NB201_RESOLUTION
+from carb_lib.families.nb201 import config_ids as nb201_config_ids
+from carb_lib.families.nb201 import parse_arch
+from carb_lib.space import add_config_ids, family_of
+from carb_lib.tables import atomic_write, read_table
+from carb_lib.vocab import TARGETS
 
 HELP_REPO = "github.com/HayeonLee/HELP"
 HELP_COMMIT = "45f70eb9"
@@ -52,8 +68,7 @@ HELP_DEVICES: dict[str, tuple[str, str]] = {
 GPU_BATCHES: tuple[int, ...] = (1, 32, 256)
 #: Pixel 3 values below this are flagged (see the module docstring).
 PIXEL3_MIN_PLAUSIBLE_MS = 1.0
-TARGET_COLUMNS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
-STATUSES: tuple[str, ...] = ("ok", "oom", "error", "skipped")
+TARGET_COLUMNS: tuple[str, ...] = TARGETS
 HELP_COLUMNS: tuple[str, ...] = (
     "config_id", "family", "arch", "arch_index", "resolution", "batch", "precision",
     "num_classes", "platform", "device_name", "device_kind", "latency_ms", "energy_j",
@@ -61,8 +76,9 @@ HELP_COLUMNS: tuple[str, ...] = (
 )
 
 
-class DatasetError(ValueError):
-    """A measurement table that does not fit the schema; the message names column/row/value."""
+#: A measurement table that does not fit the schema (the one error type of the validator:
+#: :class:`carb_lib.dataset.SchemaError`); the message names column, row and value.
+DatasetError = SchemaError
 
 
 def parse_help_file(stem: str) -> tuple[str, int]:
@@ -120,7 +136,7 @@ def load_help_latency(folder: str | Path, devices=None) -> pd.DataFrame:
     -------
     pandas.DataFrame
         :data:`HELP_COLUMNS`, one row per (platform, batch, arch); ``family="nb201"``,
-        ``resolution=32``, ``precision="fp32"``, ``num_classes=10``.
+        ``resolution=32``, ``precision="fp32"``, ``num_classes=10`` (CIFAR-10 input).
 
     Raises
     ------
@@ -130,8 +146,6 @@ def load_help_latency(folder: str | Path, devices=None) -> pd.DataFrame:
         For an unknown device, a file of the wrong length or a non-positive latency.
     """
     import torch
-
-    from carb_lib.nb201 import config_ids, parse_arch
 
     folder = Path(folder)
     index_path = folder / "str_arch2idx.pt"
@@ -167,9 +181,9 @@ def load_help_latency(folder: str | Path, devices=None) -> pd.DataFrame:
             error[sus] = (f"implausible latency < {PIXEL3_MIN_PLAUSIBLE_MS} ms for a phone "
                           "(kept as in source)")
         frames.append(pd.DataFrame({
-            "family": "nb201", "arch": archs, "arch_index": np.arange(n, dtype=np.int64),
-            "resolution": np.int64(32), "batch": np.int64(batch), "precision": "fp32",
-            "num_classes": np.int64(10), "platform": f"help_{dev}", "device_name": name,
+            "family": NB201_FAMILY, "arch": archs, "arch_index": np.arange(n, dtype=np.int64),
+            "resolution": np.int64(NB201_RESOLUTION), "batch": np.int64(batch),
+            "precision": "fp32", "num_classes": np.int64(NB201_NUM_CLASSES), "platform": f"help_{dev}", "device_name": name,
             "device_kind": kind, "latency_ms": lat, "energy_j": np.nan,
             "peak_mem_mib": np.nan, "status": status, "error": error,
             "source": f"{HELP_REPO}@{HELP_COMMIT}:data/nasbench201/{stem}.pt",
@@ -178,118 +192,53 @@ def load_help_latency(folder: str | Path, devices=None) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=list(HELP_COLUMNS))
     df = pd.concat(frames, ignore_index=True)
-    df.insert(0, "config_id", config_ids(df))
+    df.insert(0, "config_id", nb201_config_ids(df))
     return df[list(HELP_COLUMNS)]
 
 
-def convert_help(
-    folder: str | Path,
-    out: str | Path = "data/external/help_nb201.parquet",
-) -> Path:
-    """Convert HELP's folder to ``out`` (Parquet) and copy its licence next to it.
+def convert_help(folder: str | Path, out: str | Path = "data/external/help_nb201.parquet") -> Path:
+    """Convert HELP's folder to ``out`` (Parquet, written atomically) and copy its licence next
+    to it.
 
     The licence goes to ``<out folder>/LICENSE-HELP`` (MIT: the notice must travel with the
     numbers). Returns the Parquet path.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the folder, its index file or its ``LICENSE`` is missing (nothing is written).
     """
     folder, out = Path(folder), Path(out)
-    df = load_help_latency(folder)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(out, index=False, compression="zstd")
     lic = folder / "LICENSE"
-    if not lic.exists():
+    if folder.is_dir() and not lic.exists():
         raise FileNotFoundError(f"HELP licence not found: {lic}; it must ship with the data")
+    df = load_help_latency(folder)
+    atomic_write(out, lambda fh: df.to_parquet(fh, index=False, compression="zstd"))
     shutil.copyfile(lic, out.parent / "LICENSE-HELP")
     return out
 
 
 # --------------------------------------------------------------------------- generic tables
-def _read_table(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    raise DatasetError(f"{path}: unsupported file type {suffix!r}; use .csv or .parquet")
+#: Columns read as text from a CSV whatever they look like (a config_id may be all digits).
+_TEXT_COLUMNS: tuple[str, ...] = ("config_id", "platform")
 
 
 def validate_measurements(df: pd.DataFrame, name: str = "table",
                           require_target: bool = True) -> pd.DataFrame:
-    """Validate a measurement frame and return a copy with ``config_id`` filled in.
+    """Validate a measurement table and return a copy with ``config_id`` filled in.
 
-    Checks: a ``platform`` column without blanks; per family the config columns, each unique
-    config validated once (the error names the first row that has it); targets numeric and
-    positive where present; ``status`` in :data:`STATUSES`; a given ``config_id`` equal to the
-    content hash of the row's config.
+    The one validator at the measurement level (:func:`carb_lib.dataset.validate_table` with
+    ``complete=False``): a ``platform`` column without blanks; per family the config columns,
+    each distinct config validated once; targets numeric, and in ``ok`` rows finite and > 0
+    where present; ``status`` in :data:`STATUSES`; a given ``config_id`` equal to the content
+    hash of the row's config.
 
     Raises
     ------
     DatasetError
         Naming the column, the row (0-based position in the table) and the value.
     """
-    from carb_lib.space import ConfigError, add_config_ids, config_from_row, get_family
-
-    df = df.reset_index(drop=True).copy()
-    if "platform" not in df.columns:
-        raise DatasetError(f"{name}: missing column 'platform'")
-    blank = df["platform"].isna() | (df["platform"].astype(str).str.strip() == "")
-    if blank.any():
-        i = int(np.flatnonzero(blank.to_numpy())[0])
-        raise DatasetError(f"{name}: row {i}: column 'platform' is empty")
-    targets = [c for c in TARGET_COLUMNS if c in df.columns]
-    if require_target and not targets:
-        raise DatasetError(f"{name}: no target column; need one of {list(TARGET_COLUMNS)}")
-    for c in targets:
-        vals = pd.to_numeric(df[c], errors="coerce")
-        nonnum = vals.isna() & df[c].notna()
-        if nonnum.any():
-            i = int(np.flatnonzero(nonnum.to_numpy())[0])
-            raise DatasetError(f"{name}: row {i}: column {c!r} value {df[c].iloc[i]!r} is not "
-                               "a number")
-        neg = vals <= 0
-        if neg.any():
-            i = int(np.flatnonzero(neg.to_numpy())[0])
-            raise DatasetError(f"{name}: row {i}: column {c!r} value {float(vals.iloc[i])!r} "
-                               "must be > 0")
-        df[c] = vals.astype(np.float64)
-    if "status" in df.columns:
-        bad = ~df["status"].isin(STATUSES)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DatasetError(f"{name}: row {i}: column 'status' value {df['status'].iloc[i]!r} "
-                               f"is not one of {list(STATUSES)}")
-    if "family" not in df.columns:
-        df["family"] = "resnet"
-    df["family"] = df["family"].fillna("resnet")
-    for fam_name, idx in df.groupby("family", sort=False).groups.items():
-        try:
-            fam = get_family(fam_name)
-        except ConfigError as exc:
-            i = int(idx[0])
-            raise DatasetError(f"{name}: row {i}: column 'family': {exc}") from None
-        required = [c for c in fam.columns if c not in ("family", "num_classes")]
-        if fam_name == "nb201":
-            required = ["arch"]
-        missing = [c for c in required if c not in df.columns]
-        if missing:
-            raise DatasetError(f"{name}: {fam_name} rows need column(s) {missing}")
-        cols = [c for c in fam.columns if c in df.columns]
-        first = df.loc[idx, cols].drop_duplicates()
-        for i, rec in zip(first.index, first.to_dict(orient="records"), strict=True):
-            try:
-                config_from_row(rec)
-            except ConfigError as exc:
-                raise DatasetError(f"{name}: row {int(i)}: {exc}") from None
-    given = df["config_id"].astype("string") if "config_id" in df.columns else None
-    df = add_config_ids(df)
-    if given is not None:
-        wrong = given.notna() & (given != df["config_id"])
-        if wrong.any():
-            i = int(np.flatnonzero(wrong.to_numpy())[0])
-            raise DatasetError(
-                f"{name}: row {i}: column 'config_id' value {given.iloc[i]!r} does not match "
-                f"the row's config (expected {df['config_id'].iloc[i]!r})"
-            )
-    return df
+    return validate_table(df, complete=False, what=name, require_target=require_target)
 
 
 def load_measurements(path: str | Path, require_target: bool = True) -> pd.DataFrame:
@@ -299,32 +248,27 @@ def load_measurements(path: str | Path, require_target: bool = True) -> pd.DataF
     ----------
     path : str or Path
         ``.csv``, ``.parquet`` or ``.pq`` file: config columns (``family`` selects the family,
-        default ``resnet``), ``platform``, and at least one of ``energy_j``, ``latency_ms``,
-        ``peak_mem_mib`` (unless ``require_target`` is False, e.g. for query configs).
+        default :data:`~carb_lib.families.DEFAULT_FAMILY`), ``platform``, and at least one of
+        ``energy_j``, ``latency_ms``, ``peak_mem_mib`` (unless ``require_target`` is False,
+        e.g. for query configs).
 
     Raises
     ------
     FileNotFoundError
-        If ``path`` does not exist.
+        If ``path`` does not exist (a :class:`carb_lib.tables.MissingTableError`).
+    carb_lib.tables.TableError
+        Unsupported suffix or unreadable content.
     DatasetError
         Naming the column, row and value of the first problem.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"measurement table not found: {path}")
-    return validate_measurements(_read_table(path), name=str(path), require_target=require_target)
+    df = read_table(path, "measurement table", allow_empty=True, text_columns=_TEXT_COLUMNS)
+    return validate_measurements(df, name=str(path), require_target=require_target)
 
 
 def read_configs(path: str | Path) -> pd.DataFrame:
     """Read a CSV/Parquet table of configs (no platform or target needed) with ``config_id``."""
-    from carb_lib.space import ConfigError, add_config_ids
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"config table not found: {path}")
-    df = _read_table(path).reset_index(drop=True)
-    if "family" not in df.columns:
-        df["family"] = "resnet"
+    df = read_table(path, "config table", text_columns=_TEXT_COLUMNS).reset_index(drop=True)
+    df["family"] = family_of(df)
     try:
         out = add_config_ids(df)
     except (ConfigError, KeyError, ValueError) as exc:

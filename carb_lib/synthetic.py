@@ -34,9 +34,11 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.dataset import conform
-from carb_lib.space import BATCH_SIZES, DEPTHS, RESNET_COLUMNS
-from carb_lib.space import RESOLUTIONS as GRID_RESOLUTIONS
-from carb_lib.space import WIDTHS as GRID_WIDTHS
+from carb_lib.families.resnet import BATCH_SIZES, DEPTHS, RESNET_COLUMNS
+from carb_lib.families.resnet import FAMILY as RESNET_FAMILY
+from carb_lib.families.resnet import RESOLUTIONS as GRID_RESOLUTIONS
+from carb_lib.families.resnet import WIDTHS as GRID_WIDTHS
+from carb_lib.vocab import PRECISIONS
 
 #: Ground truth of :func:`make_synthetic_dataset` (natural-log noise ``sigma``).
 SYNTHETIC_TRUTH: dict[str, dict[str, float]] = {
@@ -59,14 +61,13 @@ SYNTHETIC_TRUTH: dict[str, dict[str, float]] = {
     "peak_mem_mib": {"workspace_mib": 16.0, "capacity_mib": 16 * 1024.0, "sigma": 0.01},
 }
 
-# the paper grid's values (one vocabulary: carb_lib.space); the generator used to carry its own
+# the paper grid's values (one vocabulary: carb_lib.families.resnet); the generator used to carry its own
 # depth list with basic-block depths 42 and 50, which no ResNet of the grid has
 BASIC_DEPTHS = DEPTHS["basic"]
 BOTTLENECK_DEPTHS = DEPTHS["bottleneck"]
 WIDTHS = GRID_WIDTHS
 RESOLUTIONS = GRID_RESOLUTIONS
 BATCHES = BATCH_SIZES
-PRECISIONS = ("fp32", "fp16")
 EARLY_DOWNSAMPLE = (False, True)
 #: Rows per architecture: every (early_downsample, precision, batch) combination.
 ROWS_PER_ARCH = len(EARLY_DOWNSAMPLE) * len(PRECISIONS) * len(BATCHES)
@@ -203,7 +204,7 @@ def make_synthetic_dataset(
                 nbytes = 4 if prec == "fp32" else 2
                 for batch in BATCHES:
                     row = {
-                        "family": "resnet",
+                        "family": RESNET_FAMILY,
                         "arch": None,
                         "block": block,
                         "depth": depth,

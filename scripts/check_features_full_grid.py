@@ -16,8 +16,9 @@ from pathlib import Path
 
 import torch
 
+from carb_lib.families.resnet import paper_grid
 from carb_lib.features import compare_features
-from carb_lib.space import paper_grid
+from carb_lib.tables import write_table
 
 
 def main() -> int:
@@ -39,8 +40,7 @@ def main() -> int:
     )
     summary["all_match"] = summary["n_configs"] == summary["n_match"]
     summary["elapsed_s"] = round(elapsed, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(args.out, index=False)
+    write_table(summary, args.out)
     print(summary.to_string(index=False))
     bad = cmp[~cmp["match"]]
     if len(bad):

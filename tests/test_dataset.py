@@ -45,14 +45,33 @@ def with_features(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_feature_columns_match_features_module():
-    from carb_lib.features import STATIC_FEATURE_COLUMNS
+    from carb_lib.features import STATIC_FEATURE_COLUMNS, static_features
+    from carb_lib.space import paper_grid
 
     assert tuple(STATIC_FEATURE_COLUMNS) == ds.STATIC_FEATURE_COLUMNS
+    assert tuple(static_features(paper_grid().head(3)).columns) == ds.STATIC_FEATURE_COLUMNS
 
 
-def test_nb201_feature_columns_match_nb201_module():
-    nb201 = pytest.importorskip("carb_lib.nb201")
-    assert tuple(nb201.OP_COUNT_COLUMNS) == ds.NB201_FEATURE_COLUMNS
+def test_family_columns_come_from_the_families():
+    from carb_lib.families import FAMILIES
+    from carb_lib.families.nb201 import OP_COUNT_COLUMNS
+
+    assert tuple(OP_COUNT_COLUMNS) == ds.NB201_FEATURE_COLUMNS
+    for fam in FAMILIES.values():
+        for col in fam.own_columns:
+            c = ds.COLUMNS[col.name]
+            assert (c.kind, c.group, c.missing, c.nonneg) == (col.kind, "config", "family",
+                                                                col.nonneg)  # fmt: skip
+            assert fam.name in c.families
+        for name in fam.extra_feature_columns:
+            assert ds.COLUMNS[name].group == "feature" and not ds.COLUMNS[name].required
+    assert ds.COLUMNS["block"].families == ("resnet",)
+    assert ds.COLUMNS["arch"].families == ("nb201",)
+    # the dataset's column order is unchanged (stored files keep their layout)
+    assert ds.COLUMN_ORDER[:12] == (
+        "platform", "config_id", "family", "block", "depth", "width", "early_downsample",
+        "arch", "resolution", "batch", "precision", "num_classes",
+    )  # fmt: skip
 
 
 def test_valid_frame_passes_and_roundtrips(tmp_path):
@@ -90,8 +109,46 @@ def test_negative_cost_names_column_row_value():
     with pytest.raises(ds.SchemaError) as e:
         ds.validate(df, require_features=False)
     msg = str(e.value)
-    assert "'latency_ms'" in msg and "0000000000000001" in msg and "-2.0" in msg
-    assert "negative" in msg
+    assert msg == (
+        "row 1: column 'latency_ms' value -2.0 is negative; a cost of an ok row must be a "
+        "finite number > 0 (config_id='0000000000000001', platform='synthetic_cpu')"
+    )
+
+
+@pytest.mark.parametrize("value, why", [(0.0, "is zero"), (np.inf, "is not finite")])
+def test_ok_costs_must_be_finite_and_positive(value, why):
+    df = frame()
+    df.loc[1, "peak_mem_mib"] = value
+    with pytest.raises(ds.SchemaError,
+                       match=f"row 1: column 'peak_mem_mib' value .* {why}.*0000000000000001"):
+        ds.validate(df, require_features=False)
+
+
+def test_costs_of_failed_rows_may_be_zero():
+    df = frame()
+    df.loc[0, ["latency_ms", "n_iters", "latency_cv"]] = [0.0, np.nan, np.nan]
+    df.loc[0, ["status", "error"]] = ["error", "failed: synthetic"]
+    ds.validate(df, require_features=False)
+
+
+def test_unknown_family_is_named():
+    df = frame()
+    df.loc[2, "family"] = "vit"
+    with pytest.raises(ds.SchemaError, match="row 2: column 'family' value 'vit' is not a regis"):
+        ds.validate(df, require_features=False)
+
+
+def test_complete_and_measurement_levels_share_the_cost_rule():
+    """The same row breaks both levels with the same message."""
+    df = frame()
+    df.loc[1, "latency_ms"] = 0.0
+    msgs = []
+    for complete in (True, False):
+        with pytest.raises(ds.SchemaError) as e:
+            ds.validate_table(df, complete=complete, require_features=False)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    assert "value 0.0 is zero; a cost of an ok row must be a finite number > 0" in msgs[0]
 
 
 def test_energy_dynamic_may_be_negative():
@@ -101,7 +158,7 @@ def test_energy_dynamic_may_be_negative():
 def test_nan_where_not_allowed():
     df = frame()
     df.loc[2, "peak_mem_mib"] = np.nan
-    with pytest.raises(ds.SchemaError, match="'peak_mem_mib'.*0000000000000002.*status 'ok'"):
+    with pytest.raises(ds.SchemaError, match="'peak_mem_mib'.*status 'ok'.*0000000000000002"):
         ds.validate(df, require_features=False)
     df = frame()
     df.loc[0, "platform"] = None
@@ -160,6 +217,15 @@ def test_wrong_type():
     df.loc[0, "latency_ms"] = "fast"
     with pytest.raises(ds.SchemaError, match="'latency_ms'.*'fast'.*not a number"):
         ds.validate(df, require_features=False)
+
+
+def test_write_with_backup_keeps_the_previous_version(tmp_path):
+    path = tmp_path / "d.parquet"
+    ds.write_dataset(with_features(frame(2)), path)
+    ds.write_dataset(with_features(frame(3)), path, backup=True)
+    assert len(ds.read_dataset(path)) == 3
+    assert len(ds.read_dataset(ds.backup_path(path))) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.parquet", "d.parquet.bak"]
 
 
 def test_write_refuses_invalid_and_keeps_old_file(tmp_path):

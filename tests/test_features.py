@@ -17,9 +17,11 @@ def _frame(*configs):
 
 
 def test_resnet50_anchor():
-    """Standard ResNet-50 at 224x224, batch 1: ~8.2 GFLOPs (4.1 GMAC), 25,557,032 parameters."""
-    f = static_features(_frame(ResNetConfig("bottleneck", 50, 1.0, True, 224, 1, "fp32"))).iloc[0]
-    assert 8.1e9 < f["flops"] < 8.3e9
+    """Standard ResNet-50 at 224x224, batch 1: 8.178 GFLOPs (4.1 GMAC), 25,557,032 parameters."""
+    cfg = ResNetConfig("bottleneck", 50, 1.0, True, 224, 1, "fp32")
+    f = static_features(_frame(cfg)).iloc[0]
+    assert round(f["flops"] / 1e9, 3) == 8.178
+    assert f["flops"] == measured_features(cfg)["flops"]  # FlopCounterMode on the built model
     assert f["params"] == 25_557_032  # torchvision resnet50's parameter count
     assert f["n_conv"] == 53 and f["n_bn"] == 53 and f["n_fc"] == 1
     assert f["max_channels"] == 2048
@@ -82,3 +84,28 @@ def test_bad_rows_are_named():
         static_features(df)
     with pytest.raises(ConfigError, match="missing column"):
         static_features(df.drop(columns="width"))
+
+
+def test_mixed_families_dispatch_and_keep_the_index():
+    from carb_lib.nb201 import OP_COUNT_COLUMNS, nb201_grid, nb201_static_features
+
+    res = paper_grid().iloc[[5, 900, 17_000]]
+    nb = nb201_grid(batches=(2,)).iloc[:2]
+    mixed = pd.concat([res.iloc[:1], nb.iloc[:1], res.iloc[1:], nb.iloc[1:]])
+    mixed.index = [7, 3, 9, 1, 4]
+    f = static_features(mixed)
+    assert list(f.index) == [7, 3, 9, 1, 4]
+    pd.testing.assert_frame_equal(
+        f.loc[[7, 9, 1], list(STATIC_FEATURE_COLUMNS)],
+        static_features(res).set_axis([7, 9, 1]), check_dtype=False)
+    nb_f = nb201_static_features(nb).set_axis([3, 4])
+    pd.testing.assert_frame_equal(f.loc[[3, 4]], nb_f, check_dtype=False)
+    assert f.loc[[7, 9, 1], list(OP_COUNT_COLUMNS)].isna().all().all()
+
+
+def test_unknown_family_is_named():
+    df = _frame(ResNetConfig("basic", 18, 1.0, True, 32, 1, "fp32"),
+                ResNetConfig("basic", 18, 1.0, True, 32, 2, "fp32"))
+    df.loc[1, "family"] = "vit"
+    with pytest.raises(ConfigError, match=r"row 1: family='vit' is unknown"):
+        static_features(df)

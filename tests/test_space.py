@@ -132,3 +132,48 @@ def test_extended_sample_valid():
     assert df["resolution"].max() > 128
     configs_from_frame(df.head(50))
     assert np.all(df["config_id"].str.len() == 16)
+
+
+def test_rows_without_family_are_the_default_family():
+    from carb_lib.families import DEFAULT_FAMILY
+    from carb_lib.space import add_config_ids, family_of, validate_config_frame
+
+    row = dict(block="basic", depth=18, width=1.0, early_downsample=True, resolution=32,
+               batch=1, precision="fp32")  # fmt: skip
+    cfg = config_from_row(row)
+    assert isinstance(cfg, ResNetConfig) and cfg.family == DEFAULT_FAMILY
+    assert config_from_row({**row, "family": np.nan}) == cfg
+    df = pd.DataFrame([row, {**row, "family": None}, {**row, "family": "resnet"}])
+    assert family_of(df).tolist() == [DEFAULT_FAMILY] * 3
+    assert family_of(df.drop(columns="family")).tolist() == [DEFAULT_FAMILY] * 3
+    ids = add_config_ids(df)["config_id"]
+    assert ids.tolist() == [cfg.config_id] * 3
+    validate_config_frame(df)
+
+
+def test_validate_config_frame_dispatches_per_family_and_names_the_position():
+    from carb_lib.nb201 import nb201_grid
+    from carb_lib.space import validate_config_frame
+
+    mixed = pd.concat([paper_grid().head(3), nb201_grid(batches=(1,)).head(3)])  # index repeats
+    validate_config_frame(mixed)
+    bad = mixed.copy()
+    bad["resolution"] = bad["resolution"].astype(object)
+    bad.iloc[4, bad.columns.get_loc("resolution")] = 30
+    with pytest.raises(ConfigError, match=r"^in: row 4: resolution=30 must be a positive "
+                                          r"multiple of 4"):  # fmt: skip
+        validate_config_frame(bad, "in")
+    bad = mixed.assign(family=[*mixed["family"].iloc[:5], "vit"])
+    with pytest.raises(ConfigError, match=r"^in: row 5: family='vit' is unknown"):
+        validate_config_frame(bad, "in")
+    with pytest.raises(ConfigError, match="in: no rows"):
+        validate_config_frame(mixed.iloc[:0], "in")
+
+
+def test_build_model_dispatches_on_the_family():
+    from carb_lib.nb201 import NB201Config
+
+    cfg = NB201Config("|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_1x1~2|")
+    assert type(build_model(cfg)).__name__ == "TinyNetwork"
+    assert type(build_model(ResNetConfig("basic", 8, 0.1, True, 32, 1, "fp32"))).__name__ == (
+        "ResNet")

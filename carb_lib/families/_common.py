@@ -1,0 +1,269 @@
+"""Helpers shared by the family modules (private: import them from a family module's users).
+
+Config checks, the content hash, the scaling of per-sample feature units to a batch and a
+precision, the measurement of a model built on the ``meta`` device, and the per-distinct-value
+column conversions of the learners' encoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from carb_lib.families._base import ConfigError
+from carb_lib.vocab import PRECISIONS
+
+#: Bytes of one element at each precision.
+BYTES_PER_ELEMENT: dict[str, int] = {"fp32": 4, "fp16": 2}
+
+
+# --------------------------------------------------------------------------- config checks
+def fmt_float(x: float) -> str:
+    """Canonical text of a float in a content hash."""
+    return format(float(x), ".6g")
+
+
+def content_hash(canonical: str) -> str:
+    """16 hex digits of the sha1 of ``canonical``."""
+    return hashlib.sha1(canonical.encode()).hexdigest()[:16]
+
+
+def is_missing(v: Any) -> bool:
+    """``None`` or a float NaN."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def check_int(name: str, value: Any) -> int:
+    """``value`` as an int (integral floats accepted), else a :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            return int(value)
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def check_range(name: str, value: int, lo_hi: tuple[int, int], grid: Iterable[int]) -> None:
+    """Raise a :class:`ConfigError` if ``value`` is outside ``lo_hi`` (the grid is listed)."""
+    lo, hi = lo_hi
+    if not lo <= value <= hi:
+        raise ConfigError(
+            f"{name}={value} is outside the valid range {lo}..{hi} (paper grid: {list(grid)})"
+        )
+
+
+def check_precision(value: Any) -> None:
+    """Raise a :class:`ConfigError` unless ``value`` is one of :data:`PRECISIONS`."""
+    if value not in PRECISIONS:
+        raise ConfigError(f"precision={value!r} is unknown; valid values: {list(PRECISIONS)}")
+
+
+def check_columns(df: pd.DataFrame, cols: Iterable[str], family: str) -> None:
+    """Raise a :class:`ConfigError` naming the columns of ``cols`` absent from ``df``."""
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ConfigError(f"{family} configs are missing column(s) {missing}")
+
+
+# --------------------------------------------------------------------------- feature units
+#: Per-sample quantities of one architecture at one resolution, every family.
+UNIT_COLUMNS: tuple[str, ...] = (
+    "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "macs", "params", "act_elems",
+    "peak_elems",
+)  # fmt: skip
+
+
+def bytes_per_element(precision: pd.Series) -> np.ndarray:
+    """Bytes per element of every row's ``precision``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the first row whose precision is unknown or missing.
+    """
+    codes, uniq = pd.factorize(precision)
+    table = np.array([BYTES_PER_ELEMENT.get(u, np.nan) for u in uniq] + [np.nan], dtype=float)
+    bpe = table[codes]  # code -1 (missing) -> the trailing NaN
+    bad = np.isnan(bpe)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ConfigError(
+            f"row {precision.index[i]!r}: precision={precision.iloc[i]!r} is unknown; "
+            f"valid values: {list(BYTES_PER_ELEMENT)}"
+        )
+    return bpe
+
+
+def scale_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray) -> pd.DataFrame:
+    """The static feature columns from per-sample ``units`` (:data:`UNIT_COLUMNS`), the batch
+    size and the bytes per element of every row."""
+    b = batch.astype(np.float64)
+    out = pd.DataFrame(index=units.index)
+    for c in ("n_conv", "n_bn", "n_act", "n_fc", "max_channels"):
+        out[c] = units[c].to_numpy().astype(np.int64)
+    out["flops"] = (2.0 * units["macs"].to_numpy() * b).astype(np.int64)
+    out["params"] = units["params"].to_numpy().astype(np.int64)
+    out["param_bytes"] = (units["params"].to_numpy() * bpe).astype(np.int64)
+    out["activation_bytes"] = (units["act_elems"].to_numpy() * b * bpe).astype(np.int64)
+    out["peak_act_bytes"] = (units["peak_elems"].to_numpy() * b * bpe).astype(np.int64)
+    out["arith_intensity_flop_per_byte"] = out["flops"].to_numpy() / (
+        out["param_bytes"].to_numpy() + out["activation_bytes"].to_numpy()
+    )
+    return out
+
+
+def factorize_rows(df: pd.DataFrame, key_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Codes of the unique rows of ``df[key_cols]`` and those unique rows (fast for 1M rows).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first row where a key column is missing.
+    """
+    combined = np.zeros(len(df), dtype=np.int64)
+    for c in key_cols:
+        codes, uniq = pd.factorize(df[c], sort=False)
+        if (codes < 0).any():
+            i = int(np.flatnonzero(codes < 0)[0])
+            raise ConfigError(f"row {df.index[i]!r}: column {c!r} is missing (NaN/None)")
+        combined = combined * len(uniq) + codes
+    codes, ucomb = pd.factorize(combined, sort=False)
+    first = np.zeros(len(ucomb), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # first row of each unique key
+    unique_rows = df[key_cols].iloc[first].reset_index(drop=True)
+    unique_rows.index = df.index[first]
+    return codes, unique_rows
+
+
+# --------------------------------------------------------------------------- measured
+def meta_model(config: Any) -> Any:
+    """Build ``config``'s model on the ``meta`` device at its precision (allocates nothing)."""
+    import torch
+
+    dtype = torch.float16 if config.precision == "fp16" else torch.float32
+    with torch.device("meta"):
+        return config.build_model().to(dtype=dtype)
+
+
+def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any]) -> dict[str, int]:
+    """Run ``model`` (on the ``meta`` device) once on ``config``'s input and count.
+
+    FLOPs with ``FlopCounterMode``; parameters by counting; forward hooks on the ``hooked``
+    modules count conv, BN, ReLU and linear calls, the widest conv output (``max_channels``)
+    and the bytes of every hooked module's output (``activation_bytes``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``config``'s network on the ``meta`` device at the config's precision.
+    config
+        A config with ``batch``, ``resolution`` and ``precision``.
+    hooked : iterable of torch.nn.Module
+        The modules whose calls and outputs count (e.g. every leaf module).
+
+    Returns
+    -------
+    dict
+        ``n_conv``, ``n_bn``, ``n_act``, ``n_fc``, ``max_channels``, ``flops``, ``params``,
+        ``param_bytes``, ``activation_bytes``.
+    """
+    import torch
+    from torch import nn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    dtype = torch.float16 if config.precision == "fp16" else torch.float32
+    kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "bn", nn.ReLU: "act", nn.Linear: "fc"}
+    counts = {"conv": 0, "bn": 0, "act": 0, "fc": 0}
+    totals = {"activation_bytes": 0, "max_channels": 0}
+
+    def hook(module, _inputs, output):
+        kind = kinds.get(type(module))
+        if kind is not None:
+            counts[kind] += 1
+        if kind == "conv":
+            totals["max_channels"] = max(totals["max_channels"], int(output.shape[1]))
+        totals["activation_bytes"] += output.numel() * output.element_size()
+
+    handles = [m.register_forward_hook(hook) for m in hooked]
+    x = torch.empty(config.batch, 3, config.resolution, config.resolution, dtype=dtype,
+                    device="meta")  # fmt: skip
+    try:
+        with torch.no_grad(), FlopCounterMode(display=False) as fc:
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    params = sum(p.numel() for p in model.parameters())
+    return {
+        "n_conv": counts["conv"], "n_bn": counts["bn"], "n_act": counts["act"],
+        "n_fc": counts["fc"], "max_channels": totals["max_channels"],
+        "flops": int(fc.get_total_flops()), "params": int(params),
+        "param_bytes": int(params * BYTES_PER_ELEMENT[config.precision]),
+        "activation_bytes": int(totals["activation_bytes"]),
+    }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- encoding
+def per_unique(values: pd.Series, table_of: Callable[[Any], Any], na_value: Any) -> np.ndarray:
+    """Map a column through a function of its *distinct* values (no Python loop over rows).
+
+    ``table_of(uniques)`` returns a 1-D array with one entry per distinct non-missing value;
+    missing values get ``na_value``.
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    table = np.asarray(table_of(uniques))
+    table = np.append(table, np.asarray([na_value], dtype=table.dtype))
+    return table[codes]  # code -1 (missing) -> the appended na_value
+
+
+def equals(values: pd.Series, value: str) -> np.ndarray:
+    """Boolean array ``values == value`` (missing -> False)."""
+    if isinstance(values.dtype, (pd.StringDtype, pd.ArrowDtype)):
+        return (values == value).to_numpy(dtype=bool, na_value=False)  # vectorised already
+    return per_unique(
+        values, lambda u: np.array([v == value for v in u], dtype=bool), False
+    ).astype(bool)
+
+
+def number(df: pd.DataFrame, col: str) -> np.ndarray:
+    """Column ``col`` as float64 (non-numbers and an absent column -> NaN)."""
+    if col not in df.columns:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+_FLAG_STRINGS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def flag(df: pd.DataFrame, col: str) -> np.ndarray:
+    """0/1 of a boolean-like column, NaN where missing or absent.
+
+    Strings ``"true"``/``"false"``/``"1"``/``"0"`` (any case) are accepted; the conversion is
+    done once per distinct value.
+    """
+    if col not in df.columns:
+        return np.full(len(df), np.nan)
+    s = df[col]
+    if s.dtype == object or str(s.dtype).startswith(("str", "string")):
+
+        def table(uniques):
+            vals = [
+                _FLAG_STRINGS.get(v.lower(), v) if isinstance(v, str) else v for v in uniques
+            ]
+            return pd.array(vals, dtype="boolean").to_numpy(dtype=float, na_value=np.nan)
+
+        return per_unique(s, table, np.nan).astype(float)
+    return pd.array(s, dtype="boolean").to_numpy(dtype=float, na_value=np.nan)
+
+
+def family_rows(df: pd.DataFrame, name: str, rows: np.ndarray | None) -> np.ndarray:
+    """Boolean mask of the rows of family ``name`` (``rows`` if given, else from ``family``)."""
+    if rows is not None:
+        return np.asarray(rows, dtype=bool)
+    if "family" not in df.columns:
+        raise ConfigError("column 'family' is absent: cannot tell the rows of each family")
+    return equals(df["family"], name)
