@@ -221,3 +221,33 @@ def test_models_run_on_cpu(name):
     assert out.shape == (2, 10) and torch.isfinite(out).all()
     fam = mod.family()
     assert fam.name == name and fam.from_row(config.to_dict()) == config
+
+
+def test_campaign_script_writes_seeded_capped_lists_with_batch_sweeps(tmp_path):
+    """``scripts/new_families_campaign.py``: per family N distinct valid configs under the cap,
+    ~40 % of them in complete batch sweeps, some fp16, identical for the same seed."""
+    import importlib.util
+    from pathlib import Path
+
+    from carb_lib.features import static_features
+    from carb_lib.space import validate_config_frame
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "new_families_campaign.py"
+    spec = importlib.util.spec_from_file_location("new_families_campaign", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(tmp_path / "a"), "--per-family", "60", "--cap-gflop", "2"]) == 0
+    script.main([str(tmp_path / "b"), "--per-family", "60", "--cap-gflop", "2"])
+    manifest = pd.read_csv(tmp_path / "a" / "manifest.csv")
+    assert manifest["family"].tolist() == list(FAMS) and (manifest["rows"] == 60).all()
+    for name in FAMS:
+        df = pd.read_parquet(tmp_path / "a" / f"{name}.parquet")
+        pd.testing.assert_frame_equal(df, pd.read_parquet(tmp_path / "b" / f"{name}.parquet"))
+        validate_config_frame(df)
+        assert df["config_id"].is_unique and len(df) == 60
+        assert (static_features(df)["flops"] <= 2e9).all()
+        assert set(df["precision"]) == {"fp32", "fp16"}
+        # a sweep: one network at one resolution/precision over every grid batch size under cap
+        key = [c for c in df.columns if c not in ("config_id", "batch")]
+        sizes = df.groupby(key)["batch"].nunique()
+        assert 0.35 * 60 <= sizes[sizes >= 5].sum() <= 0.6 * 60

@@ -1,6 +1,7 @@
 """Configs and spaces shared by the families ``mobilenetv2``, ``vgg`` and ``efficientnet``:
 channel rounding, content hashes, validation with messages that list the valid values, the
-config mixin, grids, seeded samplers and the stratified check sample.
+config mixin, the family protocol's column declarations and learners' encoding, grids, seeded
+samplers and the stratified check sample.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.space import BATCH_RANGE, BATCH_SIZES, ConfigError
+from carb_lib.families._base import ConfigColumn, ConfigError
+from carb_lib.families._common import BATCH_RANGE, BATCH_SIZES, family_rows, flag, number
 from carb_lib.vocab import PRECISIONS
 
 #: Input resolutions of the families' grids (any in :data:`RESOLUTION_RANGE` is valid).
@@ -145,6 +147,41 @@ class ConfigMixin:
     def to_dict(self) -> dict[str, Any]:
         """Config columns as a plain dict (``family`` first)."""
         return {"family": self.family, **self._items()}
+
+
+# --------------------------------------------------------------------------- protocol
+def own_columns(space: Mapping[str, tuple], docs: Mapping[str, str]) -> tuple[ConfigColumn, ...]:
+    """The :class:`ConfigColumn` of every architecture column of ``space`` (kind from its
+    values: bool, int or float; numbers are non-negative)."""
+    out = []
+    for name, values in space.items():
+        if all(isinstance(v, (bool, np.bool_)) for v in values):
+            kind = "bool"
+        elif all(isinstance(v, (int, np.integer)) for v in values):
+            kind = "int"
+        else:
+            kind = "float"
+        out.append(ConfigColumn(name, kind, docs.get(name, ""), nonneg=kind != "bool"))
+    return tuple(out)
+
+
+def encode_numeric(df: pd.DataFrame, family: str, space: Mapping[str, tuple],
+                   matrix_columns: tuple[str, ...], not_applicable: float,
+                   rows: np.ndarray | None = None) -> pd.DataFrame:
+    """The learners' encoding of a family whose architecture columns are all numbers or flags.
+
+    Column ``matrix_columns[i]`` holds the i-th column of ``space`` as float64 (bools 0/1,
+    strings ``"true"``/``"false"``/``"1"``/``"0"`` accepted) in the family's rows (``rows``, or
+    ``df["family"] == family``), ``not_applicable`` elsewhere; a missing or non-numeric value of a
+    row of the family is NaN.
+    """
+    mine = family_rows(df, family, rows)
+    out = {}
+    for col, name in zip(space, matrix_columns, strict=True):
+        is_flag = all(isinstance(v, (bool, np.bool_)) for v in space[col])
+        values = flag(df, col) if is_flag else number(df, col)
+        out[name] = np.where(mine, values, not_applicable)
+    return pd.DataFrame(out, index=df.index, columns=list(matrix_columns))
 
 
 # --------------------------------------------------------------------------- spaces

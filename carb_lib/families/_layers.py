@@ -17,7 +17,8 @@ output. Counting conventions for the new layer types:
 ``n_fc``
     ``Linear`` calls (the SE's 1x1 convs are convs, not FC layers).
 
-New family-agnostic features (:data:`NEW_FEATURE_COLUMNS`):
+New family-agnostic features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`, here
+:data:`NEW_FEATURE_COLUMNS`):
 
 ``n_dwconv``
     Depthwise conv calls (``groups == in_channels > 1``; here also ``== out_channels``).
@@ -60,13 +61,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.space import BATCH_RANGE, BYTES_PER_ELEMENT, ConfigError
-from carb_lib.vocab import STATIC_FEATURES
+from carb_lib.families._base import ConfigError
+from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT
+from carb_lib.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
-#: New family-agnostic static features (to join ``carb_lib.vocab``).
-NEW_FEATURE_COLUMNS: tuple[str, ...] = (
-    "n_dwconv", "n_pool", "n_add", "n_se", "dw_flops_share", "se_flops", "memory_bound_bytes",
-)
+#: The family-agnostic extra static features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`).
+NEW_FEATURE_COLUMNS: tuple[str, ...] = EXTRA_STATIC_FEATURES
 #: Every static feature column of the new families, in order.
 FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NEW_FEATURE_COLUMNS)
 #: Columns that :func:`measure` measures and :func:`compare` checks exactly.

@@ -42,11 +42,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
-from carb_lib.families import _config as C
-from carb_lib.families import _layers as L
-from carb_lib.space import BATCH_SIZES, ConfigError
+import carb_lib.families._config as C
+import carb_lib.families._layers as L
+from carb_lib.families._base import ConfigColumn, ConfigError, Family
+from carb_lib.families._common import BATCH_SIZES
+from carb_lib.vocab import EXTRA_STATIC_FEATURES
 
 FAMILY = "efficientnet"
 WIDTHS: tuple[float, ...] = (0.5, 0.75, 1.0, 1.1, 1.2, 1.4)
@@ -57,6 +60,14 @@ ARCH_COLUMNS: tuple[str, ...] = tuple(SPACE)
 #: Config columns of the family, in order (``config_id`` comes first in frames).
 COLUMNS: tuple[str, ...] = ("family", *ARCH_COLUMNS, *C.COMMON_COLUMNS)
 RESOLUTIONS: tuple[int, ...] = C.RESOLUTIONS
+#: The family's own config columns (besides the common ones), for the protocol and schema.
+OWN_COLUMNS: tuple[ConfigColumn, ...] = C.own_columns(SPACE, {"width": "width coefficient", "depth_mult": "depth coefficient"})
+#: Columns a table must carry for efficientnet rows (``num_classes`` defaults to 1000).
+REQUIRED_COLUMNS: tuple[str, ...] = (*ARCH_COLUMNS, "resolution", "batch", "precision")
+#: The learners' encoding of the own columns (:func:`encode_config`).
+MATRIX_COLUMNS: tuple[str, ...] = tuple(f"{FAMILY}_{c}" for c in ARCH_COLUMNS)
+#: Their value in rows of other families.
+NOT_APPLICABLE: float = -1.0
 #: (expansion, kernel, stride, in channels, out channels, blocks) of B0's stages.
 STAGES: tuple[tuple[int, int, int, int, int, int], ...] = (
     (1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
@@ -83,7 +94,7 @@ class EfficientNetConfig(C.ConfigMixin):
     resolution : int
         Square input side (grid :data:`RESOLUTIONS`; any in ``_config.RESOLUTION_RANGE``).
     batch : int
-        Batch size (grid ``carb_lib.space.BATCH_SIZES``; any in ``BATCH_RANGE``).
+        Batch size (grid ``carb_lib.families._common.BATCH_SIZES``; any in ``BATCH_RANGE``).
     precision : {"fp32", "fp16"}
     num_classes : int
         Classifier outputs (1000).
@@ -258,18 +269,60 @@ def compare_features(configs: pd.DataFrame) -> pd.DataFrame:
     return L.compare(configs, static_features, config_from_row, measured_features, build_model)
 
 
-def family():
-    """The ``carb_lib.space.Family`` record of this family (for the registry)."""
-    from carb_lib.space import Family
+def encode_config(df: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """The learners' numeric encoding of the efficientnet config columns.
 
-    return Family(name=FAMILY, columns=COLUMNS, from_row=config_from_row,
-                  build_model=build_model, config_ids=config_ids,
-                  static_features=static_features)
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows of any families (validated beforehand).
+    rows : numpy.ndarray of bool, optional
+        Which rows are efficientnet rows; default ``df["family"] == "efficientnet"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        float64 columns :data:`MATRIX_COLUMNS` (``efficientnet_<column>`` for every column of
+        :data:`SPACE`), index-aligned with ``df``; :data:`NOT_APPLICABLE`
+        (-1.0) in rows of other families.
+    """
+    return C.encode_numeric(df, FAMILY, SPACE, MATRIX_COLUMNS, NOT_APPLICABLE, rows)
+
+
+# --------------------------------------------------------------------------- the family
+class EfficientNetFamily(Family):
+    """The ``efficientnet`` family (see the module docstring)."""
+
+    name = FAMILY
+    config_type = EfficientNetConfig
+    own_columns = OWN_COLUMNS
+    required_columns = REQUIRED_COLUMNS
+    categories = {}
+    extra_feature_columns = EXTRA_STATIC_FEATURES
+    matrix_columns = MATRIX_COLUMNS
+    not_applicable = NOT_APPLICABLE
+
+    from_row = staticmethod(config_from_row)
+    config_ids = staticmethod(config_ids)
+    build_model = staticmethod(build_model)
+    static_features = staticmethod(static_features)
+    measured_features = staticmethod(measured_features)
+    encode_config = staticmethod(encode_config)
+
+
+#: The family object (registered by :mod:`carb_lib.families`).
+EFFICIENTNET = EfficientNetFamily()
+
+
+def family() -> EfficientNetFamily:
+    """The registered family object :data:`EFFICIENTNET` (the former registry-record factory)."""
+    return EFFICIENTNET
 
 
 __all__ = [
     "FAMILY", "WIDTHS", "DEPTH_MULTS", "SPACE", "ARCH_COLUMNS", "COLUMNS", "RESOLUTIONS",
     "STAGES", "PRESETS", "EfficientNetConfig", "ConfigError", "preset", "block_plan",
     "config_from_row", "config_ids", "grid", "sample_configs", "build_model", "static_features",
-    "measured_features", "compare_features", "family",
+    "measured_features", "compare_features", "family", "encode_config", "OWN_COLUMNS", "REQUIRED_COLUMNS",
+    "MATRIX_COLUMNS", "NOT_APPLICABLE", "EfficientNetFamily", "EFFICIENTNET",
 ]

@@ -38,11 +38,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
-from carb_lib.families import _config as C
-from carb_lib.families import _layers as L
-from carb_lib.space import BATCH_SIZES, ConfigError
+import carb_lib.families._config as C
+import carb_lib.families._layers as L
+from carb_lib.families._base import ConfigColumn, ConfigError, Family
+from carb_lib.families._common import BATCH_SIZES
+from carb_lib.vocab import EXTRA_STATIC_FEATURES
 
 FAMILY = "mobilenetv2"
 EXPANSIONS: tuple[int, ...] = (3, 4, 6)
@@ -56,6 +59,14 @@ ARCH_COLUMNS: tuple[str, ...] = tuple(SPACE)
 #: Config columns of the family, in order (``config_id`` comes first in frames).
 COLUMNS: tuple[str, ...] = ("family", *ARCH_COLUMNS, *C.COMMON_COLUMNS)
 RESOLUTIONS: tuple[int, ...] = C.RESOLUTIONS
+#: The family's own config columns (besides the common ones), for the protocol and schema.
+OWN_COLUMNS: tuple[ConfigColumn, ...] = C.own_columns(SPACE, {"expansion": "expansion factor of the inverted residual blocks", "kernel": "depthwise kernel size", "width": "channel multiplier", "depth_mult": "blocks-per-stage multiplier"})
+#: Columns a table must carry for mobilenetv2 rows (``num_classes`` defaults to 1000).
+REQUIRED_COLUMNS: tuple[str, ...] = (*ARCH_COLUMNS, "resolution", "batch", "precision")
+#: The learners' encoding of the own columns (:func:`encode_config`).
+MATRIX_COLUMNS: tuple[str, ...] = tuple(f"{FAMILY}_{c}" for c in ARCH_COLUMNS)
+#: Their value in rows of other families.
+NOT_APPLICABLE: float = -1.0
 #: (expansion, channels, blocks, stride) per stage; ``None``: the config's ``expansion``.
 STAGES: tuple[tuple[int | None, int, int, int], ...] = (
     (1, 16, 1, 1), (None, 24, 2, 2), (None, 32, 3, 2), (None, 64, 4, 2), (None, 96, 3, 1),
@@ -82,7 +93,7 @@ class MobileNetV2Config(C.ConfigMixin):
     resolution : int
         Square input side (grid :data:`RESOLUTIONS`; any in ``_config.RESOLUTION_RANGE``).
     batch : int
-        Batch size (grid ``carb_lib.space.BATCH_SIZES``; any in ``BATCH_RANGE``).
+        Batch size (grid ``carb_lib.families._common.BATCH_SIZES``; any in ``BATCH_RANGE``).
     precision : {"fp32", "fp16"}
     num_classes : int
         Classifier outputs (1000).
@@ -248,18 +259,60 @@ def compare_features(configs: pd.DataFrame) -> pd.DataFrame:
     return L.compare(configs, static_features, config_from_row, measured_features, build_model)
 
 
-def family():
-    """The ``carb_lib.space.Family`` record of this family (for the registry)."""
-    from carb_lib.space import Family
+def encode_config(df: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """The learners' numeric encoding of the mobilenetv2 config columns.
 
-    return Family(name=FAMILY, columns=COLUMNS, from_row=config_from_row,
-                  build_model=build_model, config_ids=config_ids,
-                  static_features=static_features)
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows of any families (validated beforehand).
+    rows : numpy.ndarray of bool, optional
+        Which rows are mobilenetv2 rows; default ``df["family"] == "mobilenetv2"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        float64 columns :data:`MATRIX_COLUMNS` (``mobilenetv2_<column>`` for every column of
+        :data:`SPACE`), index-aligned with ``df``; :data:`NOT_APPLICABLE`
+        (-1.0) in rows of other families.
+    """
+    return C.encode_numeric(df, FAMILY, SPACE, MATRIX_COLUMNS, NOT_APPLICABLE, rows)
+
+
+# --------------------------------------------------------------------------- the family
+class MobileNetV2Family(Family):
+    """The ``mobilenetv2`` family (see the module docstring)."""
+
+    name = FAMILY
+    config_type = MobileNetV2Config
+    own_columns = OWN_COLUMNS
+    required_columns = REQUIRED_COLUMNS
+    categories = {}
+    extra_feature_columns = EXTRA_STATIC_FEATURES
+    matrix_columns = MATRIX_COLUMNS
+    not_applicable = NOT_APPLICABLE
+
+    from_row = staticmethod(config_from_row)
+    config_ids = staticmethod(config_ids)
+    build_model = staticmethod(build_model)
+    static_features = staticmethod(static_features)
+    measured_features = staticmethod(measured_features)
+    encode_config = staticmethod(encode_config)
+
+
+#: The family object (registered by :mod:`carb_lib.families`).
+MOBILENETV2 = MobileNetV2Family()
+
+
+def family() -> MobileNetV2Family:
+    """The registered family object :data:`MOBILENETV2` (the former registry-record factory)."""
+    return MOBILENETV2
 
 
 __all__ = [
     "FAMILY", "EXPANSIONS", "KERNELS", "WIDTHS", "DEPTH_MULTS", "SPACE", "ARCH_COLUMNS",
     "COLUMNS", "RESOLUTIONS", "STAGES", "MobileNetV2Config", "ConfigError", "block_plan",
     "last_channels", "config_from_row", "config_ids", "grid", "sample_configs", "build_model",
-    "static_features", "measured_features", "compare_features", "family",
+    "static_features", "measured_features", "compare_features", "family", "encode_config", "OWN_COLUMNS", "REQUIRED_COLUMNS",
+    "MATRIX_COLUMNS", "NOT_APPLICABLE", "MobileNetV2Family", "MOBILENETV2",
 ]
