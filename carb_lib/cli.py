@@ -23,6 +23,15 @@ app = typer.Typer(
 
 
 _STATE = {"debug": False}
+#: Options of ``--module`` (family ``module``: a user network), shared by profile/predict/screen.
+_MODULE = typer.Option(None, "--module", help="A user network instead of a config list: its "
+                       "factory, package.module:function or path/to/file.py:function.")
+_INPUT_SHAPE = typer.Option(None, "--input-shape", help="With --module: one input sample's "
+                            "shape, C,H,W.")
+_MODULE_KWARGS = typer.Option("{}", "--module-kwargs", help="With --module: the factory's "
+                              "keyword arguments, a JSON object.")
+_BATCHES = typer.Option("1", "--batches", help="With --module: batch sizes, e.g. 1,8,32.")
+_PRECISIONS = typer.Option("fp32", "--precisions", help="With --module: fp32,fp16.")
 #: Exceptions that mean the user's input or environment is wrong: one line, exit code 1.
 #: (The project's own errors derive from these: SchemaError, TableError, DatasetError,
 #: ConfigError, ConfigListError are ValueErrors; ReproduceError, ReadmeError,
@@ -216,6 +225,11 @@ def screen(
     validate: bool = typer.Option(False, "--validate", help="Re-profile the shortlist on this "
                                   "machine and report measured vs predicted."),
     device: str = typer.Option("auto", help="Device for --validate: auto | cuda | cpu."),
+    module: str | None = _MODULE,
+    input_shape: str | None = _INPUT_SHAPE,
+    module_kwargs: str = _MODULE_KWARGS,
+    batches: str = _BATCHES,
+    precisions: str = _PRECISIONS,
 ) -> None:
     """Screen candidate configs against deployment budgets and print the funnel."""
     from carb_lib import screening as scr
@@ -230,7 +244,13 @@ def screen(
         objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
         use_quality=not no_quality, coverage=coverage, k=k, shortlist_method=method,
     )
-    cands = scr.load_candidates(candidates, n_extended=n_extended, seed=seed)
+    from carb_lib.families.module import cli_configs
+
+    cands = cli_configs(module, input_shape, module_kwargs, batches, precisions)
+    if cands is not None and candidates != "grid":
+        raise ValueError("give --candidates or --module, not both")
+    if cands is None:
+        cands = scr.load_candidates(candidates, n_extended=n_extended, seed=seed)
     result = scr.screen(m_deploy, cands, spec, model_a=m_a, top_n=top_n, rank_by=rank_by)
     paths = result.write(out)
     typer.echo(result.summary_text())
@@ -280,6 +300,11 @@ def profile(
     time_budget_old: float | None = typer.Option(None, "--time-budget", hidden=True),
     timeout_old: float | None = typer.Option(None, "--timeout", hidden=True),
     cooldown_old: float | None = typer.Option(None, "--cooldown", hidden=True),
+    module: str | None = _MODULE,
+    input_shape: str | None = _INPUT_SHAPE,
+    module_kwargs: str = _MODULE_KWARGS,
+    batches: str = _BATCHES,
+    precisions: str = _PRECISIONS,
 ) -> None:
     """Measure configs on one device into resumable Parquet parts (then `carb merge`)."""
     from carb_lib.campaign import run_campaign, sample_configs
@@ -299,7 +324,13 @@ def profile(
     kw = {"threads": threads, "timeout_s": timeout}
     if cooldown is not None:
         kw["cooldown_s"] = cooldown
-    df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
+    from carb_lib.families.module import cli_configs
+
+    df = cli_configs(module, input_shape, module_kwargs, batches, precisions)
+    if df is not None and configs is not None:
+        raise ValueError("give --configs or --module, not both")
+    if df is None:
+        df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
     res = run_campaign(
         df, out, device, Protocol(**kw), platform=platform, seed=seed, ref_every=ref_every,
         time_budget_s=time_budget, max_gflops=max_gflops, shard=shard, progress=progress,
@@ -545,9 +576,14 @@ def fit(
 @app.command()
 def predict(
     model: Path = typer.Option(..., "--model", help="Model written by `carb fit`."),
-    configs: Path = typer.Option(..., "--configs", help="Configs (.parquet/.csv); static features are computed if absent."),
+    configs: Path | None = typer.Option(None, "--configs", help="Configs (.parquet/.csv); static features are computed if absent (or --module)."),
     out: Path = typer.Option(..., "--out", help="Predictions (.parquet/.csv): configs + {t}, {t}_lo, {t}_hi."),
     coverage: float = typer.Option(DEFAULT_COVERAGE, "--coverage", help="Nominal coverage of the conformal intervals."),
+    module: str | None = _MODULE,
+    input_shape: str | None = _INPUT_SHAPE,
+    module_kwargs: str = _MODULE_KWARGS,
+    batches: str = _BATCHES,
+    precisions: str = _PRECISIONS,
 ) -> None:
     """Predict cost and conformal intervals for configs with a saved CARB model."""
     import numpy as np
@@ -561,14 +597,22 @@ def predict(
         raise ValueError(f"--out {out}: unsupported suffix {out.suffix!r}; use .csv or .parquet")
     if not 0 < coverage < 1:
         raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
+    from carb_lib.families import get_family
+    from carb_lib.families.module import cli_configs
+
+    df = cli_configs(module, input_shape, module_kwargs, batches, precisions)
+    if (df is None) == (configs is None):
+        raise ValueError("give --configs FILE or --module SPEC --input-shape C,H,W (one of them)")
     m = load_model(model)
-    df = _carb_read_table(configs, "--configs").reset_index(drop=True)
+    if df is None:
+        df = _carb_read_table(configs, "--configs").reset_index(drop=True)
     if "family" not in df.columns:
         df["family"] = "resnet"
-    validate_config_frame(df, f"--configs {configs}")
+    validate_config_frame(df, f"--configs {configs}" if configs else f"--module {module}")
     known = getattr(m, "families_", None)
-    if known:
-        other = sorted(set(df["family"].astype(str)) - set(known))
+    if known:  # a family without config encoding (module) is predicted from its features
+        other = sorted(f for f in set(df["family"].astype(str)) - set(known)
+                       if not get_family(f).predict_unseen)
         if other:
             first = int(np.flatnonzero(df["family"].astype(str).isin(other).to_numpy())[0])
             raise ValueError(f"--configs {configs}: row {first}: family {other[0]!r} was never "

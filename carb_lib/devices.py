@@ -139,7 +139,9 @@ def _make_input(config: Any, protocol: Protocol, device: Any, dtype: Any) -> Any
     import torch
 
     g = torch.Generator().manual_seed(protocol.seed)
-    x = torch.randn(config.batch, 3, config.resolution, config.resolution, generator=g)
+    # a config may give its per-sample input shape (family ``module``); else 3 x R x R
+    shape = getattr(config, "input_shape", None) or (3, config.resolution, config.resolution)
+    x = torch.randn(config.batch, *shape, generator=g)
     return x.to(device=device, dtype=dtype)
 
 

@@ -15,6 +15,9 @@ columns). The built-in families are registered here, explicitly, in this order:
     Plain conv stacks (:mod:`carb_lib.families.vgg`).
 ``efficientnet``
     MBConv with squeeze-and-excitation, compound scaling (:mod:`carb_lib.families.efficientnet`).
+``module``
+    Any user ``torch.nn.Module`` from a factory and an input shape, features measured on the
+    ``meta`` device (:mod:`carb_lib.families.module`).
 
 The order is that of the learners' columns (family indicators, encoded config columns), so
 families added later append columns and never reorder the existing ones.
@@ -27,7 +30,7 @@ Examples
 --------
 >>> from carb_lib import families
 >>> families.family_names()
-('resnet', 'nb201', 'mobilenetv2', 'vgg', 'efficientnet')
+('resnet', 'nb201', 'mobilenetv2', 'vgg', 'efficientnet', 'module')
 >>> families.get_family("resnet").own_column_names
 ('block', 'depth', 'width', 'early_downsample')
 """
@@ -43,6 +46,7 @@ from carb_lib.families._base import DEFAULT_FAMILY, ConfigColumn, ConfigError, F
 from carb_lib.families._common import BYTES_PER_ELEMENT, equals
 from carb_lib.families.efficientnet import EFFICIENTNET
 from carb_lib.families.mobilenetv2 import MOBILENETV2
+from carb_lib.families.module import MODULE
 from carb_lib.families.nb201 import NB201
 from carb_lib.families.resnet import RESNET
 from carb_lib.families.vgg import VGG
@@ -123,7 +127,7 @@ def family_indicators(df: pd.DataFrame) -> pd.DataFrame:
     registered family except :data:`DEFAULT_FAMILY`, in registration order.
 
     With the built-in families: ``family_nb201``, ``family_mobilenetv2``, ``family_vgg``,
-    ``family_efficientnet``.
+    ``family_efficientnet``, ``family_module``.
     """
     cols = {
         f"family_{name}": equals(df["family"], name).astype(np.float64)
@@ -138,3 +142,4 @@ register_family(NB201)
 register_family(MOBILENETV2)
 register_family(VGG)
 register_family(EFFICIENTNET)
+register_family(MODULE)

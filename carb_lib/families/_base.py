@@ -72,6 +72,9 @@ class Family(ABC):
         Names of the columns :meth:`encode_config` returns, in order.
     not_applicable : float
         Value of those columns in rows of other families.
+    predict_unseen : bool
+        Rows of this family may be predicted by a model that never saw the family (it has no
+        config encoding of its own: static features describe it; the ``module`` family).
 
     Methods (plain functions stored on the class; see each family module)
     ---------------------------------------------------------------------
@@ -101,6 +104,7 @@ class Family(ABC):
     extra_feature_columns: ClassVar[tuple[str, ...]] = ()
     matrix_columns: ClassVar[tuple[str, ...]]
     not_applicable: ClassVar[float]
+    predict_unseen: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ columns
     @property

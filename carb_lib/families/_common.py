@@ -194,11 +194,11 @@ def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any],
     extras : iterable of str
         Which of :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` to measure too: ``n_dwconv``
         (hooked depthwise convs), ``n_pool`` (hooked pooling layers), ``dw_flops_share``
-        (their FLOPs from ``FlopCounterMode``'s per-module counts), ``n_se`` and ``se_flops``
-        (0: no squeeze-and-excitation module), ``n_add`` (residual additions: ``aten.add`` /
-        ``add_`` of two tensors of one shape, seen by a dispatch mode) and
+        (their FLOPs from ``FlopCounterMode``'s per-module counts), ``n_add`` and ``n_se``
+        (residual additions and SE gating multiplies, seen by a dispatch mode:
+        :func:`_residual_adds`), ``se_flops`` (0: not attributed here) and
         ``memory_bound_bytes`` (inputs + output bytes of hooked BN, ReLU and pooling calls and
-        of those additions).
+        of those additions and multiplies).
 
     Returns
     -------
@@ -258,9 +258,9 @@ def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any],
                 if isinstance(m, nn.Conv2d) and _is_depthwise(m)]
     dw = sum(sum(per_module.get(f"{root}.{n}", {}).values()) for n in dw_names)
     measured = {
-        "n_dwconv": counts["dwconv"], "n_pool": counts["pool"], "n_add": adds.n, "n_se": 0,
-        "dw_flops_share": dw / flops if flops else 0.0, "se_flops": 0,
-        "memory_bound_bytes": int(totals["mb"] + adds.nbytes),
+        "n_dwconv": counts["dwconv"], "n_pool": counts["pool"], "n_add": adds.n,
+        "n_se": adds.n_gate, "dw_flops_share": dw / flops if flops else 0.0, "se_flops": 0,
+        "memory_bound_bytes": int(totals["mb"] + adds.nbytes + adds.gate_bytes),
     }  # fmt: skip
     for name in extras:
         out[name] = measured[name]
@@ -273,30 +273,45 @@ def _is_depthwise(conv: Any) -> bool:
 
 
 def _residual_adds() -> Any:
-    """A dispatch mode counting residual additions (``aten.add``/``add_`` of two tensors of
-    the same shape) and their bytes read and written (attributes ``n`` and ``nbytes``)."""
+    """A dispatch mode counting the memory-bound binary ops that are no module: residual
+    additions (``aten.add``/``add_`` of two tensors of one shape; attributes ``n``, ``nbytes``)
+    and squeeze-and-excitation gating multiplies (``aten.mul``/``mul_`` of an N x C x ... map by
+    an N x C x 1 x ... gate; attributes ``n_gate``, ``gate_bytes``); bytes are those read and
+    written (the inputs and the output)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     aten = torch.ops.aten
     adds = {aten.add.Tensor, aten.add_.Tensor}
+    muls = {aten.mul.Tensor, aten.mul_.Tensor}
 
-    class ResidualAdds(TorchDispatchMode):
+    def nbytes(*tensors) -> int:
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def is_gate(a, b) -> bool:
+        """``b`` gates ``a`` per channel: same rank >= 3, same N and C, spatial dims 1."""
+        return (a.dim() == b.dim() >= 3 and a.shape[:2] == b.shape[:2]
+                and all(d == 1 for d in b.shape[2:]) and a.shape[2:].numel() > 1)
+
+    class BinaryOps(TorchDispatchMode):
         def __init__(self) -> None:
             super().__init__()
-            self.n = 0
-            self.nbytes = 0
+            self.n = self.nbytes = self.n_gate = self.gate_bytes = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            if func in adds and len(args) >= 2 and all(
-                    isinstance(a, torch.Tensor) for a in args[:2]) \
-                    and args[0].shape == args[1].shape:
+            if len(args) < 2 or not all(isinstance(a, torch.Tensor) for a in args[:2]):
+                return out
+            a, b = args[:2]
+            if func in adds and a.shape == b.shape:
                 self.n += 1
-                self.nbytes += sum(t.numel() * t.element_size() for t in (*args[:2], out))
+                self.nbytes += nbytes(a, b, out)
+            elif func in muls and (is_gate(a, b) or is_gate(b, a)):
+                self.n_gate += 1
+                self.gate_bytes += nbytes(a, b, out)
             return out
 
-    return ResidualAdds()
+    return BinaryOps()
 
 
 # --------------------------------------------------------------------------- encoding
