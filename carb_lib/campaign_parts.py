@@ -27,6 +27,7 @@ from carb_lib.dataset import (
     write_dataset,
 )
 from carb_lib.dataset import atomic_write_parquet as _atomic_write
+from carb_lib.families import all_config_columns
 from carb_lib.profiling import NAN, measure_tag
 from carb_lib.vocab import TARGETS
 
@@ -314,11 +315,10 @@ def merge_parts(
 
     df = df.drop(columns=[c for c in STATIC_FEATURE_COLUMNS if c in df.columns])
     if features:
-        cfg_cols = [c for c in ("family", "block", "depth", "width", "early_downsample", "arch",
-                                "resolution", "batch", "precision", "num_classes")
-                    if c in df.columns]  # fmt: skip
+        cfg_cols = [c for c in all_config_columns() if c in df.columns]
         feats = static_features(_plain_configs(df[cfg_cols]))
-        df = pd.concat([df, feats.set_index(df.index)], axis=1)
+        df = pd.concat([df.drop(columns=[c for c in feats.columns if c in df.columns]),
+                        feats.set_index(df.index)], axis=1)
     df = conform(df)
     validate(df, require_features=features)
     if out_path is not None:

@@ -78,6 +78,7 @@ from carb_lib.tables import (
     clean_temporary_files,
 )
 from carb_lib.vocab import (
+    FLOAT_STATIC_FEATURES,
     NB201_FEATURE_COLUMNS,
     PRECISIONS,
     QUALITIES,
@@ -147,12 +148,15 @@ def _family_config_columns() -> tuple[Column, ...]:
 
 def _family_feature_columns() -> tuple[Column, ...]:
     """The families' extra static features (optional, missing in other families' rows)."""
-    out: dict[str, Column] = {}
+    fams: dict[str, list[str]] = {}
     for fam in FAMILIES.values():
         for name in fam.extra_feature_columns:
-            out.setdefault(name, _c(name, "int", "feature", False, "allowed", True,
-                                    doc=f"static feature of family {fam.name} only"))  # fmt: skip
-    return tuple(out.values())
+            fams.setdefault(name, []).append(fam.name)
+    return tuple(
+        _c(name, "float" if name in FLOAT_STATIC_FEATURES else "int", "feature", False,
+           "allowed", True, doc="static feature of families " + ", ".join(names))
+        for name, names in fams.items()
+    )  # fmt: skip
 
 
 SCHEMA: tuple[Column, ...] = (

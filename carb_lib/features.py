@@ -124,6 +124,15 @@ def measured_features(config, model=None) -> dict[str, int]:
     return get_family(config.family).measured_features(config, model=model)
 
 
+def _plain(value) -> int | float:
+    """A feature value as a Python int (counts, FLOPs, bytes, integral floats) or float
+    (shares such as ``dw_flops_share``), compared exactly."""
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and not value.is_integer():
+        return value
+    return int(value)
+
+
 def _model_key(config) -> tuple:
     d = config.to_dict()
     return tuple(sorted((k, v) for k, v in d.items() if k not in ("batch", "resolution")))
@@ -132,7 +141,11 @@ def _model_key(config) -> tuple:
 def compare_features(configs: pd.DataFrame, progress: bool = False) -> pd.DataFrame:
     """Analytic against measured features for every row: one row per (config, column).
 
-    Returns a tidy frame with ``config_id``, ``column``, ``analytic``, ``measured``, ``match``.
+    Every family's own :meth:`~carb_lib.families.Family.measured_features` measures its
+    columns (:data:`EXACT_COLUMNS` and the family's extras), compared exactly with
+    :func:`static_features`. Returns a tidy frame with ``config_id``, ``column``, ``analytic``,
+    ``measured``, ``match`` (values are ints, floats only for shares such as
+    ``dw_flops_share``).
     """
     from tqdm.auto import tqdm
 
@@ -148,9 +161,10 @@ def compare_features(configs: pd.DataFrame, progress: bool = False) -> pd.DataFr
             meas = measured_features(row["_cfg"], model=model)
             bar.update()
             for col, mval in meas.items():
-                aval = int(analytic.at[idx, col])
+                aval = _plain(analytic.at[idx, col])
+                mval = _plain(mval)
                 rows.append({"config_id": row.get("config_id", idx), "column": col,
-                             "analytic": aval, "measured": int(mval),
-                             "match": aval == int(mval)})  # fmt: skip
+                             "analytic": aval, "measured": mval,
+                             "match": aval == mval})  # fmt: skip
     bar.close()
     return pd.DataFrame(rows)

@@ -21,6 +21,8 @@ __all__ = [
     "BATCH_TIER_LABELS",
     "COMMON_CONFIG_COLUMNS",
     "DEFAULT_COVERAGE",
+    "EXTRA_STATIC_FEATURES",
+    "FLOAT_STATIC_FEATURES",
     "KEY_COLUMNS",
     "LOG_FEATURES",
     "NB201_FEATURE_COLUMNS",
@@ -62,6 +64,15 @@ STATIC_FEATURES: tuple[str, ...] = (
     "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
     "activation_bytes", "peak_act_bytes", "arith_intensity_flop_per_byte",
 )  # fmt: skip
+#: Further family-agnostic static features (layer types and memory-bound traffic that tell
+#: mobile-style networks apart: depthwise convs, squeeze-and-excitation, pooling, residual adds;
+#: definitions in ``carb_lib.families._layers``). Every family fills those it computes exactly;
+#: the paper's models read :data:`STATIC_FEATURES` only.
+EXTRA_STATIC_FEATURES: tuple[str, ...] = (
+    "n_dwconv", "n_pool", "n_add", "n_se", "dw_flops_share", "se_flops", "memory_bound_bytes",
+)  # fmt: skip
+#: Static features stored as floats (the others are integer counts, FLOPs or bytes).
+FLOAT_STATIC_FEATURES: tuple[str, ...] = ("arith_intensity_flop_per_byte", "dw_flops_share")
 #: Extra static features of family nb201 (operation counts); optional elsewhere.
 NB201_FEATURE_COLUMNS: tuple[str, ...] = (
     "n_op_none", "n_op_skip", "n_op_conv1x1", "n_op_conv3x3", "n_op_avgpool", "longest_conv_path",
@@ -102,6 +113,13 @@ AXIS_LABELS: dict[str, str] = {
     "arith_intensity_flop_per_byte": "arithmetic intensity (FLOP/B)",
     "max_channels": "widest layer (channels)",
     "n_conv": "convolutions",
+    "n_dwconv": "depthwise convolutions",
+    "n_pool": "pooling layers",
+    "n_add": "residual additions",
+    "n_se": "squeeze-and-excitation blocks",
+    "dw_flops_share": "depthwise share of FLOPs",
+    "se_flops": "squeeze-and-excitation FLOPs per batch",
+    "memory_bound_bytes": "memory-bound op bytes per batch (B)",
     "batch": "batch size",
     "resolution": "input resolution (px)",
     "depth": "depth (layers)",

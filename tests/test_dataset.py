@@ -49,7 +49,12 @@ def test_feature_columns_match_features_module():
     from carb_lib.space import paper_grid
 
     assert tuple(STATIC_FEATURE_COLUMNS) == ds.STATIC_FEATURE_COLUMNS
-    assert tuple(static_features(paper_grid().head(3)).columns) == ds.STATIC_FEATURE_COLUMNS
+    from carb_lib.vocab import EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
+
+    cols = tuple(static_features(paper_grid().head(3)).columns)
+    assert cols == (*ds.STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES)
+    for c in cols:  # every column resnet computes is in the schema, with its storage kind
+        assert ds.COLUMNS[c].kind == ("float" if c in FLOAT_STATIC_FEATURES else "int"), c
 
 
 def test_family_columns_come_from_the_families():
@@ -67,11 +72,18 @@ def test_family_columns_come_from_the_families():
             assert ds.COLUMNS[name].group == "feature" and not ds.COLUMNS[name].required
     assert ds.COLUMNS["block"].families == ("resnet",)
     assert ds.COLUMNS["arch"].families == ("nb201",)
-    # the dataset's column order is unchanged (stored files keep their layout)
+    # the columns of files stored before the new families keep their order (``conform`` orders
+    # the columns a file has; the later families' columns come after the earlier ones')
+    old = ("platform", "config_id", "family", "block", "depth", "width", "early_downsample",
+           "arch", "resolution", "batch", "precision", "num_classes", *ds.STATIC_FEATURE_COLUMNS,
+           *ds.NB201_FEATURE_COLUMNS)  # fmt: skip
+    assert tuple(c for c in ds.COLUMN_ORDER if c in old) == old
     assert ds.COLUMN_ORDER[:12] == (
         "platform", "config_id", "family", "block", "depth", "width", "early_downsample",
-        "arch", "resolution", "batch", "precision", "num_classes",
+        "arch", "expansion", "kernel", "depth_mult", "batch_norm",
     )  # fmt: skip
+    assert ds.COLUMNS["depth"].families == ("resnet", "vgg")
+    assert ds.COLUMNS["width"].families == ("resnet", "mobilenetv2", "vgg", "efficientnet")
 
 
 def test_valid_frame_passes_and_roundtrips(tmp_path):

@@ -20,21 +20,28 @@ from carb_lib.families import (
     get_family,
     register_family,
 )
+from carb_lib.families.efficientnet import EfficientNetConfig
+from carb_lib.families.mobilenetv2 import MobileNetV2Config
 from carb_lib.families.nb201 import NB201Config, arch_from_ops
 from carb_lib.families.resnet import ResNetConfig
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, STATIC_FEATURES
+from carb_lib.families.vgg import VGGConfig
+from carb_lib.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
 CONFIGS = {
     "resnet": ResNetConfig("bottleneck", 50, 0.25, False, 48, 3, "fp16"),
     "nb201": NB201Config(EXAMPLE, resolution=16, batch=2, precision="fp32", num_classes=100),
+    "mobilenetv2": MobileNetV2Config(4, 5, 0.35, 0.5, 48, 3, "fp16", num_classes=10),
+    "vgg": VGGConfig(13, 0.125, True, 32, 2, "fp32"),
+    "efficientnet": EfficientNetConfig(0.5, 0.5, 40, 2, "fp16", num_classes=7),
 }
+NEW = ("mobilenetv2", "vgg", "efficientnet")
 
 
 # --------------------------------------------------------------------------- registry
 def test_registry_lists_the_built_in_families_in_order():
-    assert family_names() == ("resnet", "nb201")
+    assert family_names() == ("resnet", "nb201", "mobilenetv2", "vgg", "efficientnet")
     assert DEFAULT_FAMILY == "resnet" and DEFAULT_FAMILY in family_names()
     for name in family_names():
         fam = get_family(name)
@@ -44,7 +51,8 @@ def test_registry_lists_the_built_in_families_in_order():
 
 def test_get_family_unknown_lists_the_registered_ones():
     with pytest.raises(ConfigError, match=r"family='vit' is unknown; registered families: "
-                                          r"\['nb201', 'resnet'\]"):  # fmt: skip
+                                          r"\['efficientnet', 'mobilenetv2', 'nb201', "
+                                          r"'resnet', 'vgg'\]"):  # fmt: skip
         get_family("vit")
     with pytest.raises(ConfigError, match="family=nan is unknown"):
         get_family(float("nan"))
@@ -73,13 +81,13 @@ def test_register_family_refuses_silent_replacement():
 
 def test_all_config_columns_is_the_union_in_registry_order():
     assert all_config_columns() == (
-        "family", "block", "depth", "width", "early_downsample", "arch", "resolution", "batch",
-        "precision", "num_classes",
+        "family", "block", "depth", "width", "early_downsample", "arch", "expansion", "kernel",
+        "depth_mult", "batch_norm", "resolution", "batch", "precision", "num_classes",
     )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- protocol
-@pytest.mark.parametrize("name", ["resnet", "nb201"])
+@pytest.mark.parametrize("name", list(CONFIGS))
 def test_family_implements_the_protocol(name):
     fam = get_family(name)
     cfg = CONFIGS[name]
@@ -95,8 +103,10 @@ def test_family_implements_the_protocol(name):
     feats = fam.static_features(frame)
     assert tuple(feats.columns) == fam.feature_columns
     assert tuple(feats.columns[: len(STATIC_FEATURES)]) == STATIC_FEATURES
+    assert set(EXTRA_STATIC_FEATURES) <= set(feats.columns)  # every family fills the extras
     measured = fam.measured_features(cfg)
-    assert measured == {k: int(feats.iloc[0][k]) for k in measured}
+    assert set(measured) >= {"flops", "params", "activation_bytes", *EXTRA_STATIC_FEATURES}
+    assert measured == {k: feats.iloc[0][k].item() for k in measured}
     assert measured["flops"] > 0 and measured["params"] > 0
     enc = fam.encode_config(frame)
     assert tuple(enc.columns) == fam.matrix_columns and enc.index.equals(frame.index)
@@ -126,6 +136,10 @@ def test_family_attributes_are_plain_functions():
         ("nb201", {"resolution": 30}, "row 1: resolution=30 must be a positive multiple of 4"),
         ("nb201", {"arch": "|x~0|+|none~0|none~1|+|none~0|none~1|none~2|"},
          "row 1: unknown NB201 operation 'x'"),
+        ("vgg", {"depth": 12}, "row 1: depth=12 is unknown; valid values: [11, 13, 16, 19]"),
+        ("mobilenetv2", {"kernel": 7}, "row 1: kernel=7 is unknown; valid values: [3, 5]"),
+        ("efficientnet", {"resolution": 8}, "row 1: resolution=8 is outside the valid range "
+                                            "32..1024"),
     ],
 )  # fmt: skip
 def test_validate_frame_names_row_column_value_and_valid_values(name, change, fragment):
@@ -202,11 +216,33 @@ def test_encoding_rows_argument_and_indicators():
     enc = get_family("resnet").encode_config(df, rows=only_first)
     assert enc["depth"].tolist() == [18.0, -1.0, -1.0, -1.0, -1.0]
     ind = family_indicators(df)
-    assert list(ind.columns) == ["family_nb201"]
+    assert list(ind.columns) == [
+        "family_nb201", "family_mobilenetv2", "family_vgg", "family_efficientnet"]
     assert ind["family_nb201"].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0]
+    assert ind["family_vgg"].tolist() == [0.0] * 5
     with pytest.raises(ValueError, match="unknown NB201 operation 'bad'"):
         get_family("nb201").encode_config(df.assign(arch=df["arch"].where(
             df["family"] != "nb201", "|bad~0|+|none~0|none~1|+|none~0|none~1|none~2|")))
+
+
+def test_new_family_encodings_values():
+    rows = [CONFIGS[n].to_dict() for n in ("resnet", "vgg", "mobilenetv2", "efficientnet")]
+    df = pd.DataFrame(rows, index=[5, 6, 7, 8])
+    df.loc[6, "batch_norm"] = "false"  # a string flag, as read from a CSV
+    expected = {
+        "vgg": [[-1, -1, -1], [13, 0.125, 0], [-1, -1, -1], [-1, -1, -1]],
+        "mobilenetv2": [[-1] * 4, [-1] * 4, [4, 5, 0.35, 0.5], [-1] * 4],
+        "efficientnet": [[-1, -1], [-1, -1], [-1, -1], [0.5, 0.5]],
+    }
+    for name, values in expected.items():
+        fam = get_family(name)
+        enc = fam.encode_config(df)
+        assert list(enc.columns) == [f"{name}_{c}" for c in fam.own_column_names]
+        assert list(enc.index) == [5, 6, 7, 8] and fam.not_applicable == -1.0
+        np.testing.assert_array_equal(enc.to_numpy(), np.asarray(values, dtype=float))
+    # the matrix columns of all families never collide (resnet's depth/width vs vgg's)
+    cols = [c for n in family_names() for c in get_family(n).matrix_columns]
+    assert len(cols) == len(set(cols))
 
 
 # --------------------------------------------------------------------------- no family branches

@@ -10,6 +10,7 @@ from carb_lib.features import (
     static_features,
 )
 from carb_lib.space import ConfigError, ResNetConfig, paper_grid, stratified_sample
+from carb_lib.vocab import EXTRA_STATIC_FEATURES
 
 
 def _frame(*configs):
@@ -25,13 +26,44 @@ def test_resnet50_anchor():
     assert f["params"] == 25_557_032  # torchvision resnet50's parameter count
     assert f["n_conv"] == 53 and f["n_bn"] == 53 and f["n_fc"] == 1
     assert f["max_channels"] == 2048
+    # extras: stem max-pool + global pool, one residual add per block (3+4+6+3), no depthwise
+    assert (f["n_pool"], f["n_add"], f["n_dwconv"], f["n_se"]) == (2, 16, 0, 0)
+    assert f["dw_flops_share"] == 0.0 and f["se_flops"] == 0
+
+
+def test_compare_features_dispatches_to_every_family():
+    """One mixed frame of all five families: each family's own ``measured_features`` measures
+    (extras included, ``dw_flops_share`` a float) and every value agrees exactly."""
+    from carb_lib.families import efficientnet, family_names, mobilenetv2, vgg
+    from carb_lib.nb201 import nb201_grid
+
+    parts = [paper_grid().iloc[[5]], nb201_grid(batches=(2,)).iloc[[7]],
+             mobilenetv2.sample_configs(1, seed=3).assign(resolution=32),
+             vgg.sample_configs(1, seed=3).assign(resolution=32, width=0.125),
+             efficientnet.sample_configs(1, seed=3).assign(resolution=32, width=0.5)]
+    mixed = pd.concat(parts, ignore_index=True)
+    mixed = mixed.drop(columns="config_id")
+    cmp = compare_features(mixed)
+    assert cmp.groupby("config_id").ngroups == 5 == len(family_names())
+    assert cmp["match"].all(), cmp[~cmp["match"]].to_string()
+    for col in ("flops", *EXTRA_STATIC_FEATURES):
+        assert (cmp["column"] == col).sum() == 5, col
+    share = cmp.loc[cmp["column"] == "dw_flops_share", "measured"].tolist()
+    assert share[:2] == [0, 0] and 0 < share[2] < 1  # mobilenetv2: depthwise convs
+    # the comparison is real: the measured values are those of each family's own function
+    row = mixed.iloc[2].to_dict()
+    from carb_lib.space import config_from_row
+
+    meas = measured_features(config_from_row(row))
+    got = cmp[cmp["config_id"] == 2].set_index("column")["measured"]
+    assert {k: got[k] for k in meas} == meas
 
 
 def test_columns_and_scaling_with_batch_and_precision():
     a = ResNetConfig("basic", 18, 0.5, False, 64, 4, "fp32")
     b = ResNetConfig("basic", 18, 0.5, False, 64, 8, "fp16")
     f = static_features(_frame(a, b))
-    assert list(f.columns) == list(STATIC_FEATURE_COLUMNS)
+    assert list(f.columns) == [*STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES]
     assert f.loc[1, "flops"] == 2 * f.loc[0, "flops"]
     assert f.loc[1, "params"] == f.loc[0, "params"]
     assert f.loc[1, "param_bytes"] * 2 == f.loc[0, "param_bytes"]
@@ -61,7 +93,7 @@ def _exact_sample() -> pd.DataFrame:
 def test_analytic_equals_measured_on_stratified_sample():
     cmp = compare_features(_exact_sample())
     assert cmp["config_id"].nunique() >= 300
-    assert set(cmp["column"]) >= set(EXACT_COLUMNS)
+    assert set(cmp["column"]) >= {*EXACT_COLUMNS, *EXTRA_STATIC_FEATURES}
     bad = cmp[~cmp["match"]]
     assert bad.empty, bad.head(10).to_string()
 
@@ -95,11 +127,12 @@ def test_mixed_families_dispatch_and_keep_the_index():
     mixed.index = [7, 3, 9, 1, 4]
     f = static_features(mixed)
     assert list(f.index) == [7, 3, 9, 1, 4]
-    pd.testing.assert_frame_equal(
-        f.loc[[7, 9, 1], list(STATIC_FEATURE_COLUMNS)],
-        static_features(res).set_axis([7, 9, 1]), check_dtype=False)
+    res_f = static_features(res).set_axis([7, 9, 1])
+    pd.testing.assert_frame_equal(f.loc[[7, 9, 1], list(res_f.columns)], res_f,
+                                  check_dtype=False)
     nb_f = nb201_static_features(nb).set_axis([3, 4])
-    pd.testing.assert_frame_equal(f.loc[[3, 4]], nb_f, check_dtype=False)
+    assert set(f.columns) == set(nb_f.columns)  # nb201 has every resnet column and its ops
+    pd.testing.assert_frame_equal(f.loc[[3, 4], list(nb_f.columns)], nb_f, check_dtype=False)
     assert f.loc[[7, 9, 1], list(OP_COUNT_COLUMNS)].isna().all().all()
 
 

@@ -9,6 +9,15 @@ columns). The built-in families are registered here, explicitly, in this order:
     The paper's ResNet grid (:mod:`carb_lib.families.resnet`; the default family).
 ``nb201``
     NAS-Bench-201 cells (:mod:`carb_lib.families.nb201`).
+``mobilenetv2``
+    Inverted residual blocks (:mod:`carb_lib.families.mobilenetv2`).
+``vgg``
+    Plain conv stacks (:mod:`carb_lib.families.vgg`).
+``efficientnet``
+    MBConv with squeeze-and-excitation, compound scaling (:mod:`carb_lib.families.efficientnet`).
+
+The order is that of the learners' columns (family indicators, encoded config columns), so
+families added later append columns and never reorder the existing ones.
 
 Importing any module of this package registers them (Python runs this file first); nothing
 else registers or replaces a family at import time. A new family is a module with a
@@ -18,7 +27,7 @@ Examples
 --------
 >>> from carb_lib import families
 >>> families.family_names()
-('resnet', 'nb201')
+('resnet', 'nb201', 'mobilenetv2', 'vgg', 'efficientnet')
 >>> families.get_family("resnet").own_column_names
 ('block', 'depth', 'width', 'early_downsample')
 """
@@ -32,8 +41,11 @@ import pandas as pd
 
 from carb_lib.families._base import DEFAULT_FAMILY, ConfigColumn, ConfigError, Family
 from carb_lib.families._common import BYTES_PER_ELEMENT, equals
+from carb_lib.families.efficientnet import EFFICIENTNET
+from carb_lib.families.mobilenetv2 import MOBILENETV2
 from carb_lib.families.nb201 import NB201
 from carb_lib.families.resnet import RESNET
+from carb_lib.families.vgg import VGG
 from carb_lib.vocab import COMMON_CONFIG_COLUMNS
 
 __all__ = [
@@ -110,7 +122,8 @@ def family_indicators(df: pd.DataFrame) -> pd.DataFrame:
     """One-hot family columns for the learners: ``family_<name>`` (1.0 / 0.0) for every
     registered family except :data:`DEFAULT_FAMILY`, in registration order.
 
-    With the built-in families this is the single column ``family_nb201``.
+    With the built-in families: ``family_nb201``, ``family_mobilenetv2``, ``family_vgg``,
+    ``family_efficientnet``.
     """
     cols = {
         f"family_{name}": equals(df["family"], name).astype(np.float64)
@@ -122,3 +135,6 @@ def family_indicators(df: pd.DataFrame) -> pd.DataFrame:
 
 register_family(RESNET)
 register_family(NB201)
+register_family(MOBILENETV2)
+register_family(VGG)
+register_family(EFFICIENTNET)

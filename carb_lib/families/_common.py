@@ -16,10 +16,14 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.families._base import ConfigError
-from carb_lib.vocab import PRECISIONS
+from carb_lib.vocab import EXTRA_STATIC_FEATURES, PRECISIONS
 
 #: Bytes of one element at each precision.
 BYTES_PER_ELEMENT: dict[str, int] = {"fp32": 4, "fp16": 2}
+#: Batch sizes of the families' grids (the paper's).
+BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Valid batch sizes of every family (configs off the grid included).
+BATCH_RANGE: tuple[int, int] = (1, 4096)
 
 
 # --------------------------------------------------------------------------- config checks
@@ -77,6 +81,12 @@ UNIT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+#: Per-sample quantities behind :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`.
+EXTRA_UNIT_COLUMNS: tuple[str, ...] = (
+    "n_dwconv", "n_pool", "n_add", "n_se", "dw_macs", "se_macs", "mb_elems",
+)  # fmt: skip
+
+
 def bytes_per_element(precision: pd.Series) -> np.ndarray:
     """Bytes per element of every row's ``precision``.
 
@@ -116,6 +126,22 @@ def scale_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray) -> pd.D
     return out
 
 
+def scale_extra_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray,
+                      flops: np.ndarray) -> pd.DataFrame:
+    """The :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` from per-sample ``units``
+    (:data:`EXTRA_UNIT_COLUMNS`), batch sizes, bytes per element and the rows' ``flops``."""
+    u = {c: units[c].to_numpy() for c in EXTRA_UNIT_COLUMNS}
+    out = pd.DataFrame(index=units.index)
+    for c in ("n_dwconv", "n_pool", "n_add", "n_se"):
+        out[c] = u[c].astype(np.int64)
+    dw = (2.0 * u["dw_macs"] * batch).astype(np.int64)
+    flops = np.asarray(flops)
+    out["dw_flops_share"] = np.where(flops > 0, dw / np.maximum(flops, 1), 0.0)
+    out["se_flops"] = (2.0 * u["se_macs"] * batch).astype(np.int64)
+    out["memory_bound_bytes"] = (u["mb_elems"] * batch * bpe).astype(np.int64)
+    return out[list(EXTRA_STATIC_FEATURES)]
+
+
 def factorize_rows(df: pd.DataFrame, key_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
     """Codes of the unique rows of ``df[key_cols]`` and those unique rows (fast for 1M rows).
 
@@ -149,7 +175,8 @@ def meta_model(config: Any) -> Any:
         return config.build_model().to(dtype=dtype)
 
 
-def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any]) -> dict[str, int]:
+def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any],
+                       extras: Iterable[str] = ()) -> dict[str, int | float]:
     """Run ``model`` (on the ``meta`` device) once on ``config``'s input and count.
 
     FLOPs with ``FlopCounterMode``; parameters by counting; forward hooks on the ``hooked``
@@ -164,12 +191,20 @@ def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any]) -> dict[s
         A config with ``batch``, ``resolution`` and ``precision``.
     hooked : iterable of torch.nn.Module
         The modules whose calls and outputs count (e.g. every leaf module).
+    extras : iterable of str
+        Which of :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` to measure too: ``n_dwconv``
+        (hooked depthwise convs), ``n_pool`` (hooked pooling layers), ``dw_flops_share``
+        (their FLOPs from ``FlopCounterMode``'s per-module counts), ``n_se`` and ``se_flops``
+        (0: no squeeze-and-excitation module), ``n_add`` (residual additions: ``aten.add`` /
+        ``add_`` of two tensors of one shape, seen by a dispatch mode) and
+        ``memory_bound_bytes`` (inputs + output bytes of hooked BN, ReLU and pooling calls and
+        of those additions).
 
     Returns
     -------
     dict
         ``n_conv``, ``n_bn``, ``n_act``, ``n_fc``, ``max_channels``, ``flops``, ``params``,
-        ``param_bytes``, ``activation_bytes``.
+        ``param_bytes``, ``activation_bytes`` and the requested ``extras``.
     """
     import torch
     from torch import nn
@@ -177,34 +212,91 @@ def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any]) -> dict[s
 
     dtype = torch.float16 if config.precision == "fp16" else torch.float32
     kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "bn", nn.ReLU: "act", nn.Linear: "fc"}
-    counts = {"conv": 0, "bn": 0, "act": 0, "fc": 0}
-    totals = {"activation_bytes": 0, "max_channels": 0}
+    pools = (nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d)
+    counts = {"conv": 0, "bn": 0, "act": 0, "fc": 0, "dwconv": 0, "pool": 0}
+    totals = {"activation_bytes": 0, "max_channels": 0, "mb": 0}
 
-    def hook(module, _inputs, output):
+    def nbytes(t: Any) -> int:
+        return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+
+    def hook(module, inputs, output):
         kind = kinds.get(type(module))
         if kind is not None:
             counts[kind] += 1
         if kind == "conv":
             totals["max_channels"] = max(totals["max_channels"], int(output.shape[1]))
+            counts["dwconv"] += _is_depthwise(module)
+        if isinstance(module, pools):
+            counts["pool"] += 1
+        if kind in ("bn", "act") or isinstance(module, pools):
+            totals["mb"] += nbytes(output) + sum(nbytes(i) for i in inputs)
         totals["activation_bytes"] += output.numel() * output.element_size()
 
+    hooked = list(hooked)
     handles = [m.register_forward_hook(hook) for m in hooked]
     x = torch.empty(config.batch, 3, config.resolution, config.resolution, dtype=dtype,
                     device="meta")  # fmt: skip
+    adds = _residual_adds()
     try:
-        with torch.no_grad(), FlopCounterMode(display=False) as fc:
+        with torch.no_grad(), FlopCounterMode(display=False) as fc, adds:
             model(x)
     finally:
         for h in handles:
             h.remove()
     params = sum(p.numel() for p in model.parameters())
-    return {
+    flops = int(fc.get_total_flops())
+    out: dict[str, int | float] = {
         "n_conv": counts["conv"], "n_bn": counts["bn"], "n_act": counts["act"],
         "n_fc": counts["fc"], "max_channels": totals["max_channels"],
-        "flops": int(fc.get_total_flops()), "params": int(params),
+        "flops": flops, "params": int(params),
         "param_bytes": int(params * BYTES_PER_ELEMENT[config.precision]),
         "activation_bytes": int(totals["activation_bytes"]),
     }  # fmt: skip
+    per_module = fc.get_flop_counts()
+    root = type(model).__name__
+    dw_names = [n for n, m in model.named_modules()
+                if isinstance(m, nn.Conv2d) and _is_depthwise(m)]
+    dw = sum(sum(per_module.get(f"{root}.{n}", {}).values()) for n in dw_names)
+    measured = {
+        "n_dwconv": counts["dwconv"], "n_pool": counts["pool"], "n_add": adds.n, "n_se": 0,
+        "dw_flops_share": dw / flops if flops else 0.0, "se_flops": 0,
+        "memory_bound_bytes": int(totals["mb"] + adds.nbytes),
+    }  # fmt: skip
+    for name in extras:
+        out[name] = measured[name]
+    return out
+
+
+def _is_depthwise(conv: Any) -> bool:
+    """A depthwise conv: ``groups == in_channels > 1``."""
+    return conv.groups > 1 and conv.groups == conv.in_channels
+
+
+def _residual_adds() -> Any:
+    """A dispatch mode counting residual additions (``aten.add``/``add_`` of two tensors of
+    the same shape) and their bytes read and written (attributes ``n`` and ``nbytes``)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    adds = {aten.add.Tensor, aten.add_.Tensor}
+
+    class ResidualAdds(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+            self.nbytes = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in adds and len(args) >= 2 and all(
+                    isinstance(a, torch.Tensor) for a in args[:2]) \
+                    and args[0].shape == args[1].shape:
+                self.n += 1
+                self.nbytes += sum(t.numel() * t.element_size() for t in (*args[:2], out))
+            return out
+
+    return ResidualAdds()
 
 
 # --------------------------------------------------------------------------- encoding

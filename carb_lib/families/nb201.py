@@ -47,9 +47,7 @@ import pandas as pd
 
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._common import (
-    UNIT_COLUMNS as _COMMON_UNIT_COLUMNS,
-)
-from carb_lib.families._common import (
+    EXTRA_UNIT_COLUMNS,
     bytes_per_element,
     check_int,
     content_hash,
@@ -57,10 +55,19 @@ from carb_lib.families._common import (
     is_missing,
     measure_meta_model,
     meta_model,
+    scale_extra_units,
     scale_units,
 )
+from carb_lib.families._common import (
+    UNIT_COLUMNS as _COMMON_UNIT_COLUMNS,
+)
 from carb_lib.families._nb201_torch import nb201_modules
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, NB201_FEATURE_COLUMNS, PRECISIONS
+from carb_lib.vocab import (
+    COMMON_CONFIG_COLUMNS,
+    EXTRA_STATIC_FEATURES,
+    NB201_FEATURE_COLUMNS,
+    PRECISIONS,
+)
 
 FAMILY = "nb201"
 #: Operations of the NAS-Bench-201 space, in the benchmark's order.
@@ -341,7 +348,7 @@ def build_nb201(config: NB201Config):
 
 
 # --------------------------------------------------------------------------- analytic features
-UNIT_COLUMNS: tuple[str, ...] = (*_COMMON_UNIT_COLUMNS, *OP_COUNT_COLUMNS)
+UNIT_COLUMNS: tuple[str, ...] = (*_COMMON_UNIT_COLUMNS, *OP_COUNT_COLUMNS, *EXTRA_UNIT_COLUMNS)
 
 
 @lru_cache(maxsize=65536)
@@ -353,8 +360,8 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
     output; the generator ``sum`` of a node allocates a new partial sum for every edge.
     """
     ops = arch_ops(arch)
-    n = {"conv": 0, "bn": 0, "act": 0}
-    macs = params = act = peak = 0
+    n = {"conv": 0, "bn": 0, "act": 0, "pool": 0, "add": 0}
+    macs = params = act = peak = mb = 0
     inp = 3 * resolution * resolution
 
     def live(*elems: int) -> None:
@@ -363,10 +370,11 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
 
     def relu_conv_bn(cin, cout, k, h_out, h_in, held):
         """ReLU -> conv -> BN; ``held`` = elements alive besides this op's tensors."""
-        nonlocal macs, params, act
+        nonlocal macs, params, act, mb
         e_in, e_out = cin * h_in * h_in, cout * h_out * h_out
         n["act"] += 1
         act += e_in
+        mb += 2 * e_in + 2 * e_out  # the ReLU (a new tensor) and the BN read and write
         live(held, e_in)  # ReLU output (its input is part of ``held``)
         n["conv"] += 1
         macs += cout * cin * k * k * h_out * h_out
@@ -390,6 +398,7 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
     n["bn"] += 1
     params += 2 * c
     act += u
+    mb += 2 * u
     live(u, u)
     for stage in range(3):
         if stage > 0:  # reduction block C -> 2C, H -> H/2 (input x held for the shortcut)
@@ -399,6 +408,8 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
             b = relu_conv_bn(c, c, 3, h, h, x + a)  # conv_a's output is conv_b's input
             pooled = cin * h * h
             act += pooled
+            n["pool"] += 1
+            mb += x + pooled
             live(x, b, pooled)
             n["conv"] += 1
             macs += c * cin * h * h
@@ -406,6 +417,8 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
             act += c * h * h
             live(x, b, pooled, c * h * h)
             live(b, c * h * h, c * h * h)  # residual add
+            n["add"] += 1
+            mb += 3 * c * h * h
         u = c * h * h
         for _ in range(CELLS_PER_STAGE):
             held = u  # node 0 (the cell input)
@@ -419,6 +432,8 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
                         new = u
                     elif op == "avg_pool_3x3":
                         act += u
+                        n["pool"] += 1
+                        mb += 2 * u
                         live(held, partial, u)
                         new = u
                     elif op == "none":
@@ -428,6 +443,9 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
                     else:  # skip_connect aliases its input
                         new = 0
                     live(held, partial, new, u)  # partial sum: a new tensor
+                    if partial:  # ``0 + first`` adds a scalar; later edges add two tensors
+                        n["add"] += 1
+                        mb += 3 * u
                     partial = u
                 held += u  # the node stays alive until the cell returns
     # lastact BN + ReLU (in place), global pool, classifier
@@ -438,6 +456,8 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
     n["act"] += 1
     act += u
     act += c
+    n["pool"] += 1
+    mb += 2 * u + 2 * u + u + c  # lastact BN, in-place ReLU, global pool
     live(u, c)
     macs += c * num_classes
     params += c * num_classes + num_classes
@@ -446,7 +466,7 @@ def _nb201_unit(arch: str, resolution: int, num_classes: int) -> tuple[int, ...]
     counts = [sum(op == name for op in ops) for name in OPS]
     return (
         n["conv"], n["bn"], n["act"], 1, 4 * STEM_CHANNELS, macs, params, act, peak,
-        *counts, longest_conv_path(ops),
+        *counts, longest_conv_path(ops), 0, n["pool"], n["add"], 0, 0, 0, mb,
     )
 
 
@@ -504,6 +524,9 @@ def nb201_static_features(df: pd.DataFrame) -> pd.DataFrame:
     out = scale_units(units, batch, bpe)
     for c in OP_COUNT_COLUMNS:
         out[c] = units[c].to_numpy().astype(np.int64)
+    extra = scale_extra_units(units, batch, bpe, out["flops"].to_numpy())
+    for c in EXTRA_STATIC_FEATURES:
+        out[c] = extra[c].to_numpy()
     return out
 
 
@@ -536,7 +559,8 @@ def measured_nb201_features(config: NB201Config, model=None) -> dict[str, int]:
     counted = (nn.Conv2d, nn.BatchNorm2d, nn.ReLU, nn.Linear, nn.AvgPool2d,
                nn.AdaptiveAvgPool2d)
     out = measure_meta_model(model, config, [
-        m for m in model.modules() if isinstance(m, counted) or type(m).__name__ == "Zero"])
+        m for m in model.modules() if isinstance(m, counted) or type(m).__name__ == "Zero"],
+        extras=EXTRA_STATIC_FEATURES)
 
     # op counts from the modules of the first cell (every cell has the same genotype)
     cell = next(m for m in model.modules() if type(m).__name__ == "InferCell")
@@ -612,7 +636,7 @@ class NB201Family(Family):
     own_columns = OWN_COLUMNS
     required_columns = REQUIRED_COLUMNS
     categories = {}
-    extra_feature_columns = OP_COUNT_COLUMNS
+    extra_feature_columns = (*OP_COUNT_COLUMNS, *EXTRA_STATIC_FEATURES)
     matrix_columns = MATRIX_COLUMNS
     not_applicable = NOT_APPLICABLE
 

@@ -38,7 +38,13 @@ valid (:data:`RESOLUTION_RANGE`, :data:`BATCH_RANGE`), e.g. for screening an ext
 
 Static features (:func:`resnet_static_features`; columns in :mod:`carb_lib.features`) are
 computed once per unique architecture x resolution and scaled by batch and bytes per element;
-:func:`measured_resnet_features` measures them on the built model, and they agree exactly.
+:func:`measured_resnet_features` measures them on the built model, and they agree exactly. The
+family also fills :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` (definitions in
+:mod:`carb_lib.families._layers`): no depthwise conv or SE block (``n_dwconv``, ``n_se``,
+``se_flops``, ``dw_flops_share`` are 0), ``n_pool`` = the stem's max-pool (early downsampling)
++ the global average pool, ``n_add`` = one residual add per block, ``memory_bound_bytes`` =
+inputs + output of every BN, ReLU (in place: 2x its tensor), pooling and residual add (in
+place: 3x its output) call.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ import pandas as pd
 
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._common import (
+    BATCH_RANGE,
+    BATCH_SIZES,
+    EXTRA_UNIT_COLUMNS,
     UNIT_COLUMNS,
     bytes_per_element,
     check_columns,
@@ -69,10 +78,11 @@ from carb_lib.families._common import (
     measure_meta_model,
     meta_model,
     number,
+    scale_extra_units,
     scale_units,
 )
 from carb_lib.families._resnet_torch import resnet_modules
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, PRECISIONS
+from carb_lib.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
 
 FAMILY = "resnet"
 
@@ -99,9 +109,7 @@ BASE_WIDTHS: tuple[int, ...] = (64, 128, 256, 512)
 WIDTHS: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
 EARLY_DOWNSAMPLE: tuple[bool, ...] = (True, False)
 RESOLUTIONS: tuple[int, ...] = (32, 48, 64, 96, 128)
-BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 RESOLUTION_RANGE: tuple[int, int] = (8, 1024)
-BATCH_RANGE: tuple[int, int] = (1, 4096)
 EXPANSION: dict[str, int] = {"basic": 1, "bottleneck": 4}
 NUM_CLASSES = 1000
 
@@ -287,12 +295,14 @@ def _resnet_unit(
     block: str, depth: int, width: float, early_downsample: bool, resolution: int,
     num_classes: int,
 ) -> tuple[int, ...]:
-    """Per-sample counts of one ResNet architecture at one resolution (see UNIT_COLUMNS)."""
+    """Per-sample counts of one ResNet architecture at one resolution (:data:`UNIT_COLUMNS`
+    then :data:`EXTRA_UNIT_COLUMNS`: no depthwise conv, no SE; pools, one residual add per
+    block, memory-bound elements read and written by BN, ReLU, pooling and the adds)."""
     blocks = STAGE_BLOCKS[(block, depth)]
     widths = stage_widths(width, len(blocks))
     exp = EXPANSION[block]
-    n = {"conv": 0, "bn": 0, "act": 0, "fc": 0}
-    macs = params = act = 0
+    n = {"conv": 0, "bn": 0, "act": 0, "fc": 0, "pool": 0, "add": 0}
+    macs = params = act = mb = 0
     max_c = 0
     peak = 0
     inp = 3 * resolution * resolution  # the input batch stays alive (the caller holds it)
@@ -308,15 +318,17 @@ def _resnet_unit(
         return ho, cout * ho * ho
 
     def bn(c, elems):
-        nonlocal params, act
+        nonlocal params, act, mb
         n["bn"] += 1
         params += 2 * c
         act += elems
+        mb += 2 * elems
 
     def relu(elems):
-        nonlocal act
+        nonlocal act, mb
         n["act"] += 1
         act += elems
+        mb += 2 * elems  # in place: reads and writes its tensor
 
     def live(*elems):
         nonlocal peak
@@ -337,6 +349,8 @@ def _resnet_unit(
         h2 = _out(h, 3, 2, 1)
         e2 = c0 * h2 * h2
         act += e2
+        n["pool"] += 1
+        mb += x + e2
         live(x, e2)
         h, x = h2, e2
     cin = c0
@@ -379,17 +393,26 @@ def _resnet_unit(
                 live(xin, held, em, e2)
                 bn(cout, e2)
                 live(xin, held, e2, e2)
+            n["add"] += 1
+            mb += 3 * e2  # the in-place residual add reads two tensors, writes one
             relu(e2)  # after the in-place residual add
             h, x, cin = h2, e2, cout
     # head
     act += cin  # adaptive average pool output (C x 1 x 1)
+    n["pool"] += 1
+    mb += x + cin
     live(x, cin)
     n["fc"] += 1
     macs += cin * num_classes
     params += cin * num_classes + num_classes
     act += num_classes
     live(cin, num_classes)
-    return (n["conv"], n["bn"], n["act"], n["fc"], max_c, macs, params, act, peak)
+    return (n["conv"], n["bn"], n["act"], n["fc"], max_c, macs, params, act, peak,
+            0, n["pool"], n["add"], 0, 0, 0, mb)
+
+
+#: Per-sample quantities of :func:`_resnet_unit`.
+RESNET_UNIT_COLUMNS: tuple[str, ...] = (*UNIT_COLUMNS, *EXTRA_UNIT_COLUMNS)
 
 
 def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None) -> pd.DataFrame:
@@ -404,8 +427,8 @@ def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None) 
         if validate is not None:
             validate(label, u)
         rows.append(unit_fn(*u))
-    table = np.array(rows, dtype=np.float64).reshape(len(uniq), len(UNIT_COLUMNS))
-    return pd.DataFrame(table[codes], columns=list(UNIT_COLUMNS), index=df.index)
+    table = np.array(rows, dtype=np.float64).reshape(len(uniq), len(RESNET_UNIT_COLUMNS))
+    return pd.DataFrame(table[codes], columns=list(RESNET_UNIT_COLUMNS), index=df.index)
 
 
 def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
@@ -438,20 +461,26 @@ def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
             )
 
     units = _units_frame(key, _resnet_unit, list(key.columns), validate=validate)
-    return scale_units(units, df["batch"].to_numpy(), bytes_per_element(df["precision"]))
+    batch, bpe = df["batch"].to_numpy(), bytes_per_element(df["precision"])
+    out = scale_units(units, batch, bpe)
+    extra = scale_extra_units(units, batch.astype(np.float64), bpe, out["flops"].to_numpy())
+    for c in EXTRA_STATIC_FEATURES:
+        out[c] = extra[c].to_numpy()
+    return out
 
 
 def measured_resnet_features(config: ResNetConfig, model=None) -> dict[str, int]:
     """Measure the static features of ``config`` on its model built on the ``meta`` device.
 
-    Every leaf module is hooked (conv, BN, ReLU, pooling, linear). ``model`` may be the
+    Every leaf module is hooked (conv, BN, ReLU, pooling, linear); residual adds are seen by a
+    dispatch mode (:func:`carb_lib.families._common.measure_meta_model`). ``model`` may be the
     config's network already built on the ``meta`` device at its precision (reused across
     batch sizes and resolutions).
     """
     if model is None:
         model = meta_model(config)
     leaves = [m for m in model.modules() if len(list(m.children())) == 0]
-    return measure_meta_model(model, config, leaves)
+    return measure_meta_model(model, config, leaves, extras=EXTRA_STATIC_FEATURES)
 
 
 # --------------------------------------------------------------------------- learners
@@ -568,7 +597,7 @@ class ResNetFamily(Family):
     own_columns = OWN_COLUMNS
     required_columns = REQUIRED_COLUMNS
     categories = {"block": BLOCKS}
-    extra_feature_columns = ()
+    extra_feature_columns = EXTRA_STATIC_FEATURES
     matrix_columns = MATRIX_COLUMNS
     not_applicable = NOT_APPLICABLE
 
