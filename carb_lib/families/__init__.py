@@ -126,8 +126,8 @@ def family_indicators(df: pd.DataFrame) -> pd.DataFrame:
     ``family_efficientnet``.
     """
     cols = {
-        f"family_{name}": equals(df["family"], name).astype(np.float64)
-        for name in FAMILIES
+        fam.indicator_column: equals(df["family"], name).astype(np.float64)
+        for name, fam in FAMILIES.items()
         if name != DEFAULT_FAMILY
     }
     return pd.DataFrame(cols, index=df.index)
