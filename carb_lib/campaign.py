@@ -60,6 +60,7 @@ from carb_lib.campaign_parts import (  # noqa: F401  (re-exported)
     shard_of,
 )
 from carb_lib.dataset import clean_temporary_files
+from carb_lib.families import DEFAULT_FAMILY, get_family
 from carb_lib.lock import FolderLock
 from carb_lib.profiling import NAN, Device, Protocol, base_row, get_device, profile_config
 
@@ -67,18 +68,9 @@ logger = logging.getLogger("carb.campaign")
 
 #: Reference measurements tried at each checkpoint until one is accepted.
 REFERENCE_TRIES = 3
-#: Default reference config (cheap on a CPU, a few ms; launch-bound on a large GPU).
-DEFAULT_REFERENCE: dict[str, Any] = {
-    "family": "resnet",
-    "block": "basic",
-    "depth": 18,
-    "width": 0.5,
-    "early_downsample": True,
-    "resolution": 64,
-    "batch": 8,
-    "precision": "fp32",
-    "num_classes": 1000,
-}
+#: Default reference config: the default family's ``reference_config`` (ResNet-18 at width
+#: 0.5, 64 px, batch 8, fp32: a few ms on a CPU; launch-bound on a large GPU).
+DEFAULT_REFERENCE: dict[str, Any] = dict(get_family(DEFAULT_FAMILY).reference_config or {})
 
 
 

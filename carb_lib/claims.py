@@ -14,12 +14,12 @@ Required (:data:`CLAIM_COLUMNS`): ``claim_id``, ``claim`` (the paper's statement
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
+
+from carb_lib.tables import atomic_write
 
 #: Columns every claim row has (missing ones are added empty by :func:`merge_claims`).
 CLAIM_COLUMNS: list[str] = [
@@ -59,8 +59,8 @@ def merge_claims(path: str | Path, rows: pd.DataFrame | Iterable[Mapping]) -> pd
     Rows already in the file with another key (other notebooks, other platforms) are kept;
     rows with the same key are replaced by the new ones (within ``rows``, the last of a key
     wins). Missing :data:`CLAIM_COLUMNS` are added empty, extra columns are kept. The table is
-    sorted by key and written atomically (a temporary file in the same folder, then
-    ``os.replace``): an error leaves the old file as it was and no partial file behind.
+    sorted by key and written atomically (:func:`carb_lib.tables.atomic_write`): an error
+    leaves the old file as it was and no partial file behind.
 
     Parameters
     ----------
@@ -103,15 +103,7 @@ def merge_claims(path: str | Path, rows: pd.DataFrame | Iterable[Mapping]) -> pd
     cols = [c for c in COLUMN_ORDER if c in merged.columns]
     cols += [c for c in merged.columns if c not in cols]
     merged = merged[cols].sort_values(list(KEY), kind="stable").reset_index(drop=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".claims-", suffix=".csv", dir=path.parent)
-    os.close(fd)
-    try:
-        merged.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, lambda fh: merged.to_csv(fh, index=False))
     return merged
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from carb_lib.vocab import DEFAULT_COVERAGE, TARGETS
+from carb_lib.vocab import DEFAULT_COVERAGE
 
 app = typer.Typer(
     add_completion=False,
@@ -445,8 +445,10 @@ def transfer(
 
     from carb_lib.datasets import load_measurements, read_configs
     from carb_lib.scaling_data import CONFIG_COLS
+    from carb_lib.tables import table_format, write_table
     from carb_lib.transfer import few_shot_predict
 
+    table_format(out, "--out")
     src = pd.concat([load_measurements(p) for p in source], ignore_index=True)
     samples = load_measurements(target_samples)
     q = read_configs(query)
@@ -462,13 +464,7 @@ def transfer(
     res["platform"] = samples["platform"].iloc[0]
     res[f"{target}_pred"] = pred
     res["method"] = method
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() in (".parquet", ".pq"):
-        res.to_parquet(out, index=False)
-    elif out.suffix.lower() == ".csv":
-        res.to_csv(out, index=False)
-    else:
-        raise ValueError(f"--out {out}: use a .csv or .parquet file name")
+    write_table(res, out, "--out")
     typer.echo(f"wrote {out}: {len(res)} predictions of {target} on "
                f"{res['platform'].iloc[0]} ({method}, k={len(samples)})")
 
@@ -489,69 +485,27 @@ def convert_help_cmd(
 
 
 # --- carb ensemble: fit / predict (issue 5) ---
-def _carb_read_table(path: Path, what: str = "table"):
-    from carb_lib.tables import read_table
-
-    return read_table(path, what)
-
-
-def _carb_write_table(df, path: Path) -> None:
-    from carb_lib.tables import write_table
-
-    write_table(df, path)
-
-
-def _check_measured_costs(df, data: Path) -> None:
-    """ok rows need finite, positive costs in every target column they carry."""
-    import numpy as np
-    import pandas as pd
-
-    ok = df[df["status"] == "ok"] if "status" in df.columns else df
-    for t in TARGETS:
-        if t not in ok.columns:
-            continue
-        v = pd.to_numeric(ok[t], errors="coerce").to_numpy(dtype=float)
-        raw = ok[t].to_numpy()
-        text = np.isnan(v) & ok[t].notna().to_numpy()
-        if text.any():
-            i = int(np.flatnonzero(text)[0])
-            raise ValueError(f"{data}: column {t!r}, row {ok.index[i]}: {raw[i]!r} is not a number")
-        bad = ~np.isnan(v) & ~(np.isfinite(v) & (v > 0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            cid = ok["config_id"].iloc[i] if "config_id" in ok.columns else ""
-            raise ValueError(
-                f"{data}: column {t!r}, row {ok.index[i]} {cid}: {v[i]!r} is not a finite "
-                f"positive cost ({int(bad.sum())} such row(s)); fix or drop them"
-            )
-    if "config_id" in ok.columns and "platform" in ok.columns:
-        dup = ok.duplicated(subset=["platform", "config_id"]).to_numpy()
-        if dup.any():
-            i = int(np.flatnonzero(dup)[0])
-            raise ValueError(f"{data}: row {ok.index[i]}: config_id {ok['config_id'].iloc[i]!r} "
-                             f"is duplicated ({int(dup.sum())} duplicate row(s))")  # fmt: skip
-
-
 @app.command()
 def fit(
     data: Path = typer.Option(..., "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used)."),
     out: Path = typer.Option(..., "--out", help="Model file to write (joblib; metadata in <out>.json)."),
     feature_set: str = typer.Option("static", "--feature-set", help="static | static+telemetry (GPU only)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
-    quick: bool = typer.Option(False, "--quick", help="Small models (50 trees, 3 folds, 1 thread)."),
+    quick: bool = typer.Option(False, "--quick", help="Small models (PRESETS['quick']: 40 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
-    preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick. Ignored with --quick."),
+    preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick | test (unit-test size, not for results). Ignored with --quick."),
 ) -> None:
     """Fit CARB on a measured dataset and save it (one model per platform)."""
     import warnings
 
+    from carb_lib.dataset import validate_table
     from carb_lib.ensemble import PRESETS, CARBRegressor, save_model
-    from carb_lib.evaluation import QUICK_PARAMS, prepare_dataset
-    from carb_lib.space import validate_config_frame
+    from carb_lib.evaluation import prepare_dataset
+    from carb_lib.tables import read_table
 
-    raw = _carb_read_table(data, "--data")
-    validate_config_frame(raw, f"--data {data}")
-    _check_measured_costs(raw, data)
+    # the one validator: configs by their family, costs of ok rows > 0, one row per config
+    raw = validate_table(read_table(data, "--data"), complete=False, what=f"--data {data}",
+                         unique=True)  # fmt: skip
     if platform is None and "platform" in raw.columns:
         plats = sorted(raw.loc[raw.get("status", "ok") == "ok", "platform"].dropna().astype(str).unique())
         if len(plats) > 1:
@@ -559,7 +513,7 @@ def fit(
     df = prepare_dataset(raw, platform)
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    params = dict(QUICK_PARAMS) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
+    params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = CARBRegressor(feature_set=feature_set, **params).fit(df)
@@ -590,11 +544,11 @@ def predict(
     import pandas as pd
 
     from carb_lib.ensemble import STATIC_FEATURES, load_model
+    from carb_lib.families import DEFAULT_FAMILY
     from carb_lib.space import validate_config_frame
-    from carb_lib.tables import SUFFIXES
+    from carb_lib.tables import read_table, table_format, write_table
 
-    if out.suffix.lower() not in SUFFIXES:
-        raise ValueError(f"--out {out}: unsupported suffix {out.suffix!r}; use .csv or .parquet")
+    table_format(out, "--out")
     if not 0 < coverage < 1:
         raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
     from carb_lib.families import get_family
@@ -605,9 +559,9 @@ def predict(
         raise ValueError("give --configs FILE or --module SPEC --input-shape C,H,W (one of them)")
     m = load_model(model)
     if df is None:
-        df = _carb_read_table(configs, "--configs").reset_index(drop=True)
+        df = read_table(configs, "--configs").reset_index(drop=True)
     if "family" not in df.columns:
-        df["family"] = "resnet"
+        df["family"] = DEFAULT_FAMILY
     validate_config_frame(df, f"--configs {configs}" if configs else f"--module {module}")
     known = getattr(m, "families_", None)
     if known:  # a family without config encoding (module) is predicted from its features
@@ -631,7 +585,7 @@ def predict(
     pred = pred.rename(columns=rename)
     pred["model_platform"] = str(m.platform_)
     keep = [c for c in df.columns if c not in pred.columns]
-    _carb_write_table(pd.concat([df[keep], pred], axis=1), out)
+    write_table(pd.concat([df[keep], pred], axis=1), out)
     n_ext = int(pred["extrapolated"].sum()) if "extrapolated" in pred.columns else 0
     typer.echo(f"wrote {out}: {len(pred)} rows, targets {m.targets_} (model platform "
                f"{m.platform_}), coverage {coverage}, {n_ext} row(s) flagged extrapolated")  # fmt: skip

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import DEFAULT_COVERAGE, TARGET_UNITS
+from carb_lib.vocab import DEFAULT_COVERAGE, PRECISIONS, TARGET_UNITS
 
 #: Set (to anything but "" or "0") to force the static fallback; ``carb reproduce`` sets it.
 STATIC_ENV = "CARB_STATIC"
@@ -408,7 +408,7 @@ def make_config(block: str = "basic", depth: int = 18, width: float = 1.0,
     cfg = ResNetConfig(block=block, depth=int(depth), width=float(width),
                        early_downsample=bool(early_downsample), resolution=int(resolution),
                        batch=int(batch), precision=precision, num_classes=int(num_classes))
-    row = pd.DataFrame([{"family": "resnet", "block": cfg.block, "depth": cfg.depth,
+    row = pd.DataFrame([{"family": cfg.family, "block": cfg.block, "depth": cfg.depth,
                          "width": cfg.width, "early_downsample": cfg.early_downsample,
                          "resolution": cfg.resolution, "batch": cfg.batch,
                          "precision": cfg.precision, "num_classes": cfg.num_classes}])
@@ -539,7 +539,7 @@ class CostExplorer:
                                      style=style, layout=lay)
         self.batch = w.Dropdown(options=list(BATCH_SIZES), value=init["batch"],
                                 description="batch", style=style, layout=lay)
-        self.precision = w.Dropdown(options=["fp32", "fp16"], value=init["precision"],
+        self.precision = w.Dropdown(options=list(PRECISIONS), value=init["precision"],
                                     description="precision", style=style, layout=lay)
         self.out = w.Output()
         self.block.observe(self._block_changed, names="value")

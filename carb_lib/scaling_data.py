@@ -17,21 +17,22 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.dataset import conform
-from carb_lib.space import RESNET_COLUMNS
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS
+from carb_lib.families import all_config_columns
 
 __all__ = ["CONFIG_COLS", "as_float", "filter_rows", "fmt_num", "load_measured",
            "measured_data_files", "ok_rows", "percentile_ci", "platforms", "positive_rows",
            "pair_frame", "per_platform", "untestable_reason"]
 
+#: The leading config columns of :data:`CONFIG_COLS`, in the order of the pairing key (and so
+#: of the pairs that the bootstrap resamples, and of the transfer study's architecture keys):
+#: keep it. Family columns not named here follow them, in registration order.
+_KEY_ORDER: tuple[str, ...] = ("family", "arch", "block", "depth", "width", "early_downsample")
 #: Columns that define a configuration (those present in a dataset are used for pairing):
-#: ``family``, the family-specific columns (nb201's ``arch``, ResNet's block, depth, width,
-#: early_downsample), then the common ones. The order is the pairing key's (and so the order
-#: of the pairs that the bootstrap resamples): keep it.
-_FAMILY_COLUMNS: tuple[str, ...] = ("arch", *(c for c in RESNET_COLUMNS
-                                              if c not in COMMON_CONFIG_COLUMNS))
-CONFIG_COLS: tuple[str, ...] = ("family", *_FAMILY_COLUMNS,
-                                *(c for c in COMMON_CONFIG_COLUMNS if c != "family"))
+#: :data:`_KEY_ORDER`, the other config columns of the registered families
+#: (:func:`carb_lib.families.all_config_columns`), then the common ones.
+CONFIG_COLS: tuple[str, ...] = (
+    *_KEY_ORDER, *(c for c in all_config_columns() if c not in _KEY_ORDER)
+)
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -55,6 +55,8 @@ import numpy as np
 import pandas as pd
 
 from carb_lib import metrics as _m
+from carb_lib.families import family_names, get_family
+from carb_lib.families._common import equals
 from carb_lib.transfer_data import (  # noqa: F401  (re-exported: the old home of these names)
     ARCH_KEY_COLUMNS,
     DEFAULT_METHOD,
@@ -97,7 +99,8 @@ MIN_ROWS_MODEL = 20
 
 # --------------------------------------------------------------------------- features, models
 def model_features(df: pd.DataFrame) -> pd.DataFrame:
-    """Numeric model features: static features, op counts and (NB201) per-edge op codes."""
+    """Numeric model features: static features, op counts and each family's
+    ``arch_features`` (NB201: per-edge op codes), NaN in rows of other families."""
     from carb_lib.features import static_features
 
     feats = static_features(df)
@@ -107,15 +110,15 @@ def model_features(df: pd.DataFrame) -> pd.DataFrame:
             X[c] = feats[c].astype(np.float64)
         elif c in df.columns:
             X[c] = pd.to_numeric(df[c], errors="coerce").astype(np.float64)
-    if "arch" in df.columns:
-        from carb_lib.nb201 import EDGE_COLUMNS, edge_encoding
-
-        nb = df["family"].eq("nb201") if "family" in df.columns else pd.Series(True, df.index)
-        if nb.any():
-            enc = edge_encoding(df.loc[nb, "arch"])
-            for c in EDGE_COLUMNS:
-                X[c] = np.nan
-                X.loc[nb, c] = enc[c].astype(np.float64)
+    fams = _families(df)
+    for name in family_names():  # each family's own descriptors (NB201: per-edge op codes)
+        rows = equals(fams, name)
+        if rows.any():
+            extra = get_family(name).arch_features(df.loc[rows])
+            for c in extra.columns:
+                if c not in X.columns:
+                    X[c] = np.nan
+                X.loc[rows, c] = extra[c].astype(np.float64)
     return X
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from carb_lib.families import DEFAULT_FAMILY
 from carb_lib.scaling_data import CONFIG_COLS
 
 __all__ = [
@@ -76,8 +77,8 @@ def clean(df: pd.DataFrame, target: str = "latency_ms") -> pd.DataFrame:
 
 
 def families_of(df: pd.DataFrame) -> pd.Series:
-    """The ``family`` column (``"resnet"`` for rows without one)."""
-    return df["family"] if "family" in df.columns else pd.Series("resnet", index=df.index)
+    """The ``family`` column (:data:`~carb_lib.families.DEFAULT_FAMILY` for rows without one)."""
+    return df["family"] if "family" in df.columns else pd.Series(DEFAULT_FAMILY, index=df.index)
 
 
 def settings_table(df: pd.DataFrame, target: str = "latency_ms") -> pd.DataFrame:

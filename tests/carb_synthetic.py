@@ -7,21 +7,18 @@ should recover (e.g. interval coverage). Never write this data to ``data/``.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 
 import numpy as np
 import pandas as pd
+
+from carb_lib.families import get_family
 
 BASIC_DEPTHS = (8, 10, 12, 14, 18, 22, 26, 34)  # carb_lib.space
 BOTTLENECK_DEPTHS = (50, 101, 152, 200)
 WIDTHS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
 RESOLUTIONS = (32, 48, 64, 96, 128)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-
-
-def _config_id(row: tuple) -> str:
-    return hashlib.sha256(repr(row).encode()).hexdigest()[:16]
 
 
 def make_carb_synthetic(
@@ -69,8 +66,7 @@ def make_carb_synthetic(
             "num_classes": 1000,
         }
     )
-    df["config_id"] = [_config_id(tuple(r)) for r in df[["block", "depth", "width", "early_downsample",
-                                                          "resolution", "batch", "precision"]].itertuples(index=False)]
+    df["config_id"] = get_family("resnet").config_ids(df)  # the content hash, as in a dataset
     depth = df["depth"].to_numpy(float)
     width = df["width"].to_numpy(float)
     bottleneck = (df["block"] == "bottleneck").to_numpy()
@@ -89,7 +85,7 @@ def make_carb_synthetic(
     params = depth * (c0**2) * np.where(bottleneck, 10.0, 9.0) * 4.0 + df["max_channels"] * 1000
     spatial = (res / np.where(eds, 4.0, 1.0)) ** 2
     flops_ps = 2.0 * depth * (c0**2) * 9.0 * spatial * np.where(bottleneck, 1.4, 1.0)
-    df["flops"] = flops_ps * batch
+    df["flops"] = np.round(flops_ps * batch)  # an integer column of the schema
     df["params"] = params
     df["param_bytes"] = params * nbytes
     act = batch * n_conv * c0 * spatial * 2.0 * nbytes

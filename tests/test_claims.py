@@ -75,8 +75,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     before = path.read_bytes()
 
     def broken_to_csv(self, target, *args, **kwargs):
-        with open(target, "w") as fh:
-            fh.write("claim_id,cla")  # a partial write, then the failure
+        target.write(b"claim_id,cla")  # a partial write to the (temporary) file, then the failure
         raise OSError("disk full")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken_to_csv)

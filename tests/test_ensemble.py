@@ -11,7 +11,7 @@ import pytest
 from carb_synthetic import make_carb_synthetic
 from sklearn.base import clone
 
-from carb_lib import ensemble
+from carb_lib import ensemble, families
 from carb_lib.ensemble import (
     PAPER_BLEND_WEIGHTS,
     PRESETS,
@@ -24,6 +24,7 @@ from carb_lib.ensemble import (
     model_matrix_columns,
     save_model,
 )
+from carb_lib.families import ConfigColumn, Family
 from carb_lib.vocab import DEFAULT_COVERAGE
 
 #: The test size with all three learners (importances, fixed blend weights of each).
@@ -279,6 +280,63 @@ def test_model_matrix_mixed_families():
         model_matrix(df.assign(arch=[None, None]))
     with pytest.raises(ValueError, match="'precision' has unknown value 'bf16'"):
         model_matrix(df.assign(precision=["bf16", "fp32"]))
+
+
+class _ToyFamily(Family):
+    """A family registered after a model was fitted (one own column, ``toy_size``)."""
+
+    name = "toy"
+    config_type = dict
+    own_columns = (ConfigColumn("toy_size", "int"),)
+    required_columns = ("toy_size",)
+    matrix_columns = ("toy_size",)
+    not_applicable = -1.0
+    from_row = staticmethod(dict)
+    config_ids = staticmethod(lambda df: ["0" * 16] * len(df))
+    build_model = staticmethod(lambda config: None)
+    static_features = staticmethod(lambda df: pd.DataFrame(index=df.index))
+    measured_features = staticmethod(lambda config, model=None: {})
+
+    @staticmethod
+    def encode_config(df, rows=None):
+        size = pd.to_numeric(df["toy_size"]) if "toy_size" in df.columns else np.nan
+        return pd.DataFrame({"toy_size": np.where(rows, size, -1.0)}, index=df.index)
+
+
+def test_a_family_registered_later_only_appends_columns(fitted, data, tmp_path, monkeypatch):
+    test = data.iloc[500:560]
+    test = test[test["status"] == "ok"]
+    path = save_model(fitted, tmp_path / "before.joblib")
+    pred, mm = fitted.predict(test), model_matrix(test)
+    static, tel = model_matrix_columns("static"), model_matrix_columns("static+telemetry")
+    monkeypatch.setitem(families.FAMILIES, "toy", _ToyFamily())
+    # the new family's indicator and encoding come after every old family column
+    assert model_matrix_columns("static") == static + ["family_toy", "toy_size"]
+    assert model_matrix_columns("static+telemetry") == (
+        static + ["family_toy", "toy_size"] + tel[len(static):]
+    )
+    grown = model_matrix(test)
+    assert grown[static].to_numpy().tobytes() == mm.to_numpy().tobytes()
+    assert (grown["family_toy"] == 0).all() and (grown["toy_size"] == -1).all()
+    # a model fitted before predicts from its own columns: same numbers, also after loading
+    pd.testing.assert_frame_equal(fitted.predict(test), pred)
+    pd.testing.assert_frame_equal(load_model(path).predict(test), pred)
+    toy = test.iloc[:2].assign(family=["resnet", "toy"], toy_size=[np.nan, 3])
+    with pytest.raises(ValueError, match=r"family 'toy' has no model-matrix columns "
+                                         r"\['family_toy', 'toy_size'\] in this model"):
+        fitted.predict(toy)
+    assert model_matrix(toy)["toy_size"].tolist() == [-1.0, 3.0]
+
+
+def test_clashing_family_column_names_are_refused(monkeypatch):
+    class Clash(_ToyFamily):
+        name = "clash"
+        matrix_columns = ("depth",)
+
+    monkeypatch.setitem(families.FAMILIES, "clash", Clash())
+    with pytest.raises(ValueError, match="column 'depth' of family 'clash' is also one of "
+                                         "family 'resnet'"):
+        model_matrix_columns("static")
 
 
 def test_array_mode_for_generic_data():

@@ -43,11 +43,17 @@ def test_stratified_split_fractions_and_strata(df):
 
 def test_tiers_and_stress_flag():
     d = pd.DataFrame({"batch": [1, 4, 5, 16, 17, 128, 256], "depth": [8, 18, 50, 101, 152, np.nan, 18],
+                      "family": ["resnet"] * 5 + ["nb201", None],
                       "sm_util_pct": [10, 70, np.nan, 0, 0, 0, 0], "mem_util_pct": [0, 0, 80, 0, 0, 0, 0]})
     assert ev.batch_tier(d["batch"]).tolist() == ["b<=4", "b<=4", "b<=16", "b<=16", "b<=128",
                                                   "b<=128", "b>128"]
+    # each family's depth_label: ResNet's tiers, NB201's family name; no family -> ResNet
     assert ev.depth_tier(d).tolist() == ["shallow", "medium", "deep", "deep", "very_deep", "nb201",
                                          "medium"]
+    assert ev.depth_tier(d.drop(columns="family").iloc[[0, 4]]).tolist() == ["shallow", "very_deep"]
+    with pytest.raises(ValueError, match="family 'vit' is not registered"):
+        ev.depth_tier(d.assign(family="vit"))
+    assert ev.ARCH_COLUMNS == ("family", "block", "depth", "width", "early_downsample", "arch")
     assert ev.stress_flag(d).tolist() == [False, True, True, False, False, False, False]
     assert not ev.stress_flag(d.drop(columns=["sm_util_pct", "mem_util_pct"])).any()  # CPU
 

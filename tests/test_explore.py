@@ -11,6 +11,7 @@ import pytest
 from carb_synthetic import make_carb_synthetic
 
 from carb_lib import explore
+from carb_lib.ensemble import PRESETS
 from carb_lib.scaling import fit_scaling, ok_rows
 from carb_lib.synthetic import make_synthetic_dataset
 
@@ -126,9 +127,7 @@ def test_widget_explorer_shows_none_choices_by_label(ok, monkeypatch):
 
 
 # ------------------------------------------------------------------------ network cost
-TINY = {"n_estimators_xgb": 20, "max_depth_xgb": 4, "learning_rate_xgb": 0.3,
-        "n_estimators_lgbm": 20, "num_leaves_lgbm": 15, "learning_rate_lgbm": 0.3,
-        "n_estimators_et": 20, "n_estimators_regime": 20, "cv": 3, "n_jobs": 1}
+TINY = PRESETS["test"]
 
 
 @pytest.fixture(scope="module")

@@ -246,8 +246,6 @@ def test_new_family_encodings_values():
 
 
 # --------------------------------------------------------------------------- no family branches
-#: Modules other work is rewriting now; they still branch on family names.
-_PENDING = ("cli.py", "ensemble.py", "evaluation.py", "transfer.py")
 _MODULES = sorted(
     str(p.relative_to(ROOT / "carb_lib"))
     for p in (ROOT / "carb_lib").rglob("*.py")
@@ -281,12 +279,7 @@ def _family_literals(path: Path) -> list[str]:
     return hits
 
 
-@pytest.mark.parametrize(
-    "module",
-    [m if m not in _PENDING else pytest.param(m, marks=pytest.mark.xfail(
-        reason=f"carb_lib/{m} still branches on a family name (being rewritten)", strict=False))
-     for m in _MODULES],
-)  # fmt: skip
+@pytest.mark.parametrize("module", _MODULES)
 def test_no_module_outside_families_branches_on_a_family_name(module):
     assert _family_literals(ROOT / "carb_lib" / module) == []
 

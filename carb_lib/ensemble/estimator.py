@@ -488,7 +488,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError(
                     "this model was fitted on a DataFrame; pass a DataFrame of configs"
                 )
-            Xb = _model_array(X, self.feature_set)[1]  # once for every target and learner
+            # once for every target and learner; the columns the model was fitted on
+            Xb = _model_array(X, self.feature_set, self.base_features_)[1]
             regime = _num(X, "batch") <= self.regime_batch_max
             return Xb, regime, X.index
         Xa = validate_data(self, X, reset=False, dtype=np.float64)

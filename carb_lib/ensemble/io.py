@@ -113,8 +113,9 @@ def load_model(
     Checks, each a ``ValueError`` with the difference spelled out:
 
     * the JSON sidecar (if present) agrees with the metadata inside the model file;
-    * the stored model-matrix columns equal what this version of :func:`model_matrix` builds
-      for the model's feature set (the feature construction has not changed since saving);
+    * every stored model-matrix column is still built by this version of
+      :func:`model_matrix` for the model's feature set (the model predicts from those columns
+      only, so families registered since saving add columns without breaking it);
     * ``expected_features`` (if given) equals the model's input columns
       (``feature_names_in_``) or its model-matrix columns (``base_features_``);
     * ``expected_platform`` (if given) equals the model's ``platform_``.
@@ -154,7 +155,7 @@ def load_model(
                 )
     if meta.get("input_mode") == "frame":
         current = matrix.model_matrix_columns(meta["feature_set"])
-        if current != list(meta["base_features"]):
+        if not set(meta["base_features"]) <= set(current):
             raise ValueError(
                 f"model {path} was trained on model-matrix columns that this carb_lib no longer "
                 f"builds for feature_set={meta['feature_set']!r}: "

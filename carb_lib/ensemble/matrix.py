@@ -9,18 +9,44 @@ The columns are the same for every input (fixed category lists), so a model fitt
 predicts another. The encoding is vectorised: string columns are factorised and each distinct
 value converted once (about 0.2-1 s for 1,000,000 rows).
 
-The family-specific part (which config columns each family needs, and how they are encoded)
-sits in one marked section below, :func:`_family_encoding`.
+Families
+--------
+Everything family-specific comes from the registry (:mod:`carb_lib.families`): each family's
+config columns (``own_column_names``) and categories, its one-hot indicator
+(:func:`~carb_lib.families.family_indicators`, none for the default family) and the encoding of
+its config columns (``encode_config``, ``matrix_columns``). Column order:
+
+1. :data:`LEADING_FAMILY_COLUMNS` (those that are built): the layout of the first two
+   families, kept because learners depend on column order (models fitted before the registry
+   have these columns at these places);
+2. the common columns (resolution, batch, num_classes, precision, layer counts, log features);
+3. every other family column in registration order, family by family (its indicator, then
+   its encoding): a family registered later only appends columns, it never moves old ones;
+4. the telemetry columns (``feature_set="static+telemetry"``).
+
+A fitted model keeps the names of the columns it was fitted on (``base_features_``) and
+predicts from those columns only (:func:`_model_array` with ``columns``), so a model saved
+before a family was registered still loads and predicts the same; rows of a family it has no
+columns for are refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from carb_lib.nb201 import OPS, arch_ops
+from carb_lib.families import (
+    DEFAULT_FAMILY,
+    FAMILIES,
+    all_config_columns,
+    family_indicators,
+    family_names,
+)
+from carb_lib.families._common import equals, flag, number, per_unique
+from carb_lib.families.nb201 import OPS
 from carb_lib.vocab import (
     COMMON_CONFIG_COLUMNS,
     LOG_FEATURES,
@@ -32,6 +58,7 @@ from carb_lib.vocab import (
 __all__ = [
     "CONFIG_COLUMNS",
     "FEATURE_SETS",
+    "LEADING_FAMILY_COLUMNS",
     "NB201_OPS",
     "STATIC_FEATURES",
     "TELEMETRY_FEATURES",
@@ -43,83 +70,73 @@ __all__ = [
 
 #: Feature sets: static features only, or with the GPU telemetry columns.
 FEATURE_SETS: tuple[str, ...] = ("static", "static+telemetry")
-NB201_OPS: tuple[str, ...] = OPS  # the NB201 family's operation list, in its order
-_NOT_APPLICABLE = -1.0  # value of a config feature that does not apply to the row's family
+NB201_OPS: tuple[str, ...] = OPS  # the NB201 family's operation list, in its order (former name)
+#: Family columns placed before the common columns, in this order (those that are built): the
+#: model-matrix layout of the first two registered families, which fitted models and the
+#: reproduced numbers depend on. Every other family column follows the common columns.
+LEADING_FAMILY_COLUMNS: tuple[str, ...] = (
+    "family_nb201", "block_bottleneck", "depth", "width", "early_downsample",
+)  # fmt: skip
+
+# former private names of the shared conversions (carb_lib.families._common)
+_per_unique, _is, _num, _flag = per_unique, equals, number, flag
 
 
 # ---------------------------------------------------------------------------------------------
-# family-specific encoding
-# TODO(families): wire this section to the family registry (carb_lib.families): each family
-# names its config columns, their categories and its model-matrix encoding; nothing outside
-# the section below knows a family by name.
+# family columns (from the registry)
 # ---------------------------------------------------------------------------------------------
-#: Config columns a family needs in addition to vocab.COMMON_CONFIG_COLUMNS.
-_FAMILY_CONFIG: dict[str, tuple[str, ...]] = {
-    "resnet": ("block", "depth", "width", "early_downsample"),
-    "nb201": ("arch",),
-}
-#: Categorical config columns of a family and their allowed values.
-_FAMILY_CATEGORIES: dict[str, dict[str, tuple[str, ...]]] = {
-    "resnet": {"block": ("basic", "bottleneck")},
-}
+def _family_column_names() -> list[tuple[str, list[str]]]:
+    """``(family, its model-matrix columns)`` in registration order: the indicator (not for
+    :data:`~carb_lib.families.DEFAULT_FAMILY`), then ``matrix_columns``.
 
-
-def _family_encoding(df: pd.DataFrame) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """The family-specific model-matrix columns, as ``(leading, trailing)`` (name, values) lists.
-
-    Leading: the ``family_nb201`` indicator, then ResNet's ``block_bottleneck``, ``depth``,
-    ``width``, ``early_downsample`` (``-1`` on rows of another family). Trailing: NB201's count
-    of each operation (0 elsewhere). Two lists because the model matrix puts them at these two
-    places (the column order of saved models).
+    Raises
+    ------
+    ValueError
+        If two families (or a family and a common column) claim the same column name.
     """
-    n = len(df)
-    resnet = _is(df["family"], "resnet")
-    nb201 = _is(df["family"], "nb201")
-    lead: list[tuple[str, Any]] = [("family_nb201", nb201)]
-    bottleneck = _is(df["block"], "bottleneck") if "block" in df.columns else np.zeros(n, bool)
-    lead.append(("block_bottleneck", np.where(resnet, bottleneck.astype(float), _NOT_APPLICABLE)))
-    for col, values in (
-        ("depth", _num(df, "depth")),
-        ("width", _num(df, "width")),
-        ("early_downsample", _flag(df, "early_downsample")),
-    ):
-        lead.append((col, np.where(resnet, values, _NOT_APPLICABLE)))
-    counts = np.zeros((n, len(NB201_OPS)))
-    if nb201.any():
-        counts[nb201] = _nb201_op_counts(df["arch"][nb201])
-    trail = [(f"nb201_n_{op}", counts[:, k]) for k, op in enumerate(NB201_OPS)]
-    return lead, trail
+    out, seen = [], dict.fromkeys(_COMMON_NAMES, "the common columns")
+    for name, fam in FAMILIES.items():
+        cols = ([fam.indicator_column] if name != DEFAULT_FAMILY else []) + list(fam.matrix_columns)
+        for c in cols:
+            if c in seen:
+                raise ValueError(
+                    f"model-matrix column {c!r} of family {name!r} is also one of {seen[c]}; "
+                    "a family's matrix_columns need names of their own"
+                )
+            seen[c] = f"family {name!r}"
+        out.append((name, cols))
+    return out
 
 
-def _probe_frame() -> pd.DataFrame:
-    """One valid row (a ResNet-18) with every column any feature set reads."""
-    return pd.DataFrame({
-        "family": ["resnet"], "block": ["basic"], "depth": [18], "width": [1.0],
-        "early_downsample": [True], "arch": [None], "resolution": [32], "batch": [1],
-        "precision": ["fp32"], "num_classes": [1000],
-        **{c: [1.0] for c in STATIC_FEATURES + TELEMETRY_FEATURES},
-    })
+def _family_parts(df: pd.DataFrame) -> dict[str, Any]:
+    """Every family column of the model matrix as ``{name: float64 values}`` (generic order)."""
+    _family_column_names()  # refuses clashing column names
+    indicators = family_indicators(df)
+    parts: dict[str, Any] = {}
+    for name, fam in FAMILIES.items():
+        if name == DEFAULT_FAMILY:
+            rows = equals(df["family"], name)
+        else:
+            rows = indicators[fam.indicator_column].to_numpy() == 1.0
+            parts[fam.indicator_column] = indicators[fam.indicator_column].to_numpy()
+        encoded = fam.encode_config(df, rows=rows)
+        parts.update((c, encoded[c].to_numpy()) for c in fam.matrix_columns)
+    return parts
 
 
-def _nb201_op_counts(arch: pd.Series) -> np.ndarray:
-    """Counts of each :data:`NB201_OPS` operation per arch string, shape (rows, ops)."""
-    codes, uniques = pd.factorize(arch, use_na_sentinel=True)
-    # one parse per distinct arch string, with the family's own (validating) parser
-    rows = [[ops.count(op) for op in NB201_OPS] for ops in map(arch_ops, uniques)]
-    counts = np.asarray(rows, dtype=float).reshape(len(uniques), len(NB201_OPS))
-    counts = np.vstack([counts, np.zeros((1, len(NB201_OPS)))])  # missing -> "nan": 0 ops
-    return counts[codes]
+def _ordered(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Family column ``names`` (generic order) split into (leading, trailing), see the module
+    docstring."""
+    lead = [c for c in LEADING_FAMILY_COLUMNS if c in names]
+    return lead, [c for c in names if c not in lead]
 
 
 # ---------------------------------------------------------------------------------------------
 # columns
 # ---------------------------------------------------------------------------------------------
-#: Config columns the model reads: ``family``, each family's own, then the common ones.
-CONFIG_COLUMNS: tuple[str, ...] = (
-    COMMON_CONFIG_COLUMNS[:1]
-    + tuple(c for cols in _FAMILY_CONFIG.values() for c in cols)
-    + COMMON_CONFIG_COLUMNS[1:]
-)
+#: Config columns the model reads: ``family``, each family's own, then the common ones (the
+#: registry at import time; :func:`input_columns` reads it at call time).
+CONFIG_COLUMNS: tuple[str, ...] = all_config_columns()
 
 
 def _check_feature_set(feature_set: str) -> None:
@@ -137,11 +154,12 @@ def input_columns(feature_set: str = "static") -> list[str]:
     Returns
     -------
     list of str
-        :data:`CONFIG_COLUMNS`, the static features, and the telemetry columns with
-        ``"static+telemetry"``.
+        The config columns of every registered family
+        (:func:`carb_lib.families.all_config_columns`), the static features, and the
+        telemetry columns with ``"static+telemetry"``.
     """
     _check_feature_set(feature_set)
-    cols = list(CONFIG_COLUMNS) + list(STATIC_FEATURES)
+    cols = list(all_config_columns()) + list(STATIC_FEATURES)
     if feature_set == "static+telemetry":
         cols += list(TELEMETRY_FEATURES)
     return cols
@@ -180,7 +198,8 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
     """Raise ``ValueError`` naming the column and the first row where a needed feature is missing.
 
     A column that does not apply to a row's family (``depth`` for ``nb201``, ``arch`` for
-    ``resnet``) may be NaN or absent. Unknown families, precisions and blocks are refused.
+    ``resnet``) may be NaN or absent. Unknown families and precisions, and values outside a
+    family's ``categories`` (ResNet's ``block``), are refused.
 
     Parameters
     ----------
@@ -201,20 +220,21 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
         raise ValueError("feature column 'family' is absent from the input (needed by every row)")
     family = df["family"]
     _raise_missing(df, "family", family.isna().to_numpy(), "every row needs its family")
-    unknown = sorted({str(v) for v in family.dropna().unique()} - set(_FAMILY_CONFIG))
+    known = family_names()
+    unknown = sorted({str(v) for v in family.dropna().unique()} - set(known))
     if unknown:
         first = int(np.flatnonzero(family.astype(str).isin(unknown).to_numpy())[0])
         raise ValueError(
             f"column 'family' has unknown value {unknown[0]!r} in {_row_label(df, first)}; "
-            f"known: {sorted(_FAMILY_CONFIG)}"
+            f"known: {sorted(known)}"
         )
+    rows_of = {name: equals(family, name) for name in known}
     every = np.ones(len(df), bool)
     needs: list[tuple[str, np.ndarray, str]] = [
         (c, every, "every row needs it") for c in COMMON_CONFIG_COLUMNS[1:]
     ]
-    for fam, cols in _FAMILY_CONFIG.items():
-        rows = _is(family, fam)
-        needs += [(c, rows, f"family {fam!r} needs it") for c in cols]
+    for name, fam in FAMILIES.items():
+        needs += [(c, rows_of[name], f"family {name!r} needs it") for c in fam.own_column_names]
     feats = list(STATIC_FEATURES)
     if feature_set == "static+telemetry":
         feats += list(TELEMETRY_FEATURES)
@@ -238,9 +258,9 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
             )
         _raise_missing(df, col, rows & df[col].isna().to_numpy(), why)
     categories = [("precision", PRECISIONS, every)] + [
-        (col, allowed, _is(family, fam))
-        for fam, table in _FAMILY_CATEGORIES.items()
-        for col, allowed in table.items()
+        (col, allowed, rows_of[name])
+        for name, fam in FAMILIES.items()
+        for col, allowed in fam.categories.items()
     ]
     for col, allowed, rows in categories:
         if col in df.columns:
@@ -250,72 +270,14 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# vectorised column conversions
-# ---------------------------------------------------------------------------------------------
-def _per_unique(values: pd.Series, table_of, na_value) -> np.ndarray:
-    """Map a column through a function of its *distinct* values (no Python loop over rows).
-
-    ``table_of(uniques)`` returns a 1-D array with one entry per distinct non-missing value;
-    missing values get ``na_value``. ``pandas.factorize`` does the hashing in C, so the cost is
-    O(rows) in C plus O(distinct values) in Python, whatever the dtype (object, arrow string,
-    categorical).
-    """
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    table = np.asarray(table_of(uniques))
-    table = np.append(table, np.asarray([na_value], dtype=table.dtype))
-    return table[codes]  # code -1 (missing) -> the appended na_value
-
-
-def _is(values: pd.Series, value: str) -> np.ndarray:
-    """Boolean array ``values == value`` (missing -> False)."""
-    if isinstance(values.dtype, (pd.StringDtype, pd.ArrowDtype)):
-        return (values == value).to_numpy(dtype=bool, na_value=False)  # vectorised already
-    return _per_unique(
-        values, lambda u: np.array([v == value for v in u], dtype=bool), False
-    ).astype(bool)
-
-
-def _num(df: pd.DataFrame, col: str) -> np.ndarray:
-    if col not in df.columns:
-        return np.full(len(df), np.nan)
-    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-
-
-_FLAG_STRINGS = {"true": True, "false": False, "1": True, "0": False}
-
-
-def _flag(df: pd.DataFrame, col: str) -> np.ndarray:
-    """0/1 of a boolean-like column, NaN where missing.
-
-    Strings ``"true"``/``"false"``/``"1"``/``"0"`` (any case) are accepted; the conversion is
-    done once per distinct value.
-    """
-    if col not in df.columns:
-        return np.full(len(df), np.nan)
-    s = df[col]
-    if s.dtype == object or str(s.dtype).startswith(("str", "string")):
-
-        def table(uniques):
-            vals = [
-                _FLAG_STRINGS.get(v.lower(), v) if isinstance(v, str) else v for v in uniques
-            ]
-            return pd.array(vals, dtype="boolean").to_numpy(dtype=float, na_value=np.nan)
-
-        return _per_unique(s, table, np.nan).astype(float)
-    return pd.array(s, dtype="boolean").to_numpy(dtype=float, na_value=np.nan)
-
-
-# ---------------------------------------------------------------------------------------------
 # the model matrix
 # ---------------------------------------------------------------------------------------------
-def _model_array(df: pd.DataFrame, feature_set: str) -> tuple[list[str], np.ndarray]:
-    """Validated model matrix as (column names, C-contiguous float32 array)."""
-    validate_features(df, feature_set)
-    n = len(df)
-    family_lead, family_trail = _family_encoding(df)
-    cols: list[tuple[str, Any]] = list(family_lead)
+def _common_parts(
+    df: pd.DataFrame, feature_set: str
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The columns every family shares, as ``(common, telemetry)`` lists of (name, values)."""
     batch = _num(df, "batch")
-    cols += [
+    cols: list[tuple[str, Any]] = [
         ("resolution", _num(df, "resolution")),
         ("batch", batch),
         ("num_classes", _num(df, "num_classes")),
@@ -331,11 +293,11 @@ def _model_array(df: pd.DataFrame, feature_set: str) -> tuple[list[str], np.ndar
             np.log1p(np.clip(_num(df, "activation_bytes"), 0.0, None) / batch),
         )
     )
-    cols += family_trail
+    telemetry: list[tuple[str, Any]] = []
     if feature_set == "static+telemetry":
         sm, mem = _num(df, "sm_util_pct"), _num(df, "mem_util_pct")
         act_mib = np.clip(_num(df, "activation_bytes"), 0.0, None) / 2**20
-        cols += [
+        telemetry = [
             ("sm_util_pct", sm),
             ("mem_util_pct", mem),
             ("temp_c_before", _num(df, "temp_c_before")),
@@ -345,26 +307,83 @@ def _model_array(df: pd.DataFrame, feature_set: str) -> tuple[list[str], np.ndar
             ("log1p_activation_mib_x_mem_util", np.log1p(act_mib) * mem),
             ("sm_util_x_mem_util", sm * mem),
         ]
+    return cols, telemetry
+
+
+def _common_names(feature_set: str) -> tuple[list[str], list[str]]:
+    """Names of the ``(common, telemetry)`` columns of :func:`_common_parts`."""
+    common, telemetry = _common_parts(pd.DataFrame({"precision": ["fp32"], "batch": [1.0]}),
+                                      feature_set)  # fmt: skip
+    return [name for name, _ in common], [name for name, _ in telemetry]
+
+
+_COMMON_NAMES: tuple[str, ...] = tuple(c for cols in _common_names("static+telemetry")
+                                       for c in cols)  # fmt: skip
+
+
+def _check_columns(df: pd.DataFrame, parts: dict[str, Any], columns: Sequence[str]) -> None:
+    """Refuse ``columns`` this version does not build, and rows of a family without columns
+    in ``columns`` (a family registered after the model was fitted)."""
+    missing = [c for c in columns if c not in parts]
+    if missing:
+        raise ValueError(
+            f"model-matrix column(s) {missing} are not built by this carb_lib (known: "
+            f"{list(parts)}); the model was fitted by another version"
+        )
+    wanted = set(columns)
+    for name, cols in _family_column_names():
+        absent = [c for c in cols if c not in wanted]
+        rows = equals(df["family"], name) if absent else None
+        if rows is not None and rows.any():
+            raise ValueError(
+                f"{_row_label(df, int(np.flatnonzero(rows)[0]))}: family {name!r} has no "
+                f"model-matrix columns {absent} in this model (it was fitted before the family "
+                "was registered); fit a model on that family"
+            )
+
+
+def _model_array(
+    df: pd.DataFrame, feature_set: str, columns: Sequence[str] | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Validated model matrix as (column names, C-contiguous float32 array).
+
+    ``columns`` (a fitted model's ``base_features_``) selects and orders the columns; default
+    every column this version builds for ``feature_set``.
+    """
+    validate_features(df, feature_set)
+    n = len(df)
+    family = _family_parts(df)
+    lead, trail = _ordered(list(family))
+    common, telemetry = _common_parts(df, feature_set)
+    parts: dict[str, Any] = {c: family[c] for c in lead}
+    parts.update(common)
+    parts.update((c, family[c]) for c in trail)
+    parts.update(telemetry)
+    if columns is not None:
+        _check_columns(df, parts, columns)
+    names = list(parts) if columns is None else list(columns)
     # float64 values rounded once to float32, column by column, into one row-major array
-    arr = np.empty((n, len(cols)), dtype=np.float32)
-    for k, (_, values) in enumerate(cols):
-        arr[:, k] = values
+    arr = np.empty((n, len(names)), dtype=np.float32)
+    for k, name in enumerate(names):
+        arr[:, k] = parts[name]
     finite = np.isfinite(arr)
     if not finite.all():
         r, c = np.argwhere(~finite)[0]
         raise ValueError(
-            f"model feature {cols[c][0]!r} is not finite in {_row_label(df, int(r))} "
+            f"model feature {names[c]!r} is not finite in {_row_label(df, int(r))} "
             "(check batch > 0 and the numeric config/feature columns)"
         )
-    return [name for name, _ in cols], arr
+    return names, arr
 
 
 def model_matrix(df: pd.DataFrame, feature_set: str = "static") -> pd.DataFrame:
     """Build CARB's numeric model matrix from config, static feature (and telemetry) columns.
 
-    Config features that do not apply to a row's family are ``-1``; NB201 architectures enter
-    as counts of each operation; heavy-tailed static features
-    (:data:`carb_lib.vocab.LOG_FEATURES`) as ``log1p``.
+    Config features that do not apply to a row's family hold that family's
+    ``not_applicable`` value (``-1`` for ResNet's, ``0`` for NB201's operation counts);
+    NB201 architectures enter as counts of each operation; heavy-tailed static features
+    (:data:`carb_lib.vocab.LOG_FEATURES`) as ``log1p``. Column order: see the module
+    docstring.
 
     Parameters
     ----------
@@ -383,15 +402,23 @@ def model_matrix(df: pd.DataFrame, feature_set: str = "static") -> pd.DataFrame:
 
     Examples
     --------
-    >>> from carb_lib.ensemble.matrix import _probe_frame, model_matrix
-    >>> mm = model_matrix(_probe_frame())
-    >>> mm.loc[0, ["depth", "batch", "precision_fp16"]].tolist()
-    [18.0, 1.0, 0.0]
+    >>> import pandas as pd
+    >>> from carb_lib.features import with_static_features
+    >>> row = pd.DataFrame({"family": ["resnet"], "block": ["basic"], "depth": [18],
+    ...                     "width": [1.0], "early_downsample": [True], "resolution": [32],
+    ...                     "batch": [1], "precision": ["fp32"], "num_classes": [1000]})
+    >>> mm = model_matrix(with_static_features(row))
+    >>> mm.loc[0, ["family_nb201", "depth", "batch", "precision_fp16"]].tolist()
+    [0.0, 18.0, 1.0, 0.0]
     """
     names, arr = _model_array(df, feature_set)
     return pd.DataFrame(arr, index=df.index, columns=names, copy=False)
 
 
 def model_matrix_columns(feature_set: str = "static") -> list[str]:
-    """Names of the model-matrix columns this version builds for ``feature_set``."""
-    return list(model_matrix(_probe_frame(), feature_set).columns)
+    """Names of the model-matrix columns this version builds for ``feature_set`` (with the
+    families registered now), in order."""
+    _check_feature_set(feature_set)
+    lead, trail = _ordered([c for _, cols in _family_column_names() for c in cols])
+    common, telemetry = _common_names(feature_set)
+    return lead + common + trail + telemetry

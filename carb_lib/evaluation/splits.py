@@ -17,12 +17,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families import FAMILIES, family_names, get_family
+from carb_lib.families._common import equals
+from carb_lib.space import family_of
 from carb_lib.vocab import SMALL_BATCH_MAX, STATIC_FEATURES
 
 __all__ = [
     "ARCH_COLUMNS",
     "EXTRAPOLATION_KINDS",
     "STRESS_UTIL_PCT",
+    "arch_columns",
     "architecture_key",
     "batch_tier",
     "depth_tier",
@@ -36,9 +40,20 @@ __all__ = [
 
 #: SM or memory utilisation (%) above which a row counts as stressed (a stratum of the split).
 STRESS_UTIL_PCT = 65.0
-#: Architecture columns: rows sharing them are one architecture (grouped split).
-# TODO(families): the families' own config columns (without resolution, batch, precision).
-ARCH_COLUMNS: tuple[str, ...] = ("family", "block", "depth", "width", "early_downsample", "arch")
+
+
+def arch_columns() -> tuple[str, ...]:
+    """Architecture columns: ``family`` and every registered family's ``arch_columns`` (in
+    registration order, each once); rows sharing them are one architecture (grouped split)."""
+    cols = ["family"]
+    for fam in FAMILIES.values():
+        cols += [c for c in fam.arch_columns if c not in cols]
+    return tuple(cols)
+
+
+#: :func:`arch_columns` of the families registered at import (``family``, ResNet's ``block``,
+#: ``depth``, ``width``, ``early_downsample``, NB201's ``arch``).
+ARCH_COLUMNS: tuple[str, ...] = arch_columns()
 #: Extrapolation splits: ``batch_small`` trains on ``batch > SMALL_BATCH_MAX`` and tests the
 #: rest; ``batch_large`` trains on batch < 64 and tests batch >= 64; ``depth`` / ``width`` /
 #: ``resolution`` hold out each value in turn (ResNet rows).
@@ -103,16 +118,24 @@ def batch_tier(batch: pd.Series) -> pd.Series:
 
 
 def depth_tier(df: pd.DataFrame) -> pd.Series:
-    """Depth tier of ResNet rows (:func:`carb_lib.space.depth_tier`); ``nb201`` without depth."""
-    from carb_lib.space import depth_tier as tiers
-
-    # TODO(families): the label of rows without a depth is a stratum name of saved splits
-    # (renaming it reorders the strata, hence the split): keep "nb201" until families say.
-    d = pd.to_numeric(df["depth"], errors="coerce") if "depth" in df.columns else None
-    if d is None:
-        return pd.Series("nb201", index=df.index, name="depth_tier", dtype=object)
-    d = d.to_numpy(dtype=float, na_value=np.nan)
-    return pd.Series(np.where(np.isnan(d), "nb201", tiers(d)), index=df.index, name="depth_tier")
+    """Depth stratum of every row: its family's ``depth_label`` (ResNet: the depth tiers of
+    :func:`carb_lib.space.depth_tier`; NB201 and other families without depth tiers: the
+    family name). Rows without a ``family`` are of :data:`~carb_lib.families.DEFAULT_FAMILY`.
+    """
+    family = family_of(df)
+    out = np.full(len(df), None, dtype=object)
+    for name in family_names():
+        rows = equals(family, name)
+        if rows.any():
+            out[rows] = get_family(name).depth_label(df.loc[rows])
+    unknown = pd.isna(out)
+    if unknown.any():
+        raise ValueError(
+            f"row {df.index[int(np.flatnonzero(unknown)[0])]!r}: family "
+            f"{family.iloc[int(np.flatnonzero(unknown)[0])]!r} is not registered; known: "
+            f"{list(family_names())}"
+        )
+    return pd.Series(out, index=df.index, name="depth_tier")
 
 
 def stress_flag(df: pd.DataFrame, threshold_pct: float = STRESS_UTIL_PCT) -> pd.Series:
@@ -170,8 +193,9 @@ def stratified_split(
 
 
 def architecture_key(df: pd.DataFrame) -> pd.Series:
-    """One string per architecture (the config without resolution, batch and precision)."""
-    parts = [df[c].astype(object).fillna("-").astype(str) for c in ARCH_COLUMNS
+    """One string per architecture (the config without resolution, batch and precision): the
+    :func:`arch_columns` present in ``df``, joined with ``|``."""
+    parts = [df[c].astype(object).fillna("-").astype(str) for c in arch_columns()
              if c in df.columns]
     key = parts[0]
     for p in parts[1:]:

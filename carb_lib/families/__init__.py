@@ -130,8 +130,8 @@ def family_indicators(df: pd.DataFrame) -> pd.DataFrame:
     ``family_efficientnet``, ``family_module``.
     """
     cols = {
-        f"family_{name}": equals(df["family"], name).astype(np.float64)
-        for name in FAMILIES
+        fam.indicator_column: equals(df["family"], name).astype(np.float64)
+        for name, fam in FAMILIES.items()
         if name != DEFAULT_FAMILY
     }
     return pd.DataFrame(cols, index=df.index)

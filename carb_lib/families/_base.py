@@ -75,6 +75,9 @@ class Family(ABC):
     predict_unseen : bool
         Rows of this family may be predicted by a model that never saw the family (it has no
         config encoding of its own: static features describe it; the ``module`` family).
+    reference_config : mapping or None
+        A cheap, representative config of the family that a campaign re-measures at each
+        checkpoint as its drift reference (None: the family has none).
 
     Methods (plain functions stored on the class; see each family module)
     ---------------------------------------------------------------------
@@ -94,6 +97,15 @@ class Family(ABC):
     encode_config(frame, rows=None) -> DataFrame
         The learners' numeric encoding of the family's own config columns (see
         :attr:`matrix_columns`, :attr:`not_applicable`).
+
+    Methods with a default (override where the family needs more)
+    --------------------------------------------------------------
+    depth_label(frame) -> ndarray
+        Depth stratum of every row for the stratified split (default: the family name, one
+        stratum).
+    arch_features(frame) -> DataFrame
+        Numeric architecture descriptors beyond the static features, for the few-shot
+        transfer models (default: none).
     """
 
     name: ClassVar[str]
@@ -105,6 +117,7 @@ class Family(ABC):
     matrix_columns: ClassVar[tuple[str, ...]]
     not_applicable: ClassVar[float]
     predict_unseen: ClassVar[bool] = False
+    reference_config: ClassVar[Mapping[str, Any] | None] = None
 
     # ------------------------------------------------------------------ columns
     @property
@@ -126,6 +139,17 @@ class Family(ABC):
     def feature_columns(self) -> tuple[str, ...]:
         """All static feature columns of this family."""
         return (*STATIC_FEATURES, *self.extra_feature_columns)
+
+    @property
+    def arch_columns(self) -> tuple[str, ...]:
+        """Config columns that identify a network (with ``family``; without resolution,
+        batch, precision): the family's own columns."""
+        return self.own_column_names
+
+    @property
+    def indicator_column(self) -> str:
+        """Name of the family's one-hot model-matrix column, ``family_<name>``."""
+        return f"family_{self.name}"
 
     # ------------------------------------------------------------------ behaviour
     @staticmethod
@@ -157,6 +181,17 @@ class Family(ABC):
     @abstractmethod
     def encode_config(df: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
         """Numeric encoding of the family's own config columns."""
+
+    def depth_label(self, df: pd.DataFrame) -> np.ndarray:
+        """Depth stratum of every row of ``df`` (rows of this family) for the stratified
+        split: the family name for every row (families without a depth tier are one stratum).
+        """
+        return np.full(len(df), self.name, dtype=object)
+
+    def arch_features(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Numeric architecture descriptors of every row of ``df`` (rows of this family)
+        beyond the static features, for the few-shot transfer models: none by default."""
+        return pd.DataFrame(index=df.index)
 
     def validate_config(self, row: Mapping[str, Any]) -> Any:
         """Validate one row (a mapping) into a config of this family (see :meth:`from_row`)."""

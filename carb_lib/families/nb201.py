@@ -647,6 +647,10 @@ class NB201Family(Family):
     measured_features = staticmethod(measured_nb201_features)
     encode_config = staticmethod(encode_nb201_config)
 
+    def arch_features(self, df: pd.DataFrame) -> pd.DataFrame:
+        """The per-edge operation codes of every row's cell (:func:`edge_encoding`, float64)."""
+        return edge_encoding(df["arch"]).astype(np.float64)
+
 
 #: The family object (registered by :mod:`carb_lib.families`).
 NB201 = NB201Family()

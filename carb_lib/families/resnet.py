@@ -130,6 +130,11 @@ REQUIRED_COLUMNS: tuple[str, ...] = RESNET_COLUMNS[1:-1]
 MATRIX_COLUMNS: tuple[str, ...] = ("block_bottleneck", "depth", "width", "early_downsample")
 #: Their value in rows of other families.
 NOT_APPLICABLE: float = -1.0
+#: The campaigns' drift reference: cheap on a CPU (a few ms), launch-bound on a large GPU.
+REFERENCE_CONFIG: dict[str, Any] = {
+    "family": FAMILY, "block": "basic", "depth": 18, "width": 0.5, "early_downsample": True,
+    "resolution": 64, "batch": 8, "precision": "fp32", "num_classes": NUM_CLASSES,
+}  # fmt: skip
 
 
 def stage_widths(width: float, n_stages: int = 4) -> tuple[int, ...]:
@@ -600,6 +605,7 @@ class ResNetFamily(Family):
     extra_feature_columns = EXTRA_STATIC_FEATURES
     matrix_columns = MATRIX_COLUMNS
     not_applicable = NOT_APPLICABLE
+    reference_config = REFERENCE_CONFIG
 
     from_row = staticmethod(resnet_from_row)
     config_ids = staticmethod(resnet_config_ids)
@@ -607,6 +613,11 @@ class ResNetFamily(Family):
     static_features = staticmethod(resnet_static_features)
     measured_features = staticmethod(measured_resnet_features)
     encode_config = staticmethod(encode_resnet_config)
+
+    def depth_label(self, df: pd.DataFrame) -> np.ndarray:
+        """Depth tier of every row (:func:`depth_tier`); ``"unknown"`` where depth is missing."""
+        d = number(df, "depth")
+        return np.where(np.isnan(d), "unknown", depth_tier(d)).astype(object)
 
 
 #: The family object (registered by :mod:`carb_lib.families`).

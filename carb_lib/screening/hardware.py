@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families import all_config_columns
 from carb_lib.screening._mapping import FieldMapping
 from carb_lib.screening.result import ScreeningResult
 from carb_lib.vocab import TARGETS
 
 __all__ = ["CONFIG_KEYS", "HardwareSummary", "format_hardware", "validate_on_hardware"]
 
-#: Config columns handed to the profiler: the common ones and those of every family (ResNet:
-#: block, depth, width, early_downsample; NB201: arch).
-CONFIG_KEYS: tuple[str, ...] = ("family", "block", "depth", "width", "early_downsample",
-                                "arch", "resolution", "batch", "precision", "num_classes")
+#: Config columns handed to the profiler: the common ones and those of every family registered
+#: at import (:func:`carb_lib.families.all_config_columns`, read again at each call).
+CONFIG_KEYS: tuple[str, ...] = all_config_columns()
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class HardwareSummary(FieldMapping):
 
 def _config_of(row: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
-    for k in CONFIG_KEYS:
+    for k in all_config_columns():
         if k in row:
             v = row[k]
             if v is None or (isinstance(v, float) and math.isnan(v)):
