@@ -22,6 +22,7 @@ from carb_lib.families import (
 )
 from carb_lib.families.efficientnet import EfficientNetConfig
 from carb_lib.families.mobilenetv2 import MobileNetV2Config
+from carb_lib.families.module import ModuleConfig
 from carb_lib.families.nb201 import NB201Config, arch_from_ops
 from carb_lib.families.resnet import ResNetConfig
 from carb_lib.families.vgg import VGGConfig
@@ -35,13 +36,16 @@ CONFIGS = {
     "mobilenetv2": MobileNetV2Config(4, 5, 0.35, 0.5, 48, 3, "fp16", num_classes=10),
     "vgg": VGGConfig(13, 0.125, True, 32, 2, "fp32"),
     "efficientnet": EfficientNetConfig(0.5, 0.5, 40, 2, "fp16", num_classes=7),
+    "module": ModuleConfig(f"{ROOT}/tests/fixtures/user_module/nets.py:tiny", "3,24,20", 3,
+                           "fp16", '{"blocks": 1}'),
 }
 NEW = ("mobilenetv2", "vgg", "efficientnet")
 
 
 # --------------------------------------------------------------------------- registry
 def test_registry_lists_the_built_in_families_in_order():
-    assert family_names() == ("resnet", "nb201", "mobilenetv2", "vgg", "efficientnet")
+    assert family_names() == ("resnet", "nb201", "mobilenetv2", "vgg", "efficientnet",
+                              "module")
     assert DEFAULT_FAMILY == "resnet" and DEFAULT_FAMILY in family_names()
     for name in family_names():
         fam = get_family(name)
@@ -51,8 +55,8 @@ def test_registry_lists_the_built_in_families_in_order():
 
 def test_get_family_unknown_lists_the_registered_ones():
     with pytest.raises(ConfigError, match=r"family='vit' is unknown; registered families: "
-                                          r"\['efficientnet', 'mobilenetv2', 'nb201', "
-                                          r"'resnet', 'vgg'\]"):  # fmt: skip
+                                          r"\['efficientnet', 'mobilenetv2', 'module', "
+                                          r"'nb201', 'resnet', 'vgg'\]"):  # fmt: skip
         get_family("vit")
     with pytest.raises(ConfigError, match="family=nan is unknown"):
         get_family(float("nan"))
@@ -82,7 +86,8 @@ def test_register_family_refuses_silent_replacement():
 def test_all_config_columns_is_the_union_in_registry_order():
     assert all_config_columns() == (
         "family", "block", "depth", "width", "early_downsample", "arch", "expansion", "kernel",
-        "depth_mult", "batch_norm", "resolution", "batch", "precision", "num_classes",
+        "depth_mult", "batch_norm", "module", "module_kwargs", "input_shape", "resolution",
+        "batch", "precision", "num_classes",
     )  # fmt: skip
 
 
@@ -103,9 +108,11 @@ def test_family_implements_the_protocol(name):
     feats = fam.static_features(frame)
     assert tuple(feats.columns) == fam.feature_columns
     assert tuple(feats.columns[: len(STATIC_FEATURES)]) == STATIC_FEATURES
-    assert set(EXTRA_STATIC_FEATURES) <= set(feats.columns)  # every family fills the extras
+    # every family fills the extras (a user module's SE FLOPs cannot be attributed)
+    extras = set(EXTRA_STATIC_FEATURES) - ({"se_flops"} if name == "module" else set())
+    assert extras <= set(feats.columns)
     measured = fam.measured_features(cfg)
-    assert set(measured) >= {"flops", "params", "activation_bytes", *EXTRA_STATIC_FEATURES}
+    assert set(measured) >= {"flops", "params", "activation_bytes", *extras}
     assert measured == {k: feats.iloc[0][k].item() for k in measured}
     assert measured["flops"] > 0 and measured["params"] > 0
     enc = fam.encode_config(frame)
@@ -217,7 +224,8 @@ def test_encoding_rows_argument_and_indicators():
     assert enc["depth"].tolist() == [18.0, -1.0, -1.0, -1.0, -1.0]
     ind = family_indicators(df)
     assert list(ind.columns) == [
-        "family_nb201", "family_mobilenetv2", "family_vgg", "family_efficientnet"]
+        "family_nb201", "family_mobilenetv2", "family_vgg", "family_efficientnet",
+        "family_module"]
     assert ind["family_nb201"].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0]
     assert ind["family_vgg"].tolist() == [0.0] * 5
     with pytest.raises(ValueError, match="unknown NB201 operation 'bad'"):

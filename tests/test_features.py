@@ -32,31 +32,37 @@ def test_resnet50_anchor():
 
 
 def test_compare_features_dispatches_to_every_family():
-    """One mixed frame of all five families: each family's own ``measured_features`` measures
-    (extras included, ``dw_flops_share`` a float) and every value agrees exactly."""
+    """One mixed frame of every registered family: each family's own ``measured_features``
+    measures (extras included, ``dw_flops_share`` a float) and every value agrees exactly."""
+    from pathlib import Path
+
     from carb_lib.families import efficientnet, family_names, mobilenetv2, vgg
+    from carb_lib.families.module import ModuleConfig
     from carb_lib.nb201 import nb201_grid
 
+    nets = Path(__file__).parent / "fixtures" / "user_module" / "nets.py"
+    user = ModuleConfig(f"{nets}:tiny", "3,32,32", 3, "fp16").to_dict()
     parts = [paper_grid().iloc[[5]], nb201_grid(batches=(2,)).iloc[[7]],
              mobilenetv2.sample_configs(1, seed=3).assign(resolution=32),
              vgg.sample_configs(1, seed=3).assign(resolution=32, width=0.125),
-             efficientnet.sample_configs(1, seed=3).assign(resolution=32, width=0.5)]
+             efficientnet.sample_configs(1, seed=3).assign(resolution=32, width=0.5),
+             pd.DataFrame([user])]
     mixed = pd.concat(parts, ignore_index=True)
     mixed = mixed.drop(columns="config_id")
     cmp = compare_features(mixed)
-    assert cmp.groupby("config_id").ngroups == 5 == len(family_names())
+    assert cmp.groupby("config_id").ngroups == 6 == len(family_names())
     assert cmp["match"].all(), cmp[~cmp["match"]].to_string()
-    for col in ("flops", *EXTRA_STATIC_FEATURES):
-        assert (cmp["column"] == col).sum() == 5, col
+    for col in ("flops", *EXTRA_STATIC_FEATURES):  # a user module's SE FLOPs: not attributed
+        assert (cmp["column"] == col).sum() == (5 if col == "se_flops" else 6), col
     share = cmp.loc[cmp["column"] == "dw_flops_share", "measured"].tolist()
-    assert share[:2] == [0, 0] and 0 < share[2] < 1  # mobilenetv2: depthwise convs
+    assert share[:2] == [0, 0] and 0 < share[2] < 1 and 0 < share[5] < 1  # depthwise convs
     # the comparison is real: the measured values are those of each family's own function
-    row = mixed.iloc[2].to_dict()
     from carb_lib.space import config_from_row
 
-    meas = measured_features(config_from_row(row))
-    got = cmp[cmp["config_id"] == 2].set_index("column")["measured"]
-    assert {k: got[k] for k in meas} == meas
+    for i in (2, 5):
+        meas = measured_features(config_from_row(mixed.iloc[i].to_dict()))
+        got = cmp[cmp["config_id"] == i].set_index("column")["measured"]
+        assert {k: got[k] for k in meas} == meas
 
 
 def test_columns_and_scaling_with_batch_and_precision():

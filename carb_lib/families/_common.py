@@ -298,10 +298,10 @@ def _residual_adds() -> Any:
             super().__init__()
             self.n = self.nbytes = self.n_gate = self.gate_bytes = 0
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
+        def observe(self, func, args, out) -> None:
+            """Count ``func(*args) -> out`` if it is a residual add or a gating multiply."""
             if len(args) < 2 or not all(isinstance(a, torch.Tensor) for a in args[:2]):
-                return out
+                return
             a, b = args[:2]
             if func in adds and a.shape == b.shape:
                 self.n += 1
@@ -309,6 +309,10 @@ def _residual_adds() -> Any:
             elif func in muls and (is_gate(a, b) or is_gate(b, a)):
                 self.n_gate += 1
                 self.gate_bytes += nbytes(a, b, out)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.observe(func, args, out)
             return out
 
     return BinaryOps()

@@ -21,8 +21,10 @@ precision: the same network from two factories has one id, a changed layer a new
 
 Static features are measured, not derived: the network is built on the ``meta`` device
 (nothing is allocated, no weight is initialised in memory) and run once on a batch of one
-sample in fp32 under ``FlopCounterMode`` with forward hooks on every leaf module and a
-dispatch mode for residual adds and SE gating multiplies (:func:`measure_module`). The result
+sample in fp32 under ``FlopCounterMode``, with forward hooks on every leaf module and a dispatch
+mode for residual adds and SE gating multiplies (:func:`measure_module`). The first meta
+forward of a process pays torch's one-time lazy imports (its meta kernels import
+``torch._dynamo``, 1-2 s); later modules take tens to hundreds of milliseconds. The result
 is cached per factory, arguments and input shape (a file factory also by the file's
 modification time) and scaled analytically in batch and precision (FLOPs and activation
 bytes proportional to the batch, bytes to the element size), so a cached call costs
@@ -298,7 +300,11 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
                    precision: str = "fp32", spec: str = "module") -> dict[str, Any]:
     """Run ``model`` (on the ``meta`` device, at ``precision``) once on a ``batch`` x
     ``input_shape`` input and measure :data:`FEATURE_COLUMNS` (see the module docstring), plus
-    ``num_classes`` (output elements per sample).
+    ``num_classes`` (output elements per sample) and ``dw_flops``.
+
+    FLOPs with ``FlopCounterMode`` (depthwise FLOPs from its per-module counts); layers and
+    bytes from forward hooks on every leaf module; residual adds and gating multiplies from a
+    dispatch mode (:func:`carb_lib.families._common._residual_adds`).
 
     Raises
     ------
@@ -311,12 +317,15 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     dtype = torch.float16 if precision == "fp16" else torch.float32
     counts = dict.fromkeys(("conv", "bn", "act", "fc", "pool", "dwconv"), 0)
     tot = {"act": 0, "mb": 0, "max_c": 0, "peak": 0}
+    leaves = [(n, m) for n, m in model.named_modules() if not any(True for _ in m.children())]
+    kinds = {id(m): (n, _kind(m)) for n, m in leaves}
+    dw_leaves = {n for n, m in leaves if kinds[id(m)][1] == "conv" and _is_depthwise(m)}
 
     def nbytes(t: Any) -> int:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
     def hook(module, inputs, out):
-        kind = module._carb_kind
+        kind = kinds[id(module)][1]
         out_b = sum(nbytes(o) for o in (out if isinstance(out, (tuple, list)) else (out,)))
         in_b = sum(nbytes(i) for i in inputs)
         tot["act"] += out_b
@@ -330,10 +339,8 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
             tot["max_c"] = max(tot["max_c"], int(out.shape[1]))
             counts["dwconv"] += _is_depthwise(module)
 
-    leaves = [(n, m) for n, m in model.named_modules() if not any(True for _ in m.children())]
     handles = []
     for _, m in leaves:
-        m._carb_kind = _kind(m)
         handles.append(m.register_forward_hook(hook))
     x = torch.empty(batch, *input_shape, dtype=dtype, device="meta")
     binary = _residual_adds()
@@ -347,17 +354,13 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     finally:
         for h in handles:
             h.remove()
-        for _, m in leaves:
-            del m._carb_kind
     if not isinstance(out, torch.Tensor) or out.dim() < 1 or out.shape[0] != batch:
         raise ModuleError(f"module {spec!r}: forward must return one tensor with the batch first,"
                           f" got {type(out).__name__}"
                           f"{tuple(out.shape) if isinstance(out, torch.Tensor) else ''}")
     flops = int(fcm.get_total_flops())
-    per_module = fcm.get_flop_counts()
-    root = type(model).__name__
-    dw = sum(sum(per_module.get(f"{root}.{n}" if n else root, {}).values())
-             for n, m in leaves if _kind(m) == "conv" and _is_depthwise(m))
+    per_module, root = fcm.get_flop_counts(), type(model).__name__
+    dw = sum(sum(per_module.get(f"{root}.{n}" if n else root, {}).values()) for n in dw_leaves)
     params = int(sum(p.numel() for p in model.parameters()))
     bpe = BYTES_PER_ELEMENT[precision]
     act = tot["act"]
@@ -501,37 +504,40 @@ def config_from_row(row: Mapping[str, Any]) -> ModuleConfig:
                         resolution=row.get("resolution"), num_classes=row.get("num_classes"))
 
 
-def _key_frame(df: pd.DataFrame) -> pd.DataFrame:
+def _keys(df: pd.DataFrame) -> list[tuple[Any, Any, Any]]:
+    """``(module, module_kwargs, input_shape)`` of every row (kwargs ``"{}"`` where missing)."""
     missing = [c for c in ("module", "input_shape") if c not in df.columns]
     if missing:
         raise ConfigError(f"module configs are missing column(s) {missing}")
-    kw = df["module_kwargs"] if "module_kwargs" in df.columns else pd.Series("{}", df.index)
-    return pd.DataFrame({"module": df["module"].astype(object),
-                         "module_kwargs": kw.astype(object).where(kw.notna(), "{}"),
-                         "input_shape": df["input_shape"].astype(object).map(
-                             lambda v: v if isinstance(v, str) else shape_text(v))},
-                        index=df.index)
+    kw = df["module_kwargs"].tolist() if "module_kwargs" in df.columns else ["{}"] * len(df)
+    kw = ["{}" if is_missing(k) else k for k in kw]
+    shapes = [v if isinstance(v, str) else shape_text(v) for v in df["input_shape"].tolist()]
+    return list(zip(df["module"].tolist(), kw, shapes, strict=True))
 
 
 def _infos(df: pd.DataFrame) -> tuple[np.ndarray, list[ModuleInfo]]:
     """Codes of every row's (module, kwargs, input shape) and the info of each distinct one;
     a :class:`ConfigError` names the first row of a failing one."""
-    key = _key_frame(df)
-    codes, uniques = pd.MultiIndex.from_frame(key).factorize()
-    infos = []
-    for j, (spec, kwargs, shape) in enumerate(uniques):
-        try:
-            infos.append(describe(spec, kwargs, shape))
-        except ConfigError as exc:
-            label = df.index[[int(np.argmax(codes == j))]].tolist()[0]
-            raise type(exc)(f"row {label!r}: {exc}") from None
+    first: dict[tuple, int] = {}
+    codes = np.empty(len(df), dtype=np.int64)
+    infos: list[ModuleInfo] = []
+    for i, key in enumerate(_keys(df)):
+        j = first.get(key)
+        if j is None:
+            try:
+                infos.append(describe(*key))
+            except ConfigError as exc:
+                label = df.index[[i]].tolist()[0]
+                raise type(exc)(f"row {label!r}: {exc}") from None
+            j = first[key] = len(infos) - 1
+        codes[i] = j
     return codes, infos
 
 
 def config_ids(df: pd.DataFrame) -> list[str]:
     """Content hashes of every row (one module description per distinct module)."""
     codes, infos = _infos(df)
-    shapes = _key_frame(df)["input_shape"].map(parse_input_shape).tolist()
+    shapes = [parse_input_shape(k[2]) for k in _keys(df)]
     return [module_config_id(infos[c].structure, s, b, p) for c, s, b, p in
             zip(codes, shapes, df["batch"].tolist(), df["precision"].tolist(), strict=True)]
 
@@ -604,7 +610,8 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
         raise ConfigError(f"module configs are missing column(s) {missing}")
     codes, infos = _infos(df)
     batch = pd.to_numeric(df["batch"], errors="coerce").to_numpy(dtype=float)
-    bpe = df["precision"].map(BYTES_PER_ELEMENT).to_numpy(dtype=float)
+    bpe = np.array([BYTES_PER_ELEMENT.get(p, np.nan) if isinstance(p, str) else np.nan
+                    for p in df["precision"].tolist()], dtype=float)
     lo, hi = BATCH_RANGE
     for bad, what in ((~((batch >= lo) & (batch <= hi) & (np.mod(batch, 1) == 0)), "batch"),
                       (np.isnan(bpe), "precision")):
@@ -614,23 +621,23 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
             raise ConfigError(f"row {label!r}: {what}={df[what].tolist()[i]!r} is not valid "
                               f"(batch: integer in {lo}..{hi}; precision: {list(PRECISIONS)})")
     cols = [*FEATURE_COLUMNS, "dw_flops"]
-    table = pd.DataFrame([i.units for i in infos], columns=cols)
-    u = {c: table[c].to_numpy(dtype=float)[codes] for c in cols}
-    out = pd.DataFrame(index=df.index)
-    for c in ("n_conv", "n_bn", "n_act", "n_fc", "max_channels", "params", "n_dwconv",
-              "n_pool", "n_add", "n_se"):
-        out[c] = u[c].astype(np.int64)
+    table = np.array([[i.units[c] for c in cols] for i in infos], dtype=float)[codes]
+    u = dict(zip(cols, table.T, strict=True))
+    out = {c: u[c].astype(np.int64) for c in ("n_conv", "n_bn", "n_act", "n_fc",
+                                               "max_channels", "params")}
     el = 1.0 / BYTES_PER_ELEMENT["fp32"]  # per-sample bytes were measured in fp32
     out["flops"] = (u["flops"] * batch).astype(np.int64)
     out["param_bytes"] = (u["params"] * bpe).astype(np.int64)
-    out["activation_bytes"] = (u["activation_bytes"] * el * batch * bpe).astype(np.int64)
-    out["peak_act_bytes"] = (u["peak_act_bytes"] * el * batch * bpe).astype(np.int64)
-    denom = out["param_bytes"].to_numpy() + out["activation_bytes"].to_numpy()
-    out["arith_intensity_flop_per_byte"] = out["flops"].to_numpy() / np.maximum(denom, 1)
+    for c in ("activation_bytes", "peak_act_bytes"):
+        out[c] = (u[c] * el * batch * bpe).astype(np.int64)
+    denom = out["param_bytes"] + out["activation_bytes"]
+    out["arith_intensity_flop_per_byte"] = out["flops"] / np.maximum(denom, 1)
+    for c in ("n_dwconv", "n_pool", "n_add", "n_se"):
+        out[c] = u[c].astype(np.int64)
     dw = (u["dw_flops"] * batch).astype(np.int64)
     out["dw_flops_share"] = np.where(out["flops"] > 0, dw / np.maximum(out["flops"], 1), 0.0)
     out["memory_bound_bytes"] = (u["memory_bound_bytes"] * el * batch * bpe).astype(np.int64)
-    return out[list(FEATURE_COLUMNS)]
+    return pd.DataFrame({c: out[c] for c in FEATURE_COLUMNS}, index=df.index, copy=False)
 
 
 def measured_module_features(config: ModuleConfig, model=None) -> dict[str, int | float]:
