@@ -165,7 +165,6 @@ class _Measurer:
         from carb_lib.space import config_from_row
 
         rows, refs = [], []
-        t0 = time.perf_counter()
         for rec in records:
             if self.s.ref_every and self.n_measured % self.s.ref_every == 0:
                 refs += self.checkpoint()
@@ -178,7 +177,7 @@ class _Measurer:
                 )
             rows.append(row)
             self.n_measured += 1
-        return {"rows": rows, "reference": refs, "busy_s": time.perf_counter() - t0}
+        return {"rows": rows, "reference": refs}
 
 
 def _test_kill_hook(kill: tuple[tuple[str, str | None], ...], config_id: str) -> None:
@@ -218,10 +217,11 @@ def _worker_info() -> dict[str, Any]:
 
 def measure_task(records: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
     """Task: measure ``records`` (config columns + ``config_id``) in order on this worker."""
+    t0 = time.perf_counter()
     for rec in records:
         _test_kill_hook(s.kill, rec["config_id"])
     out = _measurer(s).measure(records)
-    out.update(_worker_info(), pid=os.getpid())
+    out.update(_worker_info(), pid=os.getpid(), busy_s=time.perf_counter() - t0)
     return out
 
 
@@ -380,7 +380,11 @@ def run_cluster_campaign(
     provenance = {r["platform"]: r["provenance"] for r in info.values()}
     platforms = sorted(provenance)
     siblings = {h: n - 1 for h, n in Counter(r["host"] for r in info.values()).items()}
-    client.run_on_scheduler(_set_allowed_failures, max_tries - 1)
+    try:
+        client.run_on_scheduler(_set_allowed_failures, max_tries - 1)
+    except Exception as exc:  # e.g. run_on_scheduler blocked on a shared scheduler
+        log(f"[campaign] warning: cannot set the scheduler's allowed-failures to "
+            f"{max_tries - 1} ({type(exc).__name__}); its own setting applies")
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -441,8 +445,10 @@ def run_cluster_campaign(
 
 
 class _Dispatcher:
-    """The client's loop: one task in flight per worker, each finished task's rows written
-    as one part, ``KilledWorker`` turned into per-config retries and error rows."""
+    """The client's loop: one task in flight per worker; the rows of the tasks that finished
+    since the last write written together as one part (one task at a low rate, many when the
+    workers outpace the writes: a part costs ~0.1 s of schema checks whatever its size);
+    ``KilledWorker`` turned into per-config retries and error rows."""
 
     def __init__(self, client: Any, settings: _Settings, res: ClusterCampaignResult,
                  out: Path, plat_of: dict[str, str], provenance: dict[str, dict[str, Any]],
@@ -453,6 +459,8 @@ class _Dispatcher:
         self.ref_writer = PartWriter(out, REFERENCE_PREFIX, unique=False)
         self.counts = {"ok": 0, "oom": 0, "error": 0, "skipped": 0}
         self.written: set[tuple[str, str]] = set()
+        self.rows: list[dict[str, Any]] = []
+        self.refs: list[dict[str, Any]] = []
         self.queue: list[tuple[str, list[dict[str, Any]]]] = []
         self.pending: dict[Any, tuple[str, list[dict[str, Any]], float]] = {}
         self.overheads: list[float] = []
@@ -477,15 +485,27 @@ class _Dispatcher:
             self.submit(*self.queue.pop())
 
     def record(self, rows: list[dict[str, Any]]) -> None:
-        """Write the rows not written yet (exactly once per (platform, config_id))."""
-        new = [r for r in rows if (r["platform"], r["config_id"]) not in self.written]
-        if not new:
+        """Queue the rows not recorded yet for the next part (exactly once per
+        (platform, config_id))."""
+        for r in rows:
+            key = (r["platform"], r["config_id"])
+            if key not in self.written:
+                self.written.add(key)
+                self.rows.append(r)
+
+    def flush(self) -> None:
+        """Write the queued rows as one results part (and references as one part)."""
+        if self.refs:
+            self.ref_writer.write(self.refs)
+            self.res.n_reference += len(self.refs)
+            self.refs = []
+        if not self.rows:
             return
-        self.writer.write(new)
-        for r in new:
-            self.written.add((r["platform"], r["config_id"]))
+        rows, self.rows = self.rows, []
+        self.writer.write(rows)
+        for r in rows:
             self.counts[r["status"]] += 1
-        self.bar.update(len(new))
+        self.bar.update(len(rows))
         self.bar.set_postfix({k: v for k, v in self.counts.items() if v}, refresh=False)
 
     def finished(self, kind: str, r: dict[str, Any], roundtrip_s: float) -> None:
@@ -493,9 +513,7 @@ class _Dispatcher:
             self.plat_of[r["worker"]] = r["rows"][0]["platform"]
         if kind == "measure":
             self.overheads.append(roundtrip_s - r["busy_s"])
-        if r["reference"]:
-            self.ref_writer.write(r["reference"])
-            self.res.n_reference += len(r["reference"])
+        self.refs += r["reference"]
         self.record(r["rows"])
 
     def failed(self, fut: Any, kind: str, recs: list[dict[str, Any]]) -> None:
@@ -526,34 +544,36 @@ class _Dispatcher:
         from tqdm.auto import tqdm
 
         self.queue = list(reversed(chunks))  # pop() from the end keeps the planned order
-        self.ac = as_completed()
+        self.ac = as_completed(with_results=True, raise_errors=False)
         self.bar = tqdm(total=sum(len(c) for _, c in chunks), unit="cfg",
                         desc=f"carb {','.join(self.res.platforms)}", disable=not progress,
                         dynamic_ncols=True, smoothing=0.05)  # fmt: skip
         try:
             self.fill()
-            for fut in self.ac:
-                kind, recs, t_sub = self.pending.pop(fut)
-                result = fut.result() if fut.status == "finished" else None
+            for batch in self.ac.batches():
                 t_done = time.perf_counter()
                 over = time_budget_s is not None and t_done - t_begin > time_budget_s
-                if not over:
-                    self.fill()  # the freed worker gets its next task before we write
-                if result is not None:
-                    self.finished(kind, result, t_done - t_sub)
-                elif fut.status == "cancelled":
-                    self.queue.append((kind, recs))  # the scheduler lost it: dispatch again
-                else:
-                    self.failed(fut, kind, recs)
-                fut.release()
+                for fut, result in batch:
+                    kind, recs, t_sub = self.pending.pop(fut)
+                    if fut.status == "finished":
+                        self.finished(kind, result, t_done - t_sub)
+                    elif fut.status == "cancelled":
+                        self.queue.append((kind, recs))  # the scheduler lost it: again
+                    else:
+                        self.failed(fut, kind, recs)
+                    fut.release()
                 if over:
                     self.res.stopped_by_budget = True
                     break
-                self.fill()
+                self.fill()  # freed workers get their next task before the write
+                self.flush()
         finally:
             for fut in list(self.pending):  # Ctrl-C, the budget or an error: nothing left
                 fut.cancel()
-            self.bar.close()
-            self.res.counts = self.counts
-            if self.overheads:
-                self.res.task_overhead_ms = float(np.median(self.overheads) * 1e3)
+            try:
+                self.flush()  # rows already in hand are kept (a Ctrl-C in a write loses
+            finally:          # at most that part: its configs are measured again on resume)
+                self.bar.close()
+                self.res.counts = self.counts
+                if self.overheads:
+                    self.res.task_overhead_ms = float(np.median(self.overheads) * 1e3)

@@ -75,7 +75,8 @@ class ExtendedPartition:
     def load(self) -> pd.DataFrame:
         from carb_lib import space
 
-        return space.add_config_ids(space.extended_sample(self.n, seed=self.seed))
+        df = space.extended_sample(self.n, seed=self.seed)
+        return df if "config_id" in df.columns else space.add_config_ids(df)
 
 
 def extended_partitions(n: int, seed: int = 0, partition_size: int = 1_000_000
@@ -99,7 +100,7 @@ def _ids64(ids: pd.Series) -> np.ndarray:
     """``config_id`` as uint64 (16-hex ids exactly, other ids by a blake2b hash)."""
     s = ids.astype(str)
     if s.str.fullmatch(r"[0-9a-f]{16}").all():
-        return np.array([int(x, 16) for x in s], dtype=np.uint64)
+        return np.frombuffer(bytes.fromhex("".join(s)), dtype=">u8").astype(np.uint64)
     return np.array([int.from_bytes(hashlib.blake2b(x.encode(), digest_size=8).digest(), "big")
                      for x in s], dtype=np.uint64)  # fmt: skip
 
@@ -109,16 +110,17 @@ def screen_partition(part: Any, model: Any, spec: DeploymentSpec, index: int,
     """Task: stage 1 on one partition (a DataFrame, or an object with ``load()``).
 
     Returns ``ids`` (uint64), ``mask`` (uint32), ``kept`` (survivors of the partition's first
-    ``spec.k`` fronts, with ``_part`` and ``_row``), ``min_upper`` per budget, ``n`` and
-    ``seconds``.
+    ``spec.k`` fronts, with ``_part`` and ``_row``), ``min_upper`` per budget, ``n`` (distinct
+    candidates), ``seconds`` (wall) and ``cpu_s`` (the worker process's CPU time).
     """
     from carb_lib import space
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     df = part.load() if hasattr(part, "load") else part
     if len(df) == 0:
         return {"ids": np.zeros(0, np.uint64), "mask": np.zeros(0, np.uint32), "kept": None,
-                "min_upper": {}, "n": 0, "seconds": time.perf_counter() - t0}
+                "min_upper": {}, "n": 0, "seconds": time.perf_counter() - t0,
+                "cpu_s": time.process_time() - c0}
     df = df.reset_index(drop=True)
     if not isinstance(part, ExtendedPartition):
         start = part.start if isinstance(part, FilePartition) else 0
@@ -151,7 +153,7 @@ def screen_partition(part: Any, model: Any, spec: DeploymentSpec, index: int,
             kept = table.iloc[keep].assign(_part=index, _row=keep)
     return {"ids": _ids64(df["config_id"]), "mask": mask, "kept": kept,
             "min_upper": report["min_upper"].to_dict(), "n": len(df),
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 
 
 class _Distinct:
@@ -280,7 +282,7 @@ def screen_on_cluster(
     distinct = _Distinct()
     kept: list[pd.DataFrame] = []
     min_upper: dict[str, float] = {}
-    busy = 0.0
+    busy = cpu = 0.0
     bar = tqdm(total=len(futures), desc="screen partitions", unit="part", disable=not progress)
     try:
         for fut in as_completed(futures):
@@ -293,6 +295,7 @@ def screen_on_cluster(
                 old = min_upper.get(b, np.nan)
                 min_upper[b] = v if np.isnan(old) or v < old else old
             busy += r["seconds"]
+            cpu += r["cpu_s"]
             bar.update(1)
     finally:
         for fut in futures:
@@ -301,7 +304,7 @@ def screen_on_cluster(
     if len(distinct.ids) == 0:
         raise ValueError("the candidate set is empty: nothing to screen")
     return _assemble(spec, distinct, kept, min_upper, notes, platform,
-                     {"workers_busy": busy, "wall": time.perf_counter() - t_all})
+                     {"workers_busy": busy, "workers_cpu": cpu, "wall": time.perf_counter() - t_all})
 
 
 def _assemble(spec: DeploymentSpec, distinct: _Distinct, kept: list[pd.DataFrame],
