@@ -7,6 +7,7 @@ test_campaign.py: these tests are about bookkeeping, not timing); the screening 
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from contextlib import contextmanager
@@ -132,6 +133,13 @@ def test_cli_bad_specs_give_one_line_and_write_nothing(tmp_path):
     assert not out.exists()  # nothing written
 
 
+def test_tcp_spec_connects_to_a_running_scheduler_and_leaves_it_running(client):
+    address = client.scheduler.address
+    with open_cluster(address, timeout_s=5, log=lambda m: None) as other:
+        assert len(other.scheduler_info()["workers"]) == 2
+    assert client.submit(abs, -3, pure=False).result() == 3  # the cluster still serves
+
+
 def test_missing_dask_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'carb_lib\[dask\]'"):
@@ -171,33 +179,14 @@ def test_cluster_rows_equal_local_rows_apart_from_timing(client, tmp_path, confi
     # rows measured beside a sibling worker say so; local rows do not
     assert b["rejected_by"].str.endswith(",siblings=1").all()
     assert not a["rejected_by"].str.contains("siblings").any()
+    if hasattr(os, "sched_setaffinity"):  # each worker pinned to a core of its own
+        cores = client.run(lambda: sorted(os.sched_getaffinity(0)))
+        assert all(len(c) == 1 for c in cores.values()) and len(
+            {c[0] for c in cores.values()}) == min(2, len(os.sched_getaffinity(0)))
     # each worker measured the reference config at its first task (drift control per worker)
     refs = cp.reference_rows(tmp_path / "cluster")
     assert res.n_reference == len(refs) >= 2 and (refs["status"] == "ok").all()
     assert (refs["config_id"] == configs["config_id"].iloc[5]).all()
-
-
-def test_sigkilled_workers_lose_nothing_and_duplicate_nothing(client, tmp_path, configs):
-    cfg = configs.iloc[:4]
-    once, always = cfg["config_id"].iloc[1], cfg["config_id"].iloc[2]
-    flag = tmp_path / "killed-once"
-    out = tmp_path / "parts"
-    res = run_cluster_campaign(cfg, out, client, "cpu", FAST, ref_every=0, max_tries=2,
-                               progress=False, _kill=((once, str(flag)), (always, None)))
-    assert flag.exists()  # the worker measuring `once` did die; Dask retried the task
-    rows = _rows(out)
-    assert len(rows) == len(cfg) and rows["config_id"].is_unique  # 0 lost, 0 duplicated
-    assert set(rows["config_id"]) == set(cfg["config_id"])
-    by_id = rows.set_index("config_id")
-    assert by_id.loc[once, "status"] == "ok"
-    assert by_id.loc[always, "status"] == "error"
-    assert "worker died 2 time(s)" in by_id.loc[always, "error"]
-    assert "KilledWorker" in by_id.loc[always, "error"]
-    assert (by_id.drop(index=always)["status"] == "ok").all()
-    assert by_id.loc[always, "platform"] == by_id.loc[once, "platform"]
-    assert res.n_killed == 1 and res.n_tasks == len(cfg)
-    merged = cp.merge_parts(out, tmp_path / "merged.parquet")
-    assert len(merged) == len(cfg) and not merged.duplicated(["platform", "config_id"]).any()
 
 
 class _Dead:
@@ -367,3 +356,30 @@ def test_cli_profile_and_screen_on_a_cluster(cli_on, model, tmp_path, configs):
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "d.csv"), "--cluster", "local:2",
                               "--model-b", str(m)])
     assert_one_line_error(res, "--model-b")
+
+
+# ------------------------------------------------------------ worker deaths (last: the workers
+# they restart are cold)
+def test_sigkilled_workers_lose_nothing_and_duplicate_nothing(client, tmp_path, configs):
+    cfg = configs.iloc[:4]
+    # the last two configs of the campaign's seeded order die (fewer cold worker restarts)
+    order = cfg["config_id"].to_numpy()[np.random.default_rng(0).permutation(len(cfg))]
+    once, always = order[2], order[3]
+    flag = tmp_path / "killed-once"
+    out = tmp_path / "parts"
+    res = run_cluster_campaign(cfg, out, client, "cpu", FAST, ref_every=0, max_tries=2,
+                               progress=False, _kill=((once, str(flag)), (always, None)))
+    assert flag.exists()  # the worker measuring `once` did die; Dask retried the task
+    rows = _rows(out)
+    assert len(rows) == len(cfg) and rows["config_id"].is_unique  # 0 lost, 0 duplicated
+    assert set(rows["config_id"]) == set(cfg["config_id"])
+    by_id = rows.set_index("config_id")
+    assert by_id.loc[once, "status"] == "ok"
+    assert by_id.loc[always, "status"] == "error"
+    assert "worker died 2 time(s)" in by_id.loc[always, "error"]
+    assert "KilledWorker" in by_id.loc[always, "error"]
+    assert (by_id.drop(index=always)["status"] == "ok").all()
+    assert by_id.loc[always, "platform"] == by_id.loc[once, "platform"]
+    assert res.n_killed == 1 and res.n_tasks == len(cfg)
+    merged = cp.merge_parts(out, tmp_path / "merged.parquet")
+    assert len(merged) == len(cfg) and not merged.duplicated(["platform", "config_id"]).any()

@@ -13,7 +13,16 @@ Specs
     ``dask_jobqueue.SLURMCluster`` with the options of the YAML file (a mapping of
     ``SLURMCluster`` keyword arguments) plus ``jobs``, the number of SLURM jobs to start.
     Required: :data:`SLURM_REQUIRED`; ``wait_s`` (default 600) bounds the wait for the first
-    worker. Workers get ``--resources measure=1`` added to ``worker_extra_args``.
+    worker. Workers get ``--resources measure=1`` added to ``worker_extra_args``. E.g.::
+
+        jobs: 8                 # SLURM jobs (here one GPU each)
+        cores: 8
+        processes: 1            # one worker (one measurement slot) per job
+        memory: 64GB
+        walltime: "12:00:00"
+        queue: gpu
+        job_extra_directives: ["--gres=gpu:1"]
+
 ``tcp://host:port``
     An existing scheduler. Its workers must declare the ``measure`` resource to run a
     campaign (``dask worker tcp://host:port --nthreads 1 --resources measure=1``).
@@ -205,11 +214,15 @@ def _start(spec: ClusterSpec, timeout_s: float, log: Callable[[str], None]) -> t
             n_workers=spec.n_workers, threads_per_worker=1, processes=True, resources=resources,
             dashboard_address=":0", silence_logs=_worker_log_level(),
         )  # fmt: skip
-        client = Client(cluster)
-        if hasattr(os, "sched_setaffinity"):
-            from carb_lib.distributed.pinning import PinToCore
+        try:
+            client = Client(cluster)
+            if hasattr(os, "sched_setaffinity"):
+                from carb_lib.distributed.pinning import PinToCore
 
-            client.register_plugin(PinToCore(), name="carb-pin-to-core")
+                client.register_plugin(PinToCore(), name="carb-pin-to-core")
+        except BaseException:  # Ctrl-C while starting: no stray worker processes
+            cluster.close()
+            raise
         return client, cluster
     if spec.kind == "cuda":
         if _cuda_visible() == 0:
@@ -222,7 +235,11 @@ def _start(spec: ClusterSpec, timeout_s: float, log: Callable[[str], None]) -> t
             raise ImportError("--cluster cuda needs dask-cuda: pip install dask-cuda") from None
         cluster = LocalCUDACluster(threads_per_worker=1, resources=resources,
                                    dashboard_address=":0", silence_logs=_worker_log_level())
-        return Client(cluster), cluster
+        try:
+            return Client(cluster), cluster
+        except BaseException:
+            cluster.close()
+            raise
     # slurm
     opts = read_slurm_options(spec.path)
     try:
@@ -237,16 +254,20 @@ def _start(spec: ClusterSpec, timeout_s: float, log: Callable[[str], None]) -> t
     if "--resources" not in extra:
         extra += ["--resources", f"{MEASURE_RESOURCE}=1"]
     cluster = SLURMCluster(worker_extra_args=extra, **opts)
-    cluster.scale(jobs=jobs)
-    client = Client(cluster)
+    client = None
     try:
+        cluster.scale(jobs=jobs)
+        client = Client(cluster)
         client.wait_for_workers(1, timeout=wait_s)
-    except TimeoutError:
-        client.close()
-        cluster.close()
-        raise ClusterUnavailableError(
-            f"--cluster {spec.text}: no SLURM worker started within {wait_s:g} s (wait_s)"
-        ) from None
+    except BaseException as exc:
+        if client is not None:
+            client.close()
+        cluster.close()  # cancels the submitted jobs
+        if isinstance(exc, TimeoutError):
+            raise ClusterUnavailableError(
+                f"--cluster {spec.text}: no SLURM worker started within {wait_s:g} s (wait_s)"
+            ) from None
+        raise
     return client, cluster
 
 

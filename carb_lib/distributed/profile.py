@@ -340,7 +340,9 @@ def run_cluster_campaign(
 ) -> ClusterCampaignResult:
     """Measure ``configs`` on the workers of ``client`` into part files under ``out_dir``.
 
-    Parameters are those of :func:`carb_lib.campaign.run_campaign`, plus:
+    Parameters are those of :func:`carb_lib.campaign.run_campaign` (``time_budget_s`` is
+    checked whenever a task finishes: no task starts after it and the tasks still running
+    are cancelled, their configs left to do), plus:
 
     Parameters
     ----------
