@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[dev,lab]"
+	$(BIN)/python -m pip install -q -e ".[dev,lab,dask]"
 	@touch $(STAMP)
 
 test: $(STAMP)

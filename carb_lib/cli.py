@@ -225,6 +225,9 @@ def screen(
     validate: bool = typer.Option(False, "--validate", help="Re-profile the shortlist on this "
                                   "machine and report measured vs predicted."),
     device: str = typer.Option("auto", help="Device for --validate: auto | cuda | cpu."),
+    cluster: str | None = typer.Option(None, "--cluster", help="Screen on a Dask cluster: local:N | cuda | slurm:FILE.yaml | tcp://HOST:PORT (needs carb_lib[dask]); stage 1 per partition on the workers."),
+    partition_size: int = typer.Option(1_000_000, "--partition-size", help="With --cluster: candidates per partition (bounds worker memory)."),
+    cluster_timeout_s: float = typer.Option(10.0, "--cluster-timeout-s", help="How long to try reaching a tcp:// scheduler."),
     module: str | None = _MODULE,
     input_shape: str | None = _INPUT_SHAPE,
     module_kwargs: str = _MODULE_KWARGS,
@@ -235,6 +238,15 @@ def screen(
     from carb_lib import screening as scr
     from carb_lib.ensemble import load_model
 
+    if cluster is not None:
+        from carb_lib.distributed import parse_cluster_spec, require_dask
+
+        parse_cluster_spec(cluster)
+        if model_b is not None:
+            raise ValueError("--cluster does not run the cross-platform variant (--model-b)")
+        if partition_size < 1:
+            raise ValueError(f"--partition-size must be >= 1, got {partition_size}")
+        require_dask()
     m_first = load_model(model)
     m_deploy, m_a = (load_model(model_b), m_first) if model_b is not None else (m_first, None)
     if m_a is None and top_n is not None:
@@ -247,11 +259,18 @@ def screen(
     from carb_lib.families.module import cli_configs
 
     cands = cli_configs(module, input_shape, module_kwargs, batches, precisions)
-    if cands is not None and candidates != "grid":
-        raise ValueError("give --candidates or --module, not both")
-    if cands is None:
-        cands = scr.load_candidates(candidates, n_extended=n_extended, seed=seed)
-    result = scr.screen(m_deploy, cands, spec, model_a=m_a, top_n=top_n, rank_by=rank_by)
+    if cands is not None and (candidates != "grid" or cluster is not None):
+        raise ValueError("--module takes neither --candidates nor --cluster")
+    if cluster is None:
+        if cands is None:
+            cands = scr.load_candidates(candidates, n_extended=n_extended, seed=seed)
+        result = scr.screen(m_deploy, cands, spec, model_a=m_a, top_n=top_n, rank_by=rank_by)
+    else:
+        from carb_lib.distributed import open_cluster, screen_on_cluster
+
+        with open_cluster(cluster, timeout_s=cluster_timeout_s) as client:
+            result = screen_on_cluster(m_deploy, candidates, spec, client, n_extended=n_extended,
+                                       seed=seed, partition_size=partition_size)
     paths = result.write(out)
     typer.echo(result.summary_text())
     typer.echo("wrote " + ", ".join(str(p) for p in paths))
@@ -300,6 +319,10 @@ def profile(
     time_budget_old: float | None = typer.Option(None, "--time-budget", hidden=True),
     timeout_old: float | None = typer.Option(None, "--timeout", hidden=True),
     cooldown_old: float | None = typer.Option(None, "--cooldown", hidden=True),
+    cluster: str | None = typer.Option(None, "--cluster", help="Measure on a Dask cluster: local:N | cuda | slurm:FILE.yaml | tcp://HOST:PORT (needs carb_lib[dask]); the client writes the same part files."),
+    cluster_timeout_s: float = typer.Option(10.0, "--cluster-timeout-s", help="How long to try reaching a tcp:// scheduler."),
+    max_tries: int = typer.Option(3, "--max-tries", help="With --cluster: worker deaths a config may cause before it gets a status=error row."),
+    chunk_size: int = typer.Option(1, "--chunk-size", help="With --cluster: configs per task."),
     module: str | None = _MODULE,
     input_shape: str | None = _INPUT_SHAPE,
     module_kwargs: str = _MODULE_KWARGS,
@@ -324,6 +347,8 @@ def profile(
     kw = {"threads": threads, "timeout_s": timeout}
     if cooldown is not None:
         kw["cooldown_s"] = cooldown
+    if cluster is not None:
+        _profile_on_cluster(cluster, cluster_timeout_s, device, max_tries, chunk_size)
     from carb_lib.families.module import cli_configs
 
     df = cli_configs(module, input_shape, module_kwargs, batches, precisions)
@@ -331,11 +356,36 @@ def profile(
         raise ValueError("give --configs or --module, not both")
     if df is None:
         df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
-    res = run_campaign(
-        df, out, device, Protocol(**kw), platform=platform, seed=seed, ref_every=ref_every,
-        time_budget_s=time_budget, max_gflops=max_gflops, shard=shard, progress=progress,
-    )
+    common = dict(platform=platform, seed=seed, ref_every=ref_every, time_budget_s=time_budget,
+                  max_gflops=max_gflops, shard=shard, progress=progress)
+    if cluster is None:
+        res = run_campaign(df, out, device, Protocol(**kw), **common)
+    else:
+        from carb_lib.distributed import open_cluster, run_cluster_campaign
+
+        with open_cluster(cluster, timeout_s=cluster_timeout_s) as client:
+            res = run_cluster_campaign(df, out, client, device, Protocol(**kw), **common,
+                                       max_tries=max_tries, chunk_size=chunk_size)
+        typer.echo(f"cluster: {res.workers} worker(s), platform(s) {res.platforms}, "
+                   f"{res.n_tasks} task(s), {res.n_killed} config(s) killed their worker "
+                   f"{max_tries} times, median per-task overhead {res.task_overhead_ms:.1f} ms")
     typer.echo(f"counts {res.counts}; reference runs {res.n_reference}; drift {res.drift}")
+
+
+def _profile_on_cluster(cluster: str, timeout_s: float, device: str, max_tries: int,
+                        chunk_size: int) -> None:
+    """Check the cluster options before anything is read or started."""
+    from carb_lib.distributed import parse_cluster_spec, require_dask
+
+    spec = parse_cluster_spec(cluster)
+    if spec.kind == "cuda" and device != "cuda":
+        raise ValueError(f"--cluster cuda runs one worker per GPU: pass --device cuda, not {device!r}")
+    for name, value in (("--max-tries", max_tries), ("--chunk-size", chunk_size)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if not timeout_s > 0:
+        raise ValueError(f"--cluster-timeout-s must be > 0 seconds, got {timeout_s}")
+    require_dask()
 
 
 @app.command()

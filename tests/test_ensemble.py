@@ -275,7 +275,12 @@ def test_model_matrix_mixed_families():
     assert mm.loc[1, "depth"] == -1 and mm.loc[1, "family_nb201"] == 1
     assert mm.loc[1, "nb201_n_nor_conv_3x3"] == 2 and mm.loc[1, "nb201_n_none"] == 1
     assert mm.loc[0, ["nb201_n_skip_connect", "nb201_n_avg_pool_3x3"]].tolist() == [0, 0]
-    assert list(mm.columns) == model_matrix_columns("static")
+    everything = model_matrix_columns("static")
+    assert list(mm.columns) == [c for c in everything if c in mm.columns]
+    # families without rows here and not always in the matrix bring no columns
+    absent = {c for name, fam in families.FAMILIES.items() if not fam.always_in_matrix
+              for c in (fam.indicator_column, *fam.matrix_columns)}
+    assert set(everything) - set(mm.columns) == absent
     with pytest.raises(ValueError, match="'arch' is missing .* row 1"):
         model_matrix(df.assign(arch=[None, None]))
     with pytest.raises(ValueError, match="'precision' has unknown value 'bf16'"):
@@ -315,9 +320,9 @@ def test_a_family_registered_later_only_appends_columns(fitted, data, tmp_path, 
     assert model_matrix_columns("static+telemetry") == (
         static + ["family_toy", "toy_size"] + tel[len(static):]
     )
-    grown = model_matrix(test)
-    assert grown[static].to_numpy().tobytes() == mm.to_numpy().tobytes()
-    assert (grown["family_toy"] == 0).all() and (grown["toy_size"] == -1).all()
+    grown = model_matrix(test)  # no toy row: no toy column, the matrix is unchanged
+    assert list(grown.columns) == list(mm.columns)
+    assert grown.to_numpy().tobytes() == mm.to_numpy().tobytes()
     # a model fitted before predicts from its own columns: same numbers, also after loading
     pd.testing.assert_frame_equal(fitted.predict(test), pred)
     pd.testing.assert_frame_equal(load_model(path).predict(test), pred)
@@ -325,7 +330,10 @@ def test_a_family_registered_later_only_appends_columns(fitted, data, tmp_path, 
     with pytest.raises(ValueError, match=r"family 'toy' has no model-matrix columns "
                                          r"\['family_toy', 'toy_size'\] in this model"):
         fitted.predict(toy)
-    assert model_matrix(toy)["toy_size"].tolist() == [-1.0, 3.0]
+    with_toy = model_matrix(toy)
+    assert with_toy["toy_size"].tolist() == [-1.0, 3.0]
+    assert with_toy["family_toy"].tolist() == [0.0, 1.0]
+    assert list(with_toy.columns[-2:]) == ["family_toy", "toy_size"]
 
 
 def test_clashing_family_column_names_are_refused(monkeypatch):
@@ -512,3 +520,27 @@ def test_cli_fit_preset(tmp_path):
     assert meta["params"]["n_estimators_xgb"] == ensemble.PRESETS["fast"]["n_estimators_xgb"]
     res = runner.invoke(app, args + ["--preset", "huge"])
     assert res.exit_code == 1 and f"--preset must be one of {sorted(ensemble.PRESETS)}" in res.output
+
+
+def test_matrix_carries_other_families_columns_only_with_their_rows():
+    from carb_lib.families import vgg
+    from carb_lib.features import with_static_features
+
+    resnet = with_static_features(pd.DataFrame({
+        "family": ["resnet"], "block": ["basic"], "depth": [18], "width": [1.0],
+        "early_downsample": [True], "resolution": [32], "batch": [1], "precision": ["fp32"],
+        "num_classes": [1000]}))
+    cols = list(model_matrix(resnet).columns)
+    # the layout of models fitted before more families were registered
+    assert cols[0] == "family_nb201" and "nb201_n_none" in cols
+    assert not [c for c in cols if c.startswith(("family_vgg", "vgg_", "mobilenetv2",
+                                                 "family_mobilenetv2", "efficientnet",
+                                                 "family_efficientnet"))]
+    one_vgg = with_static_features(vgg.sample_configs(1, seed=0))
+    both = pd.concat([resnet, one_vgg], ignore_index=True)
+    mixed = model_matrix(both)
+    assert list(mixed.columns[: len(cols)]) == cols  # new family columns only append
+    assert {"family_vgg", "vgg_depth", "vgg_width", "vgg_batch_norm"} <= set(mixed.columns)
+    assert mixed["family_vgg"].tolist() == [0.0, 1.0]
+    assert mixed["vgg_depth"].iloc[0] == families.get_family("vgg").not_applicable
+    assert mixed["vgg_depth"].iloc[1] == float(one_vgg["depth"].iloc[0])

@@ -124,6 +124,19 @@ def _family_parts(df: pd.DataFrame) -> dict[str, Any]:
     return parts
 
 
+def _absent_family_columns(df: pd.DataFrame) -> set[str]:
+    """Columns of the families that ``df`` has no row of, except those of families whose
+    columns every matrix carries (``Family.always_in_matrix``): a model fitted on some
+    families gets no constant columns of the others (their column sampling and numbers stay
+    as they were before those families were registered)."""
+    present = set(df["family"].fillna(DEFAULT_FAMILY).astype(str).unique())
+    out: set[str] = set()
+    for name, cols in _family_column_names():
+        if name not in present and not FAMILIES[name].always_in_matrix:
+            out.update(cols)
+    return out
+
+
 def _ordered(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """Family column ``names`` (generic order) split into (leading, trailing), see the module
     docstring."""
@@ -361,7 +374,9 @@ def _model_array(
     parts.update(telemetry)
     if columns is not None:
         _check_columns(df, parts, columns)
-    names = list(parts) if columns is None else list(columns)
+        names = list(columns)
+    else:
+        names = [c for c in parts if c not in _absent_family_columns(df)]
     # float64 values rounded once to float32, column by column, into one row-major array
     arr = np.empty((n, len(names)), dtype=np.float32)
     for k, name in enumerate(names):

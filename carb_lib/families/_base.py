@@ -78,6 +78,10 @@ class Family(ABC):
     reference_config : mapping or None
         A cheap, representative config of the family that a campaign re-measures at each
         checkpoint as its drift reference (None: the family has none).
+    always_in_matrix : bool, default False
+        Whether CARB's model matrix carries this family's columns even when the training data
+        has none of its rows (True for ``resnet`` and ``nb201``: the layout of the models
+        fitted before more families existed); otherwise they enter only with the family's rows.
 
     Methods (plain functions stored on the class; see each family module)
     ---------------------------------------------------------------------
@@ -118,6 +122,7 @@ class Family(ABC):
     not_applicable: ClassVar[float]
     predict_unseen: ClassVar[bool] = False
     reference_config: ClassVar[Mapping[str, Any] | None] = None
+    always_in_matrix: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ columns
     @property

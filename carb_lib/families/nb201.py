@@ -639,6 +639,8 @@ class NB201Family(Family):
     extra_feature_columns = (*OP_COUNT_COLUMNS, *EXTRA_STATIC_FEATURES)
     matrix_columns = MATRIX_COLUMNS
     not_applicable = NOT_APPLICABLE
+    # columns in every model matrix: the layout of the models fitted before other families
+    always_in_matrix = True
 
     from_row = staticmethod(config_from_row)
     config_ids = staticmethod(config_ids)

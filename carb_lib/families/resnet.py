@@ -605,6 +605,8 @@ class ResNetFamily(Family):
     extra_feature_columns = EXTRA_STATIC_FEATURES
     matrix_columns = MATRIX_COLUMNS
     not_applicable = NOT_APPLICABLE
+    # columns in every model matrix: the layout of the models fitted before other families
+    always_in_matrix = True
     reference_config = REFERENCE_CONFIG
 
     from_row = staticmethod(resnet_from_row)

@@ -198,33 +198,12 @@ def screen(
         feature set, a model lacking a target the spec needs.
     """
     timings: dict[str, float] = {}
-    notes: list[str] = []
-    platform = spec.platform if spec.platform is not None else getattr(model, "platform_", None)
-    check_model(model, spec, platform=platform)
-    missing = _missing_targets(model, spec.needed_targets)
-    if missing:
-        raise ValueError(
-            f"the model for {platform!r} does not predict {missing} (it predicts "
-            f"{_model_targets(model)}); drop those budgets/objectives or use another model"
-        )
+    platform, notes = _check_screening(model, spec)
     t0 = time.perf_counter()
     df = prepare_candidates(candidates)
     timings["features"] = time.perf_counter() - t0
     n_candidates = len(df)
-    for o in spec.objectives:
-        if not o.predicted and o.column not in df.columns:
-            hint = (" (pass quality=<column> with the candidates' quality scores, or "
-                    "use_quality=False)") if o.sense == "max" else ""
-            raise ValueError(
-                f"objective {o.label!r} names no column of the candidates and is not a "
-                f"predicted metric {list(BUDGET_METRICS)}{hint}"
-            )
-    q = spec.quality_objective
-    if q is not None and q.proxy:
-        notes.append(
-            f"no quality column given: maximising '{QUALITY_PROXY}' (parameter count) as a "
-            "capacity proxy, not a measured accuracy"
-        )
+    _check_objective_columns(df, spec)
 
     platform_a = None
     if model_a is not None:
@@ -249,55 +228,18 @@ def screen(
     pred = _predict_interval(model, df, spec.coverage, "model")
     timings["predict"] = time.perf_counter() - t0
     if "extrapolated" in pred.columns and pred["extrapolated"].any():
-        notes.append(
-            f"{int(pred['extrapolated'].sum()):,} of {len(pred):,} candidates lie outside the "
-            "model's training range (column 'extrapolated'): their predictions extrapolate "
-            "the base law, treat them with care"
-        )
+        notes.append(_extrapolated_note(int(pred["extrapolated"].sum()), len(pred)))
 
     t0 = time.perf_counter()
     table, report, within = _stage1(df, pred, spec)
     timings["stage1_budgets"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    surv = np.flatnonzero(within)
-    on_front = np.zeros(len(table), dtype=bool)
-    rank = np.full(len(table), -1, dtype=np.int64)
-    if len(surv):
-        which = "_hi" if spec.rank_on == "upper" else ""
-        F = _objective_matrix(table, spec, which)[surv]
-        senses = [o.sense for o in spec.objectives]
-        bad = ~np.isfinite(F).all(axis=1)
-        if bad.any():
-            notes.append(f"{int(bad.sum())} survivors with a non-finite objective were dropped")
-            surv, F = surv[~bad], F[~bad]
-        front_mask = pareto_front(F, senses)
-        on_front[surv[front_mask]] = True
-        timings["stage2_pareto"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        order = _shortlist_order(F, senses, front_mask, spec)
-        rank[surv[order]] = np.arange(len(order))
-    else:
-        timings["stage2_pareto"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+    on_front, rank = _stage2(table, within, spec, notes, timings)
     table["on_front"] = on_front
     table["shortlist_rank"] = rank
     shortlist = table[rank >= 0].sort_values("shortlist_rank").reset_index(drop=True)
-    timings["shortlist"] = time.perf_counter() - t0
-
-    if len(surv) == 0 and spec.budgets:
-        tight = report.sort_values("n_fail", ascending=False).iloc[0]
-        b = next(bb for bb in spec.budgets if bb.label == tight.name)
-        notes.append(
-            f"no candidate meets every budget at coverage {spec.coverage:.2f}: the tightest "
-            f"budget is {tight.name} ({int(tight['n_fail']):,} of {len(table):,} fail it; the "
-            f"lowest predicted upper bound of {b.metric} is {tight['min_upper']:.4g})"
-        )
-    elif 0 < int(on_front.sum()) < spec.k:
-        notes.append(
-            f"the front has {int(on_front.sum())} members < k={spec.k}: the shortlist is "
-            "filled from the next non-dominated fronts"
-        )
+    notes += _outcome_notes(report, spec, n_survivors=int(within.sum()),
+                            n_front=int(on_front.sum()), n_scored=len(table))
     counts = {
         "candidates": n_candidates,
         "after_cross_platform": n_after_a,
@@ -309,6 +251,97 @@ def screen(
     return ScreeningResult(spec=spec, table=table, shortlist=shortlist, counts=counts,
                            budget_report=report, timings_s=timings, notes=notes,
                            platform=platform, platform_a=platform_a)
+
+
+def _check_screening(model: Any, spec: DeploymentSpec) -> tuple[str | None, list[str]]:
+    """The deployment platform and the first notes; raise ValueError if ``model`` cannot
+    serve ``spec``."""
+    platform = spec.platform if spec.platform is not None else getattr(model, "platform_", None)
+    check_model(model, spec, platform=platform)
+    missing = _missing_targets(model, spec.needed_targets)
+    if missing:
+        raise ValueError(
+            f"the model for {platform!r} does not predict {missing} (it predicts "
+            f"{_model_targets(model)}); drop those budgets/objectives or use another model"
+        )
+    notes = []
+    q = spec.quality_objective
+    if q is not None and q.proxy:
+        notes.append(
+            f"no quality column given: maximising '{QUALITY_PROXY}' (parameter count) as a "
+            "capacity proxy, not a measured accuracy"
+        )
+    return platform, notes
+
+
+def _check_objective_columns(df: pd.DataFrame, spec: DeploymentSpec) -> None:
+    """Raise ValueError for an objective that is neither predicted nor a column of ``df``."""
+    for o in spec.objectives:
+        if not o.predicted and o.column not in df.columns:
+            hint = (" (pass quality=<column> with the candidates' quality scores, or "
+                    "use_quality=False)") if o.sense == "max" else ""
+            raise ValueError(
+                f"objective {o.label!r} names no column of the candidates and is not a "
+                f"predicted metric {list(BUDGET_METRICS)}{hint}"
+            )
+
+
+def _extrapolated_note(n_extrapolated: int, n: int) -> str:
+    return (f"{n_extrapolated:,} of {n:,} candidates lie outside the model's training range "
+            "(column 'extrapolated'): their predictions extrapolate the base law, treat them "
+            "with care")
+
+
+def _nonfinite_note(n_bad: int) -> str:
+    return f"{n_bad} survivors with a non-finite objective were dropped"
+
+
+def _stage2(table: pd.DataFrame, within: np.ndarray, spec: DeploymentSpec, notes: list[str],
+            timings: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 2 on the survivors ``within``: (on_front mask, shortlist rank or -1) over
+    ``table``'s rows. Survivors with a non-finite objective are dropped (noted)."""
+    t0 = time.perf_counter()
+    surv = np.flatnonzero(within)
+    on_front = np.zeros(len(table), dtype=bool)
+    rank = np.full(len(table), -1, dtype=np.int64)
+    if len(surv):
+        which = "_hi" if spec.rank_on == "upper" else ""
+        F = _objective_matrix(table, spec, which)[surv]
+        senses = [o.sense for o in spec.objectives]
+        bad = ~np.isfinite(F).all(axis=1)
+        if bad.any():
+            notes.append(_nonfinite_note(int(bad.sum())))
+            surv, F = surv[~bad], F[~bad]
+        front_mask = pareto_front(F, senses)
+        on_front[surv[front_mask]] = True
+        timings["stage2_pareto"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        order = _shortlist_order(F, senses, front_mask, spec)
+        rank[surv[order]] = np.arange(len(order))
+    else:
+        timings["stage2_pareto"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+    timings["shortlist"] = time.perf_counter() - t0
+    return on_front, rank
+
+
+def _outcome_notes(report: pd.DataFrame, spec: DeploymentSpec, *, n_survivors: int,
+                   n_front: int, n_scored: int) -> list[str]:
+    """The notes on stage 1 leaving nobody, or a front smaller than ``k``."""
+    if n_survivors == 0 and spec.budgets:
+        tight = report.sort_values("n_fail", ascending=False).iloc[0]
+        b = next(bb for bb in spec.budgets if bb.label == tight.name)
+        return [
+            f"no candidate meets every budget at coverage {spec.coverage:.2f}: the tightest "
+            f"budget is {tight.name} ({int(tight['n_fail']):,} of {n_scored:,} fail it; the "
+            f"lowest predicted upper bound of {b.metric} is {tight['min_upper']:.4g})"
+        ]
+    if 0 < n_front < spec.k:
+        return [
+            f"the front has {n_front} members < k={spec.k}: the shortlist is filled from the "
+            "next non-dominated fronts"
+        ]
+    return []
 
 
 def _default_rank_by(spec: DeploymentSpec) -> str:
