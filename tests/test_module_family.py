@@ -278,18 +278,18 @@ def test_predict_and_screen_a_user_module(fitted, tmp_path):
     assert set(pd.read_csv(short)["family"]) == {"module"}
 
 
-def test_a_model_without_module_rows_says_so_in_one_line(fitted, tmp_path):
-    """Zero-shot prediction of a user module needs the model matrix to accept a family the
-    model never saw (carb_lib.ensemble.matrix refuses it today): one line, nothing written."""
+def test_a_model_without_module_rows_predicts_a_user_module_zero_shot(fitted, tmp_path):
+    """A family with ``predict_unseen`` (user modules) is predicted from its static features
+    by a model that never saw it (no family columns of its own to miss)."""
     model, _ = fitted
     out = tmp_path / "p.csv"
     res = cli("predict", "--model", str(model), "--module", TINY, "--input-shape", "3,32,32",
-              "--out", str(out))  # fmt: skip
-    if res.exit_code == 0:  # the matrix accepts families without an encoding of their own
-        assert len(pd.read_csv(out)) == 1
-        return
-    assert_one_line_error(res, "family 'module'")
-    assert not out.exists()
+              "--batches", "1,16", "--out", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out)
+    assert len(pred) == 2 and set(pred["family"]) == {"module"}
+    assert np.isfinite(pred["latency_ms_pred"]).all() and (pred["latency_ms_pred"] > 0).all()
+    assert pred["latency_ms_pred"].iloc[1] > pred["latency_ms_pred"].iloc[0]  # batch 16 > 1
 
 
 @pytest.mark.parametrize(

@@ -345,13 +345,15 @@ def _check_columns(df: pd.DataFrame, parts: dict[str, Any], columns: Sequence[st
         )
     wanted = set(columns)
     for name, cols in _family_column_names():
+        if FAMILIES[name].predict_unseen:  # e.g. user modules: predicted from features alone
+            continue
         absent = [c for c in cols if c not in wanted]
         rows = equals(df["family"], name) if absent else None
         if rows is not None and rows.any():
             raise ValueError(
                 f"{_row_label(df, int(np.flatnonzero(rows)[0]))}: family {name!r} has no "
-                f"model-matrix columns {absent} in this model (it was fitted before the family "
-                "was registered); fit a model on that family"
+                f"model-matrix columns {absent} in this model (it was fitted without rows of "
+                "that family); fit a model on that family"
             )
 
 
