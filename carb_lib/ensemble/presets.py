@@ -20,6 +20,8 @@ A preset is a dict of constructor parameters: ``CARBRegressor(**PRESETS[name])``
 ``"quick"``
     The quick profile's size (``carb fit --quick``, the notebooks with ``quick=True``): 40
     trees, 3 folds, one thread; seconds per fit.
+``"screening_quick"``
+    Notebook 04's quick profile (40 / 40 / 15 trees, constructor learning rates, 3 folds).
 ``"test"``
     The unit tests' size: 20 trees of each learner, 3 folds, one thread; well under a second
     per fit on a few hundred rows. Not for results.
@@ -28,7 +30,7 @@ Examples
 --------
 >>> from carb_lib.ensemble.presets import PRESETS
 >>> sorted(PRESETS)
-['default', 'fast', 'paper', 'quick', 'test']
+['default', 'fast', 'paper', 'quick', 'screening_quick', 'test']
 >>> PRESETS["paper"]["n_estimators_xgb"], PRESETS["default"]["n_estimators_xgb"]
 (800, 150)
 """
@@ -98,6 +100,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         # one thread: on a shared, loaded 2-core machine the OpenMP threads of XGBoost /
         # LightGBM contend and small fits get 10-100x slower with n_jobs=2
         "n_jobs": 1,
+    },
+    "screening_quick": {
+        "n_estimators_xgb": 40,
+        "max_depth_xgb": 5,
+        "n_estimators_lgbm": 40,
+        "num_leaves_lgbm": 15,
+        "n_estimators_et": 15,
+        "n_estimators_regime": 15,
+        "cv": 3,
     },
     "test": {
         "n_estimators_xgb": 20,
