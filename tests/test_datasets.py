@@ -210,7 +210,7 @@ def test_family_defaults_to_resnet_and_ids_are_checked():
          r"row 1: column 'status' value 'great' is not a valid status"),
         (lambda d: d.assign(family=["resnet", "vit", "nb201"]),
          r"row 1: column 'family' value 'vit' is not a registered family; known: "
-         r"\['resnet', 'nb201'\]"),
+         r"\['resnet', 'nb201', 'mobilenetv2', 'vgg', 'efficientnet', 'module'\]"),
         (lambda d: d.drop(columns="arch"), r"row 2: nb201 rows need column\(s\) \['arch'\]"),
     ],
 )  # fmt: skip

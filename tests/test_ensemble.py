@@ -400,7 +400,7 @@ def test_cli_fit_and_predict(tmp_path):
 
 def test_presets_in_one_place_default_is_the_constructor_default():
     presets = ensemble.PRESETS
-    assert set(presets) == {"default", "paper", "fast", "quick", "test"}
+    assert set(presets) == {"default", "paper", "fast", "quick", "screening_quick", "test"}
     defaults = CARBRegressor().get_params()
     for name, params in presets.items():
         assert set(params) <= set(defaults), name  # only constructor parameters
