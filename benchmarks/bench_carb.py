@@ -19,7 +19,8 @@ the estimator's defaults; ``paper``: the paper's sizes; ``fast``) with ``n_jobs=
   a sanity check that both presets fit the synthetic laws, not an accuracy claim (those are
   measured on real data in notebook 03).
 
-``results/benchmarks/carb.csv`` is overwritten, one row per preset and measure. Smaller runs
+``results/benchmarks/carb.csv`` holds one row per preset and measure: the presets run replace
+their rows, the others' rows are kept with their own ``measured_at``. Smaller runs
 (``--rows``, ``--predict-rows``) are labelled ``full_size=False``. Do not run while a CPU
 measurement campaign is running on the machine.
 """
@@ -156,7 +157,12 @@ def main(argv=None) -> pd.DataFrame:
         for s, t in zip(out["seconds"], out["target_s"], strict=True)
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(args.out, index=False)
+    if args.out.exists():  # keep the rows of presets not run this time (their own measured_at)
+        old = pd.read_csv(args.out)
+        old = old[~old["preset"].isin(args.presets)]
+        pd.concat([old, out], ignore_index=True).to_csv(args.out, index=False)
+    else:
+        out.to_csv(args.out, index=False)
     show = out[["preset", "measure", "rows", "seconds", "target_s", "meets_target", "disk_mib"]]
     print(show.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     r2_cols = [c for c in out.columns if c.startswith("heldout_r2_")]

@@ -347,6 +347,7 @@ def profile(
     kw = {"threads": threads, "timeout_s": timeout}
     if cooldown is not None:
         kw["cooldown_s"] = cooldown
+    _warn_if_sigint_ignored()
     if cluster is not None:
         _profile_on_cluster(cluster, cluster_timeout_s, device, max_tries, chunk_size)
     from carb_lib.families.module import cli_configs
@@ -370,6 +371,19 @@ def profile(
                    f"{res.n_tasks} task(s), {res.n_killed} config(s) killed their worker "
                    f"{max_tries} times, median per-task overhead {res.task_overhead_ms:.1f} ms")
     typer.echo(f"counts {res.counts}; reference runs {res.n_reference}; drift {res.drift}")
+
+
+def _warn_if_sigint_ignored() -> None:
+    """Say so when Ctrl-C cannot stop this campaign: a process started with SIGINT ignored
+    (``carb profile ... &`` from a script, ``nohup``) inherits that, and Python then never
+    raises KeyboardInterrupt. Unix convention, kept; the user gets the way to stop it."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        typer.secho(f"note: Ctrl-C (SIGINT) is ignored in this process (started in the "
+                    f"background); stop it with `kill {os.getpid()}` (SIGTERM): every part "
+                    "file already written is kept and a rerun resumes", err=True,
+                    fg=typer.colors.YELLOW)
 
 
 def _profile_on_cluster(cluster: str, timeout_s: float, device: str, max_tries: int,
@@ -539,7 +553,7 @@ def convert_help_cmd(
 def fit(
     data: Path = typer.Option(..., "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used)."),
     out: Path = typer.Option(..., "--out", help="Model file to write (joblib; metadata in <out>.json)."),
-    feature_set: str = typer.Option("static", "--feature-set", help="static | static+telemetry (GPU only)."),
+    feature_set: str = typer.Option("static", "--feature-set", help="static | static+telemetry (GPU only) | shared (no family encoding: predicts families it was not fitted on)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
     quick: bool = typer.Option(False, "--quick", help="Small models (PRESETS['quick']: 40 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
@@ -561,6 +575,12 @@ def fit(
         if len(plats) > 1:
             raise ValueError(f"{data} holds several platforms {plats}: choose one with --platform")
     df = prepare_dataset(raw, platform)
+    if feature_set == "shared":  # the family-agnostic extras are not stored by older campaigns
+        from carb_lib.features import with_static_features
+        from carb_lib.vocab import EXTRA_STATIC_FEATURES
+
+        if any(c not in df.columns or df[c].isna().any() for c in EXTRA_STATIC_FEATURES):
+            df = with_static_features(df)
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
     params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
@@ -597,6 +617,7 @@ def predict(
     from carb_lib.families import DEFAULT_FAMILY
     from carb_lib.space import validate_config_frame
     from carb_lib.tables import read_table, table_format, write_table
+    from carb_lib.vocab import EXTRA_STATIC_FEATURES
 
     table_format(out, "--out")
     if not 0 < coverage < 1:
@@ -614,14 +635,16 @@ def predict(
         df["family"] = DEFAULT_FAMILY
     validate_config_frame(df, f"--configs {configs}" if configs else f"--module {module}")
     known = getattr(m, "families_", None)
-    if known:  # a family without config encoding (module) is predicted from its features
+    shared = getattr(m, "feature_set", None) == "shared"  # no family encoding: any family
+    if known and not shared:  # a family without config encoding (module): from its features
         other = sorted(f for f in set(df["family"].astype(str)) - set(known)
                        if not get_family(f).predict_unseen)
         if other:
             first = int(np.flatnonzero(df["family"].astype(str).isin(other).to_numpy())[0])
             raise ValueError(f"--configs {configs}: row {first}: family {other[0]!r} was never "
                              f"seen by this model (trained on {known}); fit one on that family")  # fmt: skip
-    if not all(c in df.columns for c in STATIC_FEATURES):
+    need = (*STATIC_FEATURES, *(EXTRA_STATIC_FEATURES if shared else ()))
+    if not all(c in df.columns for c in need):
         from carb_lib.features import with_static_features
 
         df = with_static_features(df)

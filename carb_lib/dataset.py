@@ -204,6 +204,9 @@ SCHEMA: tuple[Column, ...] = (
        doc="windows not used, by reason: share=a,other=b,spread=c"),
     _c("load_1m", "float", "quality", False, "allowed", True,
        doc="host 1-minute load average when the row was measured"),
+    _c("siblings", "int", "quality", False, "allowed", True,
+       doc="other measuring workers on the row's host (Dask campaign; 0: it measured alone "
+           "there; missing: a local campaign): its other-load threshold allowed for them"),
     _c("error", "str", "quality", missing="allowed", doc="message when status != ok"),
     # measurement
     _c("latency_norm_ms", "float", "measurement", False, "allowed", True,

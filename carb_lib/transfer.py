@@ -369,6 +369,41 @@ def _fit_predict_raw(method: str, S_s, F_s, y_s, S_q, F_q) -> np.ndarray:
     raise ValueError(f"method={method!r} is unknown; valid: {list(METHODS)}")
 
 
+def recalibrate(
+    method: str, source_log_samples: np.ndarray, features_samples: pd.DataFrame,
+    log_y_samples: np.ndarray, source_log_query: np.ndarray, features_query: pd.DataFrame,
+) -> np.ndarray:
+    """The few-shot step alone: log predictions for query rows from k measured samples.
+
+    :func:`few_shot_predict` with the source predictions given, so other sources than a
+    platform (e.g. a model of other network families, :mod:`carb_lib.evaluation.cross_family`)
+    are recalibrated the same way.
+
+    Parameters
+    ----------
+    method : {"blend", "ridge", "loglinear", "target_only", "flops"}
+    source_log_samples, source_log_query : ndarray of shape (k, n_sources), (q, n_sources)
+        Log source predictions of the samples and of the query rows.
+    features_samples, features_query : pandas.DataFrame
+        :func:`model_features` of the samples and of the query rows.
+    log_y_samples : ndarray of shape (k,)
+        Log measured target of the samples (k >= 2).
+
+    Returns
+    -------
+    numpy.ndarray
+        Log predictions of the query rows, clipped to the samples' range +- a factor 3.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is unknown; valid: {list(METHODS)}")
+    if len(log_y_samples) < 2:
+        raise ValueError(f"need at least 2 samples, got {len(log_y_samples)}")
+    S_s = np.asarray(source_log_samples, dtype=np.float64).reshape(len(log_y_samples), -1)
+    S_q = np.asarray(source_log_query, dtype=np.float64).reshape(len(features_query), -1)
+    return _fit_predict(method, S_s, features_samples, np.asarray(log_y_samples, np.float64),
+                        S_q, features_query)
+
+
 def few_shot_predict(
     source_rows: pd.DataFrame, target_samples: pd.DataFrame, query_rows: pd.DataFrame,
     target: str = "latency_ms", method: str = DEFAULT_METHOD, exclude_target_platform: bool = True,
@@ -507,7 +542,7 @@ def summarise_curve(curve: pd.DataFrame) -> pd.DataFrame:
 __all__ = [
     "HELP_TABLE3", "METHODS", "DEFAULT_METHOD", "KS", "setting_of", "arch_keys", "clean",
     "model_features", "make_source_model", "metrics", "settings_table", "pairwise_transfer",
-    "log_target_matrix", "slope_table", "source_predictions", "few_shot_predict",
+    "log_target_matrix", "slope_table", "source_predictions", "few_shot_predict", "recalibrate",
     "few_shot_curve", "summarise_curve", "primary_settings", "help_comparison",
     "help_reported_by_kind",
     "load_transfer_data", "subsample_archs", "representative_settings", "claim_rows",

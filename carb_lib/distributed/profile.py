@@ -40,8 +40,9 @@ Interference (CPU workers)
     expected sibling load. The per-thread CPU-share check (each worker is pinned to its own
     core) and the agreement of the windows are unchanged. With as many workers as cores the
     other-load check can no longer fire, and quality rests on the CPU-share check and window
-    agreement; rows of such a campaign carry ``siblings=K`` in ``rejected_by`` (the dataset
-    schema has no column for it yet) so they can be told apart from rows measured alone.
+    agreement; every row of a cluster campaign carries the dataset column ``siblings`` (the
+    number K of other measuring workers on its host; 0 when it measured alone) so such rows
+    can be told apart from rows of a local campaign (no ``siblings`` value).
 """
 
 from __future__ import annotations
@@ -140,8 +141,7 @@ class _Measurer:
         self.idle_w = NAN
 
     def _tag(self, row: dict[str, Any]) -> dict[str, Any]:
-        if self.siblings and isinstance(row.get("rejected_by"), str):
-            row["rejected_by"] = f"{row['rejected_by']},siblings={self.siblings}"
+        row["siblings"] = self.siblings
         return row
 
     def checkpoint(self) -> list[dict[str, Any]]:

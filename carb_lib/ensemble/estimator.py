@@ -91,8 +91,11 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         default ``("peak_mem_mib", "energy_j", "latency_ms")``. Frame mode only; targets absent
         or all-NaN in the training data are skipped with a :class:`MissingTargetWarning`
         (energy on CPU); if none is left, one ``ValueError`` says why for each.
-    feature_set : {"static", "static+telemetry"}, default="static"
+    feature_set : {"static", "static+telemetry", "shared"}, default="static"
         Which columns :func:`~carb_lib.ensemble.model_matrix` uses (frame mode).
+        ``"shared"``: only what every family has (static features with the family-agnostic
+        extras, resolution, batch, precision), so the model predicts rows of families it was
+        not fitted on (cross-family, zero-shot).
     base : bool, default=True
         Use the characterization base law (frame mode; array mode has no named features, so
         no base). False: the learners model ``log1p(target)`` directly (the paper's design).

@@ -24,6 +24,12 @@ its config columns (``encode_config``, ``matrix_columns``). Column order:
    its encoding): a family registered later only appends columns, it never moves old ones;
 4. the telemetry columns (``feature_set="static+telemetry"``).
 
+``feature_set="shared"`` builds the common columns only, plus the family-agnostic
+:data:`~carb_lib.vocab.EXTRA_STATIC_FEATURES` (depthwise convs, squeeze-and-excitation, pooling,
+residual adds, memory-bound bytes) and no family column at all: a model fitted on some
+families predicts rows of any family from what its network computes and moves (the
+cross-family model of :mod:`carb_lib.evaluation.cross_family`).
+
 A fitted model keeps the names of the columns it was fitted on (``base_features_``) and
 predicts from those columns only (:func:`_model_array` with ``columns``), so a model saved
 before a family was registered still loads and predicts the same; rows of a family it has no
@@ -49,6 +55,7 @@ from carb_lib.families._common import equals, flag, number, per_unique
 from carb_lib.families.nb201 import OPS
 from carb_lib.vocab import (
     COMMON_CONFIG_COLUMNS,
+    EXTRA_STATIC_FEATURES,
     LOG_FEATURES,
     PRECISIONS,
     STATIC_FEATURES,
@@ -68,8 +75,13 @@ __all__ = [
     "validate_features",
 ]
 
-#: Feature sets: static features only, or with the GPU telemetry columns.
-FEATURE_SETS: tuple[str, ...] = ("static", "static+telemetry")
+#: Feature sets: static features only, with the GPU telemetry columns, or ``"shared"``: the
+#: columns every family has (static features with the family-agnostic extras, resolution,
+#: batch, classes, precision) and no family's config encoding, for a model that predicts
+#: families it was not fitted on.
+FEATURE_SETS: tuple[str, ...] = ("static", "static+telemetry", "shared")
+#: Extra static features that ``feature_set="shared"`` enters as ``log1p`` (FLOPs, bytes).
+SHARED_LOG_FEATURES: tuple[str, ...] = ("se_flops", "memory_bound_bytes")
 NB201_OPS: tuple[str, ...] = OPS  # the NB201 family's operation list, in its order (former name)
 #: Family columns placed before the common columns, in this order (those that are built): the
 #: model-matrix layout of the first two registered families, which fitted models and the
@@ -162,7 +174,7 @@ def input_columns(feature_set: str = "static") -> list[str]:
 
     Parameters
     ----------
-    feature_set : {"static", "static+telemetry"}, default="static"
+    feature_set : {"static", "static+telemetry", "shared"}, default="static"
 
     Returns
     -------
@@ -175,6 +187,8 @@ def input_columns(feature_set: str = "static") -> list[str]:
     cols = list(all_config_columns()) + list(STATIC_FEATURES)
     if feature_set == "static+telemetry":
         cols += list(TELEMETRY_FEATURES)
+    elif feature_set == "shared":
+        cols += list(EXTRA_STATIC_FEATURES)
     return cols
 
 
@@ -218,7 +232,7 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
     ----------
     df : pandas.DataFrame
         Config columns plus the static features (and telemetry for ``"static+telemetry"``).
-    feature_set : {"static", "static+telemetry"}, default="static"
+    feature_set : {"static", "static+telemetry", "shared"}, default="static"
 
     Raises
     ------
@@ -251,13 +265,16 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
     feats = list(STATIC_FEATURES)
     if feature_set == "static+telemetry":
         feats += list(TELEMETRY_FEATURES)
+    elif feature_set == "shared":
+        feats += list(EXTRA_STATIC_FEATURES)
     hint = "static features come from carb_lib.features.static_features(df)"
     needs += [
         (
             c,
             every,
             f"feature_set={feature_set!r} needs it"
-            + (f" ({hint})" if c in STATIC_FEATURES else " (telemetry is measured on GPUs only)"),
+            + (f" ({hint})" if c not in TELEMETRY_FEATURES
+               else " (telemetry is measured on GPUs only)"),
         )
         for c in feats
     ]
@@ -306,6 +323,11 @@ def _common_parts(
             np.log1p(np.clip(_num(df, "activation_bytes"), 0.0, None) / batch),
         )
     )
+    if feature_set == "shared":
+        cols += [(col, _num(df, col)) for col in EXTRA_STATIC_FEATURES
+                 if col not in SHARED_LOG_FEATURES]
+        cols += [(f"log1p_{col}", np.log1p(np.clip(_num(df, col), 0.0, None)))
+                 for col in SHARED_LOG_FEATURES]
     telemetry: list[tuple[str, Any]] = []
     if feature_set == "static+telemetry":
         sm, mem = _num(df, "sm_util_pct"), _num(df, "mem_util_pct")
@@ -330,19 +352,23 @@ def _common_names(feature_set: str) -> tuple[list[str], list[str]]:
     return [name for name, _ in common], [name for name, _ in telemetry]
 
 
-_COMMON_NAMES: tuple[str, ...] = tuple(c for cols in _common_names("static+telemetry")
-                                       for c in cols)  # fmt: skip
+_COMMON_NAMES: tuple[str, ...] = tuple(dict.fromkeys(
+    c for fs in ("static+telemetry", "shared") for cols in _common_names(fs) for c in cols))
 
 
-def _check_columns(df: pd.DataFrame, parts: dict[str, Any], columns: Sequence[str]) -> None:
+def _check_columns(df: pd.DataFrame, parts: dict[str, Any], columns: Sequence[str],
+                   feature_set: str = "static") -> None:
     """Refuse ``columns`` this version does not build, and rows of a family without columns
-    in ``columns`` (a family registered after the model was fitted)."""
+    in ``columns`` (a family registered after the model was fitted; not with
+    ``feature_set="shared"``, which has no family column)."""
     missing = [c for c in columns if c not in parts]
     if missing:
         raise ValueError(
             f"model-matrix column(s) {missing} are not built by this carb_lib (known: "
             f"{list(parts)}); the model was fitted by another version"
         )
+    if feature_set == "shared":
+        return
     wanted = set(columns)
     for name, cols in _family_column_names():
         if FAMILIES[name].predict_unseen:  # e.g. user modules: predicted from features alone
@@ -367,7 +393,7 @@ def _model_array(
     """
     validate_features(df, feature_set)
     n = len(df)
-    family = _family_parts(df)
+    family = _family_parts(df) if feature_set != "shared" else {}
     lead, trail = _ordered(list(family))
     common, telemetry = _common_parts(df, feature_set)
     parts: dict[str, Any] = {c: family[c] for c in lead}
@@ -375,7 +401,7 @@ def _model_array(
     parts.update((c, family[c]) for c in trail)
     parts.update(telemetry)
     if columns is not None:
-        _check_columns(df, parts, columns)
+        _check_columns(df, parts, columns, feature_set)
         names = list(columns)
     else:
         names = [c for c in parts if c not in _absent_family_columns(df)]
@@ -407,7 +433,7 @@ def model_matrix(df: pd.DataFrame, feature_set: str = "static") -> pd.DataFrame:
     df : pandas.DataFrame
         Rows to encode; validated with :func:`validate_features` (``ValueError`` naming the
         column and row of a missing feature).
-    feature_set : {"static", "static+telemetry"}, default="static"
+    feature_set : {"static", "static+telemetry", "shared"}, default="static"
         ``"static+telemetry"`` adds ``sm_util_pct``, ``mem_util_pct``, ``temp_c_before``,
         ``log1p_kernel_launches`` and the paper's interactions (batch x SM util,
         log1p(FLOPs) x SM util, log1p(activation MiB) x memory util, SM util x memory util).
@@ -436,6 +462,8 @@ def model_matrix_columns(feature_set: str = "static") -> list[str]:
     """Names of the model-matrix columns this version builds for ``feature_set`` (with the
     families registered now), in order."""
     _check_feature_set(feature_set)
-    lead, trail = _ordered([c for _, cols in _family_column_names() for c in cols])
     common, telemetry = _common_names(feature_set)
+    if feature_set == "shared":
+        return common
+    lead, trail = _ordered([c for _, cols in _family_column_names() for c in cols])
     return lead + common + trail + telemetry

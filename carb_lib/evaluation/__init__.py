@@ -21,6 +21,9 @@ Modules
     (variants, blend winner, leave-one-batch-tier-out, leave-one-depth-out).
 :mod:`~carb_lib.evaluation.claims`
     Claim rows next to the paper's reported values.
+:mod:`~carb_lib.evaluation.cross_family`
+    :func:`cross_family_evaluation` -> :class:`CrossFamilyResult`: families the model never
+    saw, zero-shot, with k rows and against their own model; :func:`family_candidates`.
 
 Every name is importable from ``carb_lib.evaluation`` itself.
 """
@@ -36,6 +39,12 @@ from carb_lib.evaluation.ablation import (
     leave_one_depth_out,
 )
 from carb_lib.evaluation.claims import PAPER_R2, claim_rows, protocol_claim_rows
+from carb_lib.evaluation.cross_family import (
+    CrossFamilyResult,
+    cross_family_evaluation,
+    family_candidates,
+    issue_targets,
+)
 from carb_lib.evaluation.intervals import coverage_rows, interval_coverage
 from carb_lib.evaluation.models import (
     ABLATION_VARIANTS,
@@ -86,6 +95,7 @@ __all__ = [
     "PAPER_R2",
     "QUICK_PARAMS",
     "STRESS_UTIL_PCT",
+    "CrossFamilyResult",
     "PlatformEvaluation",
     "ProtocolResult",
     "ablation_reference_name",
@@ -97,14 +107,17 @@ __all__ = [
     "compare_models",
     "compare_presets",
     "coverage_rows",
+    "cross_family_evaluation",
     "depth_tier",
     "evaluate_platform",
     "evaluate_protocol",
     "extrapolation_splits",
+    "family_candidates",
     "fit_quiet",
     "flops_baseline",
     "grouped_split",
     "interval_coverage",
+    "issue_targets",
     "latency_proxy_baseline",
     "leave_one_batch_tier_out",
     "leave_one_depth_out",

@@ -548,6 +548,16 @@ def paper_grid() -> pd.DataFrame:
     return df
 
 
+def sample_configs(n: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` distinct configs of the paper grid (all of it if ``n`` is larger), seeded, in
+    grid order: the family's sampler, as the other families have one."""
+    grid = paper_grid()
+    if n >= len(grid):
+        return grid
+    take = np.random.default_rng(seed).choice(len(grid), size=n, replace=False)
+    return grid.iloc[np.sort(take)].reset_index(drop=True)
+
+
 def extended_sample(
     n: int,
     seed: int = 0,

@@ -6,7 +6,7 @@ the dataset are named in titles. Functions take tidy DataFrames (from the analys
 return a matplotlib Figure. Importing the package applies :func:`apply_style` once.
 
 Modules, by stage: ``design_space`` (00), ``characterization`` and ``explorer`` (01),
-``transfer`` (02), ``carb`` (03), ``screening`` (04); ``_style`` holds the style and
+``transfer`` (02), ``carb`` (03), ``screening`` (04), ``cross_family`` (05); ``_style`` holds the style and
 :func:`save_figure`.
 """
 
@@ -25,6 +25,10 @@ from carb_lib.plots.characterization import (
     plot_power_vs_utilisation,
     plot_scaling,
     plot_target_distributions,
+)
+from carb_lib.plots.cross_family import (
+    plot_cross_family_predictions,
+    plot_cross_family_summary,
 )
 from carb_lib.plots.design_space import plot_feature_check, plot_static_feature_distributions
 from carb_lib.plots.explorer import plot_explorer
@@ -47,6 +51,8 @@ __all__ = [
     "plot_carb_feature_importance",
     "plot_carb_model_comparison",
     "plot_carb_pred_vs_measured",
+    "plot_cross_family_predictions",
+    "plot_cross_family_summary",
     "plot_divergence",
     "plot_effects",
     "plot_explorer",

@@ -21,7 +21,8 @@ def _axis_label(col: str) -> str:
 
 
 def plot_screening_front(result, x: str | None = None, y: str | None = None,
-                         title: str | None = None, max_background: int = 20_000, seed: int = 0):
+                         title: str | None = None, max_background: int = 20_000, seed: int = 0,
+                         hue: str | None = None):
     """Predicted costs of the screened candidates: eliminated (grey), within budget (blue), the
     Pareto front (orange), the shortlist (red, with conformal intervals) and budget lines.
 
@@ -32,6 +33,9 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
         Columns on the axes (default: the first two objectives).
     max_background : int
         At most this many eliminated / surviving points are drawn (seeded subsample).
+    hue : str, optional
+        Colour the front by this column (e.g. ``"family"`` for candidates of several
+        families: one front across families).
     """
     import numpy as np
 
@@ -56,8 +60,15 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
     ax.scatter(_sub(surv)[x], _sub(surv)[y], s=6, color="tab:blue", alpha=0.35, lw=0,
                label=f"within budget ({len(surv):,})")
     front = result.front.sort_values(x)
-    ax.scatter(front[x], front[y], s=18, color="tab:orange", edgecolor="black", lw=0.3,
-               label=f"Pareto front ({len(front):,})", zorder=3)
+    if hue is not None and hue in front.columns and front[hue].nunique() > 1:
+        markers = "osD^vP"
+        for i, (v, g) in enumerate(front.groupby(hue, sort=True)):
+            ax.scatter(g[x], g[y], s=22, marker=markers[i % len(markers)],
+                       color=sns.color_palette("Set2", 8)[i % 8], edgecolor="black", lw=0.3,
+                       label=f"Pareto front: {v} ({len(g):,})", zorder=3)
+    else:
+        ax.scatter(front[x], front[y], s=18, color="tab:orange", edgecolor="black", lw=0.3,
+                   label=f"Pareto front ({len(front):,})", zorder=3)
     sl = result.shortlist
     if len(sl):
         xerr = yerr = None

@@ -1,0 +1,64 @@
+"""Run notebook 05 (cross-family evaluation and one front across families) on small seeded
+subsamples of the shipped measurements through the reproduce runner."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+NOTEBOOK = "notebooks/05_cross_family.ipynb"
+NEW = ("efficientnet", "mobilenetv2", "vgg")
+PARAMS = {"quick": True, "ks": [10], "n_seeds": 1, "preset": "test", "max_source_rows": 500,
+          "max_rows_per_family": 200, "n_candidates_per_family": 200, "fig_dir": "figures",
+          "results_dir": "results"}
+
+
+@pytest.mark.slow
+def test_notebook_05_quick(run_notebook):
+    rec, out = run_notebook(NOTEBOOK, PARAMS)
+    assert rec["have_data"] is True and rec["platform"] == "cpu_epyc_zen3_2c"
+    assert rec["n_source"] == 500
+    assert {rec[f"n_rows/{f}"] for f in NEW} == {200}
+    summary = pd.read_csv(out / "results/cross_family/summary.csv")
+    s = summary.set_index(["family", "target", "model", "k"])
+    for fam in NEW:
+        for t in ("peak_mem_mib", "latency_ms"):
+            # the glued numbers are the written ones
+            assert rec[f"{fam}/{t}/zero_shot@0/mape_pct"] == pytest.approx(
+                s.loc[(fam, t, "zero_shot", 0), "mape_pct_mean"], rel=1e-12)
+            assert rec[f"{fam}/{t}/blend@10/spearman"] == pytest.approx(
+                s.loc[(fam, t, "blend", 10), "spearman_mean"], rel=1e-12)
+            own = f"{fam}/{t}/own_model/mape_pct"  # absent only with a note (too few rows)
+            assert rec[own] > 0 if own in rec else rec["n_notes"] > 0
+    checks = pd.read_csv(out / "results/cross_family/issue_targets.csv")
+    assert len(checks) == 3 * len(NEW) == rec["n_targets"]
+    assert rec["n_targets_met"] == int(checks["met"].sum())
+    # the drift-normalised variant sits beside the plain numbers, never in their place
+    assert rec["have_refs"] is True
+    plain = pd.read_csv(out / "results/cross_family/summary.csv")
+    norm = pd.read_csv(out / "results/cross_family/summary_drift_normalised.csv")
+    for fam in NEW:
+        key = (fam, "latency_ms", "zero_shot", 0)
+        n = norm.set_index(["family", "target", "model", "k"])
+        assert rec[f"drift/{fam}/zero_shot@0/mape_pct"] == pytest.approx(
+            n.loc[key, "mape_pct_mean"], rel=1e-12)
+        # memory is not touched by the normalisation
+        m = ("peak_mem_mib", "zero_shot", 0)
+        assert n.loc[(fam, *m), "mape_pct_mean"] == pytest.approx(
+            plain.set_index(["family", "target", "model", "k"]).loc[(fam, *m), "mape_pct_mean"])
+    # one front across the four families
+    by_fam = pd.read_csv(out / "results/cross_family/screening_by_family.csv", index_col=0)
+    assert set(by_fam.index) == {"resnet", *NEW}
+    assert (by_fam["candidates"] >= by_fam["within budget"]).all()
+    assert (by_fam["within budget"] >= by_fam["on the front"]).all()
+    assert by_fam["in the shortlist"].sum() == 10
+    assert rec["screen/front_families"] == int((by_fam["on the front"] > 0).sum()) >= 1
+    figs = {p.name for p in (out / "figures").glob("*.png")}
+    assert {"05_cross_family_summary.png", "05_cross_family_latency_ms.png",
+            "05_cross_family_peak_mem_mib.png", "05_cross_family_front.png",
+            "05_cross_family_summary_drift_normalised.png"} <= figs
+
+
+def test_notebook_05_is_in_both_profiles_with_known_parameters(check_profiles):
+    check_profiles(NOTEBOOK, {"source_dataset", "target_dataset", "ks", "n_seeds", "preset",
+                              "quick", "fig_dir", "results_dir"})
