@@ -246,6 +246,43 @@ def screening(results: Path) -> str:
     return "\n".join(out) + "\n" + _source("screening/scenarios.csv")
 
 
+def cross_family(results: Path) -> str:
+    """Notebook 05: zero-shot, few-shot and own-model accuracy on the new families."""
+    s = _read(results, "cross_family/summary.csv").set_index(["family", "target", "model", "k"])
+    checks = _read(results, "cross_family/issue_targets.csv")
+    judged = {(r["family"], {"memory": "peak_mem_mib"}.get(r["target"], "latency_ms"),
+               r["model"], int(r["k"]), r["metric"]) for _, r in checks.iterrows()}
+
+    def cell(fam, t, model, k, metric):
+        if (fam, t, model, k) not in s.index:
+            return "–"
+        r = s.loc[(fam, t, model, k)]
+        d = 1 if metric == "mape_pct" else 3
+        if model == "own_model" and metric == "mape_pct" and r[f"{metric}_mean"] < 1:
+            d = 2
+        text = f"{r[f'{metric}_mean']:.{d}f} ± {r[f'{metric}_sd']:.{d}f}"
+        return f"**{text}**" if (fam, t, model, k, metric) in judged else text
+
+    out = ["| family | metric | zero-shot | blend, k=10 | blend, k=50 | FLOPs only, k=10 | "
+           "own model (rows) |", "|---|---|---|---|---|---|---|"]
+    rows = [("peak_mem_mib", "mape_pct", "memory MAPE %"),
+            ("latency_ms", "mape_pct", "latency MAPE %"),
+            ("latency_ms", "spearman", "latency Spearman")]
+    for fam in sorted({f for f, *_ in s.index}):
+        for t, metric, lab in rows:
+            own = cell(fam, t, "own_model", 0, metric)
+            if metric == "mape_pct" and (fam, t, "own_model", 0) in s.index:
+                own += f" ({int(s.loc[(fam, t, 'own_model', 0), 'n_train']):,})"
+            out.append(f"| {fam} | {lab} | {cell(fam, t, 'zero_shot', 0, metric)} | "
+                       f"{cell(fam, t, 'blend', 10, metric)} | {cell(fam, t, 'blend', 50, metric)} | "
+                       f"{cell(fam, t, 'flops', 10, metric)} | {own} |")
+    met = int(checks["met"].sum())
+    out.append(f"\nBold: the cells the issue's targets judge (mean over seeds); **met: {met} of "
+               f"{len(checks)}**.")
+    return "\n".join(out) + "\n" + _source("cross_family/summary.csv",
+                                            "cross_family/issue_targets.csv")
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
     "characterization": characterization,
@@ -254,6 +291,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "transfer": transfer_summary,
     "fewshot": fewshot,
     "screening": screening,
+    "cross-family": cross_family,
 }
 
 
