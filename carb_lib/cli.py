@@ -576,11 +576,10 @@ def fit(
             raise ValueError(f"{data} holds several platforms {plats}: choose one with --platform")
     df = prepare_dataset(raw, platform)
     if feature_set == "shared":  # the family-agnostic extras are not stored by older campaigns
-        from carb_lib.features import with_static_features
+        from carb_lib.features import fill_static_features
         from carb_lib.vocab import EXTRA_STATIC_FEATURES
 
-        if any(c not in df.columns or df[c].isna().any() for c in EXTRA_STATIC_FEATURES):
-            df = with_static_features(df)
+        df = fill_static_features(df, EXTRA_STATIC_FEATURES)
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
     params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}

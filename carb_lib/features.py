@@ -32,6 +32,8 @@ forward hooks); tests check exact agreement. This module dispatches on each row'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 from carb_lib.families import DEFAULT_FAMILY, ConfigError, get_family
@@ -53,7 +55,7 @@ EXACT_COLUMNS: tuple[str, ...] = (
 __all__ = [
     "EXACT_COLUMNS", "STATIC_FEATURE_COLUMNS", "UNIT_COLUMNS", "compare_features",
     "measure_meta_model", "measured_features", "meta_model", "resnet_static_features",
-    "static_features", "with_static_features",
+    "fill_static_features", "static_features", "with_static_features",
 ]  # fmt: skip
 
 
@@ -99,6 +101,17 @@ def with_static_features(configs: pd.DataFrame) -> pd.DataFrame:
     """``configs`` with the static feature columns added (existing ones are replaced)."""
     feats = static_features(configs)
     return pd.concat([configs.drop(columns=feats.columns, errors="ignore"), feats], axis=1)
+
+
+def fill_static_features(df: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``df`` with each of ``columns`` (static features) computed where it is absent or has a
+    missing value; the features are computed once, stored values are kept otherwise. ``df``
+    itself is not modified."""
+    need = [c for c in columns if c not in df.columns or df[c].isna().any()]
+    if not need or len(df) == 0:
+        return df
+    feats = static_features(df)
+    return df.assign(**{c: feats[c].to_numpy() for c in need})
 
 
 def measured_features(config, model=None) -> dict[str, int]:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from carb_lib.vocab import TARGET_SHORT
+
 MARK = re.compile(r"(<!-- carb:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /carb:(?P=name) -->)",
                   re.S)
 
@@ -250,8 +252,9 @@ def cross_family(results: Path) -> str:
     """Notebook 05: zero-shot, few-shot and own-model accuracy on the new families."""
     s = _read(results, "cross_family/summary.csv").set_index(["family", "target", "model", "k"])
     checks = _read(results, "cross_family/issue_targets.csv")
-    judged = {(r["family"], {"memory": "peak_mem_mib"}.get(r["target"], "latency_ms"),
-               r["model"], int(r["k"]), r["metric"]) for _, r in checks.iterrows()}
+    target_of = {short: t for t, short in TARGET_SHORT.items()}  # issue_targets writes short names
+    judged = {(r["family"], target_of[r["target"]], r["model"], int(r["k"]), r["metric"])
+              for _, r in checks.iterrows()}
 
     def cell(fam, t, model, k, metric):
         if (fam, t, model, k) not in s.index:

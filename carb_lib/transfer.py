@@ -394,9 +394,7 @@ def recalibrate(
     numpy.ndarray
         Log predictions of the query rows, clipped to the samples' range +- a factor 3.
     """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is unknown; valid: {list(METHODS)}")
-    if len(log_y_samples) < 2:
+    if len(log_y_samples) < 2:  # an unknown method is refused by _fit_predict_raw
         raise ValueError(f"need at least 2 samples, got {len(log_y_samples)}")
     S_s = np.asarray(source_log_samples, dtype=np.float64).reshape(len(log_y_samples), -1)
     S_q = np.asarray(source_log_query, dtype=np.float64).reshape(len(features_query), -1)

@@ -293,6 +293,8 @@ def test_on_reference_scale_puts_two_campaigns_on_one_scale():
     np.testing.assert_allclose(out["latency_ms"], [30.0, 30.0])
     np.testing.assert_allclose(out["latency_raw_ms"], [60.0, 90.0])
     assert out.attrs["reference_r0_ms"] == 20.0 and out.attrs["reference_config_id"] == "r"
+    # by default, the campaign's own scale: latency_norm_ms itself
+    np.testing.assert_allclose(on_reference_scale(rows, ref)["latency_ms"], [60.0, 60.0])
     with pytest.raises(ValueError, match="no 'latency_norm_ms' column"):
         on_reference_scale(rows.drop(columns="latency_norm_ms"), ref, 10.0)
     with pytest.raises(ValueError, match="expected one reference config"):

@@ -148,3 +148,17 @@ def test_unknown_family_is_named():
     df.loc[1, "family"] = "vit"
     with pytest.raises(ConfigError, match=r"row 1: family='vit' is unknown"):
         static_features(df)
+
+
+def test_fill_static_features_fills_absent_and_missing_columns_only():
+    from carb_lib.features import fill_static_features, static_features
+
+    grid = paper_grid().head(4)
+    full = static_features(grid)
+    df = grid.assign(flops=[1.0, np.nan, 3.0, 4.0], params=7)  # 'n_conv' absent
+    out = fill_static_features(df, ["flops", "params", "n_conv"])
+    np.testing.assert_array_equal(out["flops"], full["flops"])  # a NaN: recomputed
+    assert (out["params"] == 7).all()  # complete: kept as stored
+    np.testing.assert_array_equal(out["n_conv"], full["n_conv"])  # absent: added
+    assert "n_conv" not in df.columns and np.isnan(df["flops"].iloc[1])  # input untouched
+    assert fill_static_features(df, ["params"]) is df  # nothing to do: no copy

@@ -102,7 +102,7 @@ def prepare_rows(df: pd.DataFrame, targets: Sequence[str] = CROSS_FAMILY_TARGETS
     """``ok`` rows with a finite, positive value of every target, their static features
     (:data:`~carb_lib.vocab.STATIC_FEATURES` and the family-agnostic extras) filled in where the
     dataset does not store them."""
-    from carb_lib.features import static_features
+    from carb_lib.features import fill_static_features
 
     missing = [t for t in targets if t not in df.columns]
     if missing:
@@ -112,13 +112,7 @@ def prepare_rows(df: pd.DataFrame, targets: Sequence[str] = CROSS_FAMILY_TARGETS
         y = pd.to_numeric(df[t], errors="coerce")
         keep &= np.isfinite(y) & (y > 0)
     out = df.loc[keep].reset_index(drop=True)
-    need = [c for c in (*STATIC_FEATURES, *EXTRA_STATIC_FEATURES)
-            if c not in out.columns or out[c].isna().any()]  # fmt: skip
-    if need and len(out):
-        feats = static_features(out)
-        for c in need:
-            out[c] = feats[c].to_numpy()
-    return out
+    return fill_static_features(out, (*STATIC_FEATURES, *EXTRA_STATIC_FEATURES))
 
 
 def _score_rows(seed, family, target, model, k, n_train, y, p) -> dict[str, Any]:
@@ -392,7 +386,7 @@ def family_candidates(families: Sequence[str], n_per_family: int, *, seed: int =
 
 
 def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
-                       scale_ms: float) -> pd.DataFrame:
+                       scale_ms: float | None = None) -> pd.DataFrame:
     """``rows`` with ``latency_ms`` replaced by the drift-normalised latency on a common scale.
 
     A campaign times a reference config every N configs; ``latency_norm_ms`` divides each
@@ -408,8 +402,9 @@ def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
         Rows of one merged campaign folder, with ``latency_norm_ms``.
     reference : pandas.DataFrame
         That campaign's reference rows (``carb merge --reference-out``).
-    scale_ms : float
-        The common scale, e.g. the first reference latency of the other campaign.
+    scale_ms : float, optional
+        The common scale, e.g. the first reference latency of the other campaign (default:
+        this campaign's own ``r0``, i.e. ``latency_norm_ms`` unchanged).
 
     Raises
     ------
@@ -431,7 +426,8 @@ def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
     r0 = float(table.sort_values("measured_at")["latency_ms"].iloc[0])
     out = rows.copy()
     out["latency_raw_ms"] = out["latency_ms"]
-    out["latency_ms"] = out["latency_norm_ms"].astype(float) / r0 * float(scale_ms)
+    scale = r0 if scale_ms is None else float(scale_ms)
+    out["latency_ms"] = out["latency_norm_ms"].astype(float) / r0 * scale
     out.attrs["reference_config_id"] = str(table["config_id"].iloc[0])
     out.attrs["reference_r0_ms"] = r0
     return out
