@@ -212,6 +212,24 @@ def sample_configs(
     return df.reset_index(drop=True)
 
 
+def sigint_ignored_note() -> str | None:
+    """What to say when Ctrl-C cannot stop this campaign, else None.
+
+    A process started with SIGINT ignored (``carb profile ... &`` from a script, ``nohup``)
+    inherits that, and Python then never raises KeyboardInterrupt: Unix convention, kept; the
+    user gets the way to stop it. Said once the campaign holds its folder and is about to
+    measure, so that bad input still gets its one line.
+    """
+    import os
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return None
+    return (f"note: Ctrl-C (SIGINT) is ignored in this process (started in the background); "
+            f"stop it with `kill {os.getpid()}` (SIGTERM): every part file already written is "
+            "kept and a rerun resumes")
+
+
 def run_campaign(
     configs: pd.DataFrame,
     out_dir: str | Path,
@@ -328,6 +346,9 @@ def _run_locked(
     todo = cfg[~cfg["config_id"].isin(done)].reset_index(drop=True)
     res.n_already_done = len(cfg) - len(todo)
     res.n_planned = len(todo)
+    note = sigint_ignored_note()
+    if note and len(todo):
+        log(note)
     writer = PartWriter(out, RESULTS_PREFIX)
     counts = {"ok": 0, "oom": 0, "error": 0, "skipped": 0}
     if max_gflops is not None and len(todo):

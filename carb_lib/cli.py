@@ -204,9 +204,9 @@ def screen(
                                         "ranking (with --model-b)."),
     rank_by: str | None = typer.Option(None, "--rank-by", help="Metric of the A-ranking "
                                           "(default: first cost objective) or 'pareto'."),
-    candidates: str = typer.Option("grid", help="grid | extended | FILE (.csv/.parquet)."),
-    n_extended: int = typer.Option(100_000, help="Sample size for --candidates extended."),
-    seed: int = typer.Option(0, help="Seed for --candidates extended."),
+    candidates: str = typer.Option("grid", help="grid | extended (69,120 distinct configs) | extended-dense (94.8 million) | FILE (.csv/.parquet)."),
+    n_extended: int = typer.Option(100_000, help="Sample size for --candidates extended / extended-dense."),
+    seed: int = typer.Option(0, help="Seed for --candidates extended / extended-dense."),
     budget: list[str] | None = typer.Option(None, "--budget", help="e.g. 'latency_ms<=10', "
                                                "'energy_j_per_sample<=0.5' (repeatable)."),
     objective: list[str] | None = typer.Option(None, "--objective", help="Cost to minimise, "
@@ -347,7 +347,6 @@ def profile(
     kw = {"threads": threads, "timeout_s": timeout}
     if cooldown is not None:
         kw["cooldown_s"] = cooldown
-    _warn_if_sigint_ignored()
     if cluster is not None:
         _profile_on_cluster(cluster, cluster_timeout_s, device, max_tries, chunk_size)
     from carb_lib.families.module import cli_configs
@@ -371,19 +370,6 @@ def profile(
                    f"{res.n_tasks} task(s), {res.n_killed} config(s) killed their worker "
                    f"{max_tries} times, median per-task overhead {res.task_overhead_ms:.1f} ms")
     typer.echo(f"counts {res.counts}; reference runs {res.n_reference}; drift {res.drift}")
-
-
-def _warn_if_sigint_ignored() -> None:
-    """Say so when Ctrl-C cannot stop this campaign: a process started with SIGINT ignored
-    (``carb profile ... &`` from a script, ``nohup``) inherits that, and Python then never
-    raises KeyboardInterrupt. Unix convention, kept; the user gets the way to stop it."""
-    import signal
-
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        typer.secho(f"note: Ctrl-C (SIGINT) is ignored in this process (started in the "
-                    f"background); stop it with `kill {os.getpid()}` (SIGTERM): every part "
-                    "file already written is kept and a rerun resumes", err=True,
-                    fg=typer.colors.YELLOW)
 
 
 def _profile_on_cluster(cluster: str, timeout_s: float, device: str, max_tries: int,

@@ -73,6 +73,14 @@ def main() -> None:
     print(f"corr(ref,canary) {np.corrcoef(v[:, 1], can_r)[0, 1]:.3f} "
           f"corr(big,canary) {np.corrcoef(v[:, 3], can_b)[0, 1]:.3f}")  # fmt: skip
     print(f"normalised ref cv {cv(v[:, 1] / can_r):.3f} big cv {cv(v[:, 3] / can_b):.3f}")
+    best = float(np.percentile(v[:, [0, 2, 4]], 10))
+    print(f"canary p10 {best:.3f} ms (the gates below are relative to it)")
+    for gate in (1.05, 1.10, 1.20):
+        ok_r = np.maximum(v[:, 0], v[:, 2]) <= gate * best
+        ok_b = np.maximum(v[:, 2], v[:, 4]) <= gate * best
+        if ok_r.sum() >= 3 and ok_b.sum() >= 3:
+            print(f"gated at {gate:.2f}x canary p10: ref kept {ok_r.mean():.0%} cv "
+                  f"{cv(v[ok_r, 1]):.3f}, big kept {ok_b.mean():.0%} cv {cv(v[ok_b, 3]):.3f}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,40 @@ def _torch_threads():
         pass
 
 
+# ---------------------------------------------------------------------------- exact features
+def _compare_chunk(configs):
+    """In a spawned child: one thread, then :func:`carb_lib.features.compare_features`."""
+    import torch
+
+    from carb_lib.features import compare_features
+
+    torch.set_num_threads(1)
+    return compare_features(configs)
+
+
+@pytest.fixture(scope="session")
+def compare_features_in_processes():
+    """``compare(configs, processes=2)``: :func:`carb_lib.features.compare_features` on the
+    rows split across fresh processes (``spawn``), concatenated in the original row order of
+    each part. The exact-feature checks of 300+ configs are CPU-bound and serial: two
+    processes halve their time on the two cores of CI. Rows of one architecture stay together
+    so that each process reuses its meta models."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    import pandas as pd
+
+    def compare(configs, processes: int = 2):
+        arch = [c for c in configs.columns if c not in ("config_id", "batch", "resolution")]
+        code = configs.groupby(arch, sort=False, dropna=False).ngroup().to_numpy()
+        parts = [configs[code % processes == i] for i in range(processes)]
+        parts = [p for p in parts if len(p)]
+        with cf.ProcessPoolExecutor(len(parts), mp_context=mp.get_context("spawn")) as ex:
+            return pd.concat(list(ex.map(_compare_chunk, parts)), ignore_index=True)
+
+    return compare
+
+
 # ---------------------------------------------------------------------------- notebook tests
 @pytest.fixture
 def run_notebook(tmp_path):

@@ -130,8 +130,17 @@ def test_split_conformal_coverage_per_regime_and_requested_coverage():
             q = model.conformal_q_[t]
             assert set(q) == {"all", "small_batch", "large_batch"}
             inside = ((test[t] >= iv[f"{t}_lo"]) & (test[t] <= iv[f"{t}_hi"])).to_numpy()
-            for rows in (np.ones(len(test), bool), small, ~small):
-                assert inside[rows].mean() == pytest.approx(nominal, abs=0.04), (t, nominal)
+            groups = {"all": np.ones(len(test), bool), "small_batch": small,
+                      "large_batch": ~small}
+            for g, rows in groups.items():
+                # split-conformal coverage is random: its sd from the calibration draw and the
+                # test rows; 3 sd (plus the 1/(n+1) of the quantile) fails a broken interval
+                # (in-sample residuals of the default model cover 0.31-0.40 here at 0.8) but
+                # not a different seed
+                n_cal = len(model.conformal_scores_[t][g])
+                sd = np.sqrt(nominal * (1 - nominal) * (1 / n_cal + 1 / rows.sum()))
+                tol = 3 * sd + 1 / (n_cal + 1)
+                assert abs(inside[rows].mean() - nominal) <= tol, (t, nominal, g, tol)
             # an honest width: the noise's own central interval is exp(+-z sigma)
             z = {0.8: 1.2816, 0.9: 1.6449}[nominal]
             width = np.median(iv[f"{t}_hi"] / iv[f"{t}_lo"])

@@ -117,19 +117,30 @@ def test_transfer_with_empty_query_is_one_line_and_writes_nothing(tmp_path):
 
 
 def test_profile_says_how_to_stop_it_when_sigint_is_ignored(tmp_path, configs_file):
-    """Started with SIGINT ignored (a background job), `carb profile` names the way to stop it;
-    with the default disposition it says nothing of the kind."""
+    """Started with SIGINT ignored (a background job), `carb profile` names the way to stop it
+    once it starts measuring; with the default disposition it says nothing of the kind; and bad
+    input stays one line either way (the note comes after every check)."""
 
     def ignore_sigint() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    # an invalid --cluster makes the command stop right after the note, before any measuring
-    cmd = [*_profile_cmd(configs_file, tmp_path / "parts"), "--cluster", "nowhere:1"]
-    ignored = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120,
-                             preexec_fn=ignore_sigint)
-    assert ignored.returncode == 1, ignored.stderr
-    assert "Ctrl-C (SIGINT) is ignored" in ignored.stderr and "kill " in ignored.stderr
-    default = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120,
-                             preexec_fn=_default_sigint)
-    assert default.returncode == 1 and "SIGINT" not in default.stderr, default.stderr
-    assert not (tmp_path / "parts").exists()
+    one = tmp_path / "one.parquet"
+    pd.read_parquet(configs_file).iloc[:1].to_parquet(one)
+    runs = {}
+    for name, preexec in (("ignored", ignore_sigint), ("default", _default_sigint)):
+        cmd = [*_profile_cmd(one, tmp_path / name), "--ref-every", "0"]
+        runs[name] = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300,
+                                    preexec_fn=preexec)
+        assert runs[name].returncode == 0, runs[name].stderr
+        assert len(cp.done_ids(tmp_path / name, "synthetic_cpu")) == 1
+    assert "Ctrl-C (SIGINT) is ignored" in runs["ignored"].stderr
+    assert "kill " in runs["ignored"].stderr
+    assert "SIGINT" not in runs["default"].stderr, runs["default"].stderr
+    # bad input (an unknown cluster) with SIGINT ignored: the error line alone, nothing written
+    bad = [*_profile_cmd(configs_file, tmp_path / "bad"), "--cluster", "nowhere:1"]
+    res = subprocess.run(bad, env=ENV, capture_output=True, text=True, timeout=120,
+                         preexec_fn=ignore_sigint)
+    assert res.returncode == 1, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), res.stderr
+    assert not (tmp_path / "bad").exists()

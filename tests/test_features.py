@@ -96,8 +96,8 @@ def _exact_sample() -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_analytic_equals_measured_on_stratified_sample():
-    cmp = compare_features(_exact_sample())
+def test_analytic_equals_measured_on_stratified_sample(compare_features_in_processes):
+    cmp = compare_features_in_processes(_exact_sample())
     assert cmp["config_id"].nunique() >= 300
     assert set(cmp["column"]) >= {*EXACT_COLUMNS, *EXTRA_STATIC_FEATURES}
     bad = cmp[~cmp["match"]]

@@ -129,7 +129,7 @@ def test_op_count_features():
                                     "none")) == 0
 
 
-def test_exact_features_on_300_archs():
+def test_exact_features_on_300_archs(compare_features_in_processes):
     """Analytic == measured (FlopCounterMode, parameter count, forward hooks) on 300+ archs."""
     torch.set_num_threads(1)
     rng = random.Random(0)
@@ -137,14 +137,14 @@ def test_exact_features_on_300_archs():
              arch_from_ops(["avg_pool_3x3"] * 6), arch_from_ops(["nor_conv_1x1"] * 6)]
     archs += rng.sample(all_archs(), 300)
     grid = nb201_grid(archs)
-    analytic = nb201_static_features(grid)
-    cols = [c for c in measured_nb201_features(NB201Config(ALL_NONE))]
-    bad = []
-    for i, a in enumerate(archs):
-        m = measured_nb201_features(NB201Config(a))
-        row = analytic.iloc[i]
-        bad += [(a, c, int(row[c]), m[c]) for c in cols if int(row[c]) != m[c]]
-    assert not bad, bad[:5]
+    # the family dispatch of compare_features: nb201_static_features against
+    # measured_nb201_features, every column the latter measures, in two processes
+    cmp = compare_features_in_processes(grid)
+    cols = set(measured_nb201_features(NB201Config(ALL_NONE)))
+    assert cmp["config_id"].nunique() == len(grid) == 305
+    assert set(cmp["column"]) == cols
+    bad = cmp[~cmp["match"]]
+    assert bad.empty, bad.head(5).to_string()
     # batch, precision and resolution scale exactly too
     for cfg in [NB201Config(EXAMPLE, batch=7, precision="fp16"),
                 NB201Config(ALL_CONV3, resolution=16, batch=3, num_classes=100)]:

@@ -66,6 +66,7 @@ from carb_lib.campaign import (
     REFERENCE_TRIES,
     CampaignResult,
     _flops,
+    sigint_ignored_note,
     skipped_row,
 )
 from carb_lib.campaign_parts import (
@@ -435,6 +436,9 @@ def run_cluster_campaign(
         log(f"[campaign] cluster of {len(info)} worker(s), platform(s) {platforms}: "
             f"configs={len(cfg)} already done={res.n_already_done} skipped by compute "
             f"cap={len(skipped)} to measure={len(meas)} in {len(chunks)} task(s) out={out}")
+        note = sigint_ignored_note()
+        if note and chunks:
+            log(note)
         _Dispatcher(client, settings, res, out, plat_of, provenance, log).run(
             chunks, time_budget_s, t_begin, progress)
     res.elapsed_s = time.perf_counter() - t_begin
