@@ -19,17 +19,22 @@ Each part runs in a fresh Python process (so its peak memory is its own):
     config when the previous one comes back) and the throughput of 2,000 tasks in flight
     (what the scheduler can dispatch).
 ``screen``
-    ``--screen-n`` extended candidates in partitions of ``--partition-size`` on ``local:2``
+    ``--screen-n`` candidates of ``--space`` (``extended``: 69,120 distinct configs, so most
+    of 10M draws are repeats that each partition drops before predicting; ``extended-dense``:
+    94.8 million, ~9.5M distinct in 10M draws) in partitions of ``--partition-size``
     (:func:`carb_lib.distributed.screen_on_cluster`), on ``local:1`` and ``local:2``: wall time,
     the workers' busy (wall) and CPU time (per CPU second is robust to a shared machine), the
     client's peak RSS (``ru_maxrss``; the LocalCluster's scheduler runs in the client process,
-    the model is loaded there). ``screen-local``: the local path
+    the model is loaded there). ``equal``: ``--equal-n`` candidates of ``--space`` on ``local:2`` in four
+    partitions and by the local path on the same candidates: whether counts, front and
+    shortlist are identical. ``screen-local``: the local path
     (:func:`carb_lib.screening.load_candidates` + :func:`carb_lib.screening.screen`) on one
-    partition's worth of candidates, in its own process.
+    partition's worth of candidates of the same space, in its own process.
 
 The screening model is the small CARBRegressor of ``bench_screening.py`` (one thread) fitted
-on SYNTHETIC data: the timings are of the code. Writes ``results/benchmarks/cluster.csv``; runs
-below the default sizes are labelled ``full_size=False``. The machine is shared: the 1-minute
+on SYNTHETIC data: the timings are of the code. Writes ``results/benchmarks/cluster.csv``
+(the rows of parts and spaces not run this time are kept); runs below the default sizes are
+labelled ``full_size=False``. The machine is shared: the 1-minute
 load average is recorded with every row. Do not run during a CPU measurement campaign.
 """
 
@@ -49,6 +54,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FULL_N, FULL_SCREEN_N, PARTITION = 40, 10_000_000, 1_000_000
@@ -128,18 +134,20 @@ def _spec(model):
                               k=10)
 
 
-def part_screen(model_path: str, n: int, partition: int, workers: int) -> list[dict]:
+def part_screen(model_path: str, n: int, partition: int, workers: int, space: str
+                ) -> list[dict]:
     from carb_lib.distributed import open_cluster, screen_on_cluster
     from carb_lib.ensemble import load_model
 
     model = load_model(model_path)
     with open_cluster(f"local:{workers}", log=lambda m: None) as client:
         t0 = time.perf_counter()
-        res = screen_on_cluster(model, "extended", _spec(model), client, n_extended=n, seed=0,
+        res = screen_on_cluster(model, space, _spec(model), client, n_extended=n, seed=0,
                                 partition_size=partition, progress=False)
         dt = time.perf_counter() - t0
     busy, cpu = res.timings_s["workers_busy"], res.timings_s["workers_cpu"]
-    return [{"case": "screen", "setup": f"local:{workers}", "n": n, "partition_size": partition,
+    return [{"case": "screen", "space": space, "setup": f"local:{workers}", "n": n,
+             "partition_size": partition,
              "seconds": dt, "candidates_per_s": n / dt, "workers_busy_s": busy,
              "per_worker_candidates_per_s": n / busy, "cpu_s": cpu,
              "candidates_per_cpu_s": n / cpu, "client_peak_mib": _peak_mib(),
@@ -147,19 +155,48 @@ def part_screen(model_path: str, n: int, partition: int, workers: int) -> list[d
              "survivors": res.counts["survivors"], "stage2_rows": len(res.table)}]
 
 
-def part_screen_local(model_path: str, partition: int) -> list[dict]:
+def part_screen_local(model_path: str, partition: int, space: str) -> list[dict]:
     from carb_lib import screening as scr
     from carb_lib.ensemble import load_model
 
     model = load_model(model_path)
     t0, c0 = time.perf_counter(), time.process_time()
-    cands = scr.load_candidates("extended", n_extended=partition, seed=0)
+    cands = scr.load_candidates(space, n_extended=partition, seed=0)
     res = scr.screen(model, cands, _spec(model))
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return [{"case": "screen", "setup": "local path", "n": partition, "seconds": dt,
+    return [{"case": "screen", "space": space, "setup": "local path", "n": partition,
+             "seconds": dt,
              "candidates_per_s": partition / dt, "per_worker_candidates_per_s": partition / dt,
              "cpu_s": cpu, "candidates_per_cpu_s": partition / cpu,
              "client_peak_mib": _peak_mib(), "distinct_candidates": res.counts["candidates"]}]
+
+
+def part_equal(model_path: str, n: int, partition: int, space: str) -> list[dict]:
+    """``n`` candidates of ``space`` screened on ``local:2`` in partitions and by the local path
+    on the same candidates: are the counts, the front and the shortlist identical?"""
+    from carb_lib import screening as scr
+    from carb_lib.distributed import extended_partitions, open_cluster, screen_on_cluster
+    from carb_lib.ensemble import load_model
+
+    model = load_model(model_path)
+    spec = _spec(model)
+    with open_cluster("local:2", log=lambda m: None) as client:
+        dist = screen_on_cluster(model, space, spec, client, n_extended=n, seed=0,
+                                 partition_size=partition, progress=False)
+    cands = pd.concat([p.load() for p in extended_partitions(n, 0, partition, space)],
+                      ignore_index=True)
+    local = scr.screen(model, cands[~cands["config_id"].duplicated()], spec)
+    cols = list(local.shortlist.columns)
+    same_shortlist = (list(dist.shortlist["config_id"]) == list(local.shortlist["config_id"])
+                      and np.allclose(dist.shortlist[cols].select_dtypes("number"),
+                                      local.shortlist[cols].select_dtypes("number"),
+                                      equal_nan=True))
+    return [{"case": "equal", "space": space, "setup": "local:2 vs local path", "n": n,
+             "partition_size": partition, "distinct_candidates": local.counts["candidates"],
+             "survivors": local.counts["survivors"], "front": local.counts["front"],
+             "same_counts": dist.counts == local.counts,
+             "same_front": list(dist.front["config_id"]) == list(local.front["config_id"]),
+             "same_shortlist": bool(same_shortlist)}]
 
 
 def fit_model(path: Path) -> None:
@@ -167,7 +204,8 @@ def fit_model(path: Path) -> None:
     from carb_lib.synthetic import make_synthetic_dataset  # SYNTHETIC training data
 
     df = make_synthetic_dataset(n=2000, seed=0, with_telemetry=False)
-    model = CARBRegressor(n_estimators_xgb=50, max_depth_xgb=6, n_estimators_lgbm=50,
+    # the learners pinned: this benchmark's model predates the ExtraTrees default
+    model = CARBRegressor(learners=("xgb", "lgbm"), n_estimators_xgb=50, max_depth_xgb=6, n_estimators_lgbm=50,
                           num_leaves_lgbm=31, n_estimators_et=10, n_estimators_regime=20, cv=3,
                           n_jobs=1)
     with warnings.catch_warnings():
@@ -189,16 +227,22 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=FULL_N, help="configs of the campaign part")
     ap.add_argument("--screen-n", type=int, default=FULL_SCREEN_N)
     ap.add_argument("--partition-size", type=int, default=PARTITION)
+    ap.add_argument("--space", default="extended", choices=["extended", "extended-dense"],
+                    help="candidate space of the screen part")
     ap.add_argument("--skip", action="append", default=[],
-                    help="campaign | overhead | screen (repeatable)")
+                    help="campaign | overhead | screen | equal (repeatable)")
+    ap.add_argument("--equal-n", type=int, default=1_000_000,
+                    help="candidates of the equal part (local:2 vs the local path)")
     ap.add_argument("--part", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=Path("results/benchmarks/cluster.csv"))
     args = ap.parse_args()
     if args.part:  # a child process: run one part, print its rows as one JSON line
         name, *rest = args.part
         fn = {"campaign": lambda: part_campaign(int(rest[0])), "overhead": part_overhead,
-              "screen": lambda: part_screen(rest[0], int(rest[1]), int(rest[2]), int(rest[3])),
-              "screen-local": lambda: part_screen_local(rest[0], int(rest[1]))}[name]
+              "screen": lambda: part_screen(rest[0], int(rest[1]), int(rest[2]), int(rest[3]),
+                                            rest[4]),
+              "screen-local": lambda: part_screen_local(rest[0], int(rest[1]), rest[2]),
+              "equal": lambda: part_equal(rest[0], int(rest[1]), int(rest[2]), rest[3])}[name]
         sys.stdout.write(json.dumps(fn()) + "\n")
         return
     rows: list[dict] = []
@@ -206,30 +250,44 @@ def main() -> None:
         rows += _run_part("campaign", str(args.n))
     if "overhead" not in args.skip:
         rows += _run_part("overhead")
-    if "screen" not in args.skip:
+    if "screen" not in args.skip or "equal" not in args.skip:
         with tempfile.TemporaryDirectory() as tmp:
             model = Path(tmp) / "model.joblib"
             fit_model(model)
-            for k in (1, 2):
+            if "equal" not in args.skip:
+                rows += _run_part("equal", str(model), str(args.equal_n),
+                                  str(max(1, args.equal_n // 4)), args.space)
+            for k in (1, 2) if "screen" not in args.skip else ():
                 rows += _run_part("screen", str(model), str(args.screen_n),
-                                  str(args.partition_size), str(k))
-            rows += _run_part("screen-local", str(model),
-                              str(min(args.partition_size, args.screen_n)))
+                                  str(args.partition_size), str(k), args.space)
+            if "screen" not in args.skip:
+                rows += _run_part("screen-local", str(model),
+                                  str(min(args.partition_size, args.screen_n)), args.space)
     out = pd.DataFrame(rows)
     out["full_size"] = args.n >= FULL_N and args.screen_n >= FULL_SCREEN_N
     out["cpus"] = os.cpu_count()
     out["load_avg_1min_at_end"] = os.getloadavg()[0]
     out["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    new = out
+    if args.out.exists():  # keep the rows of parts (and spaces) not run this time
+        old = pd.read_csv(args.out)
+        if "space" not in old.columns:  # rows written before --space: the extended space
+            old["space"] = (old["case"] == "screen").map({True: "extended", False: None})
+        ran = set(out["case"])
+        keep = ~old["case"].isin(ran)
+        for case in {"screen", "equal"} & ran:  # per space
+            keep |= (old["case"] == case) & (old["space"] != args.space)
+        out = pd.concat([old[keep], out], ignore_index=True)
     out.to_csv(args.out, index=False)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(out.drop(columns=["measured_at", "cpus"]).to_string(index=False))
-    c = out[out["case"] == "campaign"].set_index("setup")
+        print(new.drop(columns=["measured_at", "cpus"]).to_string(index=False))
+    c = new[new["case"] == "campaign"].set_index("setup")
     if len(c) == 3:
         print(f"campaign local:2 / local:1 = {c.loc['local:2', 'configs_per_s'] / c.loc['local:1', 'configs_per_s']:.2f}x "
               f"(target >= {TARGET_SPEEDUP}); local:2 / local path = "
               f"{c.loc['local:2', 'configs_per_s'] / c.loc['local path', 'configs_per_s']:.2f}x")
-    s = out[out["case"] == "screen"].set_index("setup")
+    s = new[new["case"] == "screen"].set_index("setup")
     if len(s) == 3:
         loc = s.loc["local path"]
         print(f"screen: client peak {s.loc['local:2', 'client_peak_mib'] / 1024:.2f} GiB "

@@ -46,6 +46,7 @@ from carb_lib.families.resnet import (
     WIDTHS,
     ResNetConfig,
     build_resnet,
+    dense_sample,
     depth_tier,
     extended_sample,
     paper_grid,
@@ -65,7 +66,7 @@ __all__ = [
     "DEPTHS", "EARLY_DOWNSAMPLE", "EXPANSION", "FAMILIES", "PRECISIONS", "RESNET_COLUMNS",
     "RESOLUTIONS", "RESOLUTION_RANGE", "STAGE_BLOCKS", "WIDTHS", "ConfigError", "Family",
     "ResNetConfig", "add_config_ids", "all_config_columns", "batch_tier", "build_model",
-    "build_resnet", "config_from_row", "configs_from_frame", "depth_tier", "extended_sample",
+    "build_resnet", "config_from_row", "configs_from_frame", "dense_sample", "depth_tier", "extended_sample",
     "family_names", "family_of", "get_family", "paper_grid", "register_family",
     "resnet_config_id", "stage_widths", "strata", "stratified_sample", "validate_config_frame",
 ]  # fmt: skip

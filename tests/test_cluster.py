@@ -296,6 +296,15 @@ def test_screening_on_the_cluster_equals_the_local_path(client, model, tmp_path)
     one = screen_on_cluster(model, "extended", spec, client, n_extended=5_000, seed=2,
                             progress=False)
     _same_result(scr.screen(model, scr.load_candidates("extended", 5_000, seed=2), spec), one)
+    # the dense space, in partitions generated on the workers, equals the local path too
+    dense = extended_partitions(9_000, seed=3, partition_size=4_000, source="extended-dense")
+    assert [p.source for p in dense] == ["extended-dense"] * 3
+    cands = pd.concat([p.load() for p in dense], ignore_index=True)
+    local_d = scr.screen(model, cands[~cands["config_id"].duplicated()], spec)
+    assert local_d.counts["candidates"] >= 8_990  # 94.8M configs: repeats are rare
+    dist_d = screen_on_cluster(model, "extended-dense", spec, client, n_extended=9_000, seed=3,
+                               partition_size=4_000, progress=False)
+    _same_result(local_d, dist_d)
 
 
 def test_screening_errors_come_back_as_one_line(client, model, tmp_path):

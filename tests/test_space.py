@@ -134,6 +134,25 @@ def test_extended_sample_valid():
     assert np.all(df["config_id"].str.len() == 16)
 
 
+def test_dense_sample_draws_a_far_larger_space():
+    """``extended-dense``: every 2 px from 32 to 512 and every batch 1..1024; few repeats."""
+    from carb_lib.screening import load_candidates
+    from carb_lib.space import dense_sample, validate_config_frame
+
+    df = dense_sample(20_000, seed=3)
+    validate_config_frame(df, "dense sample")
+    assert df["config_id"].nunique() >= 19_990  # 94.8M configs: ~2 repeats expected
+    assert set(df["resolution"]) <= set(range(32, 513, 2)) and df["resolution"].nunique() == 241
+    assert df["batch"].between(1, 1024).all() and df["batch"].nunique() > 1000
+    ext = extended_sample(100_000, seed=3)
+    assert 50_000 < ext["config_id"].nunique() <= 69_120  # the extended space: 69,120 configs
+    loaded = load_candidates("extended-dense", n_extended=5_000, seed=4)
+    assert loaded["config_id"].is_unique and len(loaded) >= 4_999
+    pd.testing.assert_frame_equal(loaded.head(100), dense_sample(5_000, seed=4).head(100))
+    with pytest.raises(ValueError, match="'extended-dense' nor an existing file"):
+        load_candidates("extended-sparse")
+
+
 def test_rows_without_family_are_the_default_family():
     from carb_lib.families import DEFAULT_FAMILY
     from carb_lib.space import add_config_ids, family_of, validate_config_frame

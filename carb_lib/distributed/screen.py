@@ -65,22 +65,25 @@ MAX_BUDGETS = 29
 
 @dataclass(frozen=True)
 class ExtendedPartition:
-    """Partition ``index`` of an ``extended`` candidate set: ``n`` configs drawn by
-    :func:`carb_lib.space.extended_sample` with seed ``seed``."""
+    """Partition ``index`` of an ``extended`` (or ``extended-dense``) candidate set: ``n``
+    configs drawn by :func:`carb_lib.space.extended_sample` (:func:`~carb_lib.space.dense_sample`)
+    with seed ``seed``."""
 
     index: int
     n: int
     seed: int
+    source: str = "extended"
 
     def load(self) -> pd.DataFrame:
         from carb_lib import space
+        from carb_lib.screening.screen import EXTENDED_SOURCES
 
-        df = space.extended_sample(self.n, seed=self.seed)
+        df = EXTENDED_SOURCES[self.source](self.n, seed=self.seed)
         return df if "config_id" in df.columns else space.add_config_ids(df)
 
 
-def extended_partitions(n: int, seed: int = 0, partition_size: int = 1_000_000
-                        ) -> list[ExtendedPartition]:
+def extended_partitions(n: int, seed: int = 0, partition_size: int = 1_000_000,
+                        source: str = "extended") -> list[ExtendedPartition]:
     """``n`` extended-space candidates as partitions of at most ``partition_size``.
 
     Partition 0 is drawn with ``seed`` itself, so a set that fits one partition is exactly
@@ -92,7 +95,7 @@ def extended_partitions(n: int, seed: int = 0, partition_size: int = 1_000_000
     out = []
     for i, start in enumerate(range(0, n, partition_size)):
         s = seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
-        out.append(ExtendedPartition(i, min(partition_size, n - start), s))
+        out.append(ExtendedPartition(i, min(partition_size, n - start), s, source))
     return out
 
 
@@ -221,15 +224,16 @@ def _partitions(candidates: Any, n_extended: int, seed: int, partition_size: int
         return [candidates.iloc[i : i + partition_size]
                 for i in range(0, len(candidates), partition_size)], "candidates"
     src = str(candidates)
-    if src == "extended":
-        return extended_partitions(n_extended, seed, partition_size), "extended"
+    if src in ("extended", "extended-dense"):
+        return extended_partitions(n_extended, seed, partition_size, src), src
     if src == "grid":
         from carb_lib import space
 
         return [space.paper_grid()], "grid"
     path = Path(src)
     if not path.is_file():
-        raise ValueError(f"--candidates {src!r} is neither 'grid', 'extended' nor an existing file")
+        raise ValueError(f"--candidates {src!r} is neither 'grid', 'extended', 'extended-dense' "
+                         "nor an existing file")
     return file_partitions(path, partition_size), f"candidate file {path}"
 
 

@@ -558,18 +558,29 @@ def sample_configs(n: int, seed: int = 0) -> pd.DataFrame:
     return grid.iloc[np.sort(take)].reset_index(drop=True)
 
 
+#: Resolutions and batch sizes of the ``extended`` space (69,120 distinct configs).
+EXTENDED_RESOLUTIONS: tuple[int, ...] = (32, 48, 64, 80, 96, 112, 128, 160, 192, 224)
+EXTENDED_BATCH_SIZES: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+                                         256, 384, 512)
+#: Resolutions (every 2 px from 32 to 512) and batch sizes (every integer from 1 to 1024) of
+#: the ``extended-dense`` space: 94,765,056 distinct configs, so that 10,000,000 draws hold
+#: ~9.5 million distinct ones (the ``extended`` space repeats itself after 69,120).
+DENSE_RESOLUTIONS: tuple[int, ...] = tuple(range(32, 513, 2))
+DENSE_BATCH_SIZES: tuple[int, ...] = tuple(range(1, 1025))
+
+
 def extended_sample(
     n: int,
     seed: int = 0,
-    resolutions: tuple[int, ...] = (32, 48, 64, 80, 96, 112, 128, 160, 192, 224),
-    batch_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
-                                    384, 512),
+    resolutions: tuple[int, ...] = EXTENDED_RESOLUTIONS,
+    batch_sizes: tuple[int, ...] = EXTENDED_BATCH_SIZES,
 ) -> pd.DataFrame:
     """A seeded random sample of ``n`` configs of an extended ResNet space.
 
     Same architectures, widths, stems and precisions as the paper's grid, with more input
     resolutions and batch sizes (each validated against :data:`RESOLUTION_RANGE` /
     :data:`BATCH_RANGE`). Duplicates are possible for large ``n``; ``config_id`` identifies them.
+    :func:`dense_sample` draws from a far larger space.
     """
     for r in resolutions:
         check_range("resolution", int(r), RESOLUTION_RANGE, RESOLUTIONS)
@@ -593,6 +604,20 @@ def extended_sample(
     )
     df.insert(0, "config_id", resnet_config_ids(df))
     return df[["config_id", *RESNET_COLUMNS]]
+
+
+def dense_sample(n: int, seed: int = 0) -> pd.DataFrame:
+    """A seeded random sample of ``n`` configs of the ``extended-dense`` space
+    (:data:`DENSE_RESOLUTIONS` x :data:`DENSE_BATCH_SIZES`, 94,765,056 configs): large candidate
+    sets with few repeats, for screening at scale.
+
+    Examples
+    --------
+    >>> df = dense_sample(1000, seed=0)
+    >>> int(df["config_id"].nunique()) >= 995, int(df["batch"].max()) <= 1024
+    (True, True)
+    """
+    return extended_sample(n, seed, DENSE_RESOLUTIONS, DENSE_BATCH_SIZES)
 
 
 def depth_tier(depth: pd.Series | np.ndarray) -> np.ndarray:

@@ -469,10 +469,28 @@ def _shortlist_order(F: np.ndarray, senses: list[str], front_mask: np.ndarray,
 
 
 # ============================================================================ candidates
+def _extended(n: int, seed: int = 0) -> pd.DataFrame:
+    from carb_lib import space
+
+    return space.extended_sample(n, seed=seed)
+
+
+def _dense(n: int, seed: int = 0) -> pd.DataFrame:
+    from carb_lib import space
+
+    return space.dense_sample(n, seed=seed)
+
+
+#: Generated candidate sets: name -> sampler ``(n, seed=...)``.
+EXTENDED_SOURCES = {"extended": _extended, "extended-dense": _dense}
+
+
 def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
                     ) -> pd.DataFrame:
     """Candidates from ``"grid"`` (the paper's 17,280), ``"extended"`` (a seeded sample of
-    ``n_extended`` configs of the extended space) or a .csv / .parquet file.
+    ``n_extended`` configs of the extended space, 69,120 distinct configs),
+    ``"extended-dense"`` (the same from a space of 94.8 million:
+    :func:`carb_lib.space.dense_sample`) or a .csv / .parquet file.
 
     Every row is validated against its family's space before any work
     (:func:`carb_lib.space.validate_config_frame`: an invalid value is an error naming row,
@@ -484,14 +502,13 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
 
     if str(source) == "grid":
         return space.paper_grid()
-    if str(source) == "extended":
-        df = space.extended_sample(int(n_extended), seed=seed)
+    if str(source) in EXTENDED_SOURCES:
+        df = EXTENDED_SOURCES[str(source)](int(n_extended), seed=seed)
     else:
         path = Path(source)
         if not path.exists():
-            raise ValueError(
-                f"--candidates {str(source)!r} is neither 'grid', 'extended' nor an existing file"
-            )
+            raise ValueError(f"--candidates {str(source)!r} is neither 'grid', 'extended', "
+                             "'extended-dense' nor an existing file")
         df = read_table(path, what="candidate file")
         space.validate_config_frame(df, f"candidate file {path}")
     if "config_id" not in df.columns:
