@@ -182,8 +182,8 @@ def carb_metrics(results: Path) -> str:
 
 def carb_bench(results: Path) -> str:
     b = _read(results, "benchmarks/carb.csv")
-    out = ["| preset | fit (rows) | predict 1,000,000 rows (median) | model size | target |",
-           "|---|---|---|---|---|"]
+    out = ["| preset | fit (rows) | predict 1,000,000 rows (median) | with intervals | model size "
+           "| target |", "|---|---|---|---|---|---|"]
 
     def target(r, what):
         if pd.isna(r.get("target_s")):
@@ -194,12 +194,58 @@ def carb_bench(results: Path) -> str:
     for preset, g in b.groupby("preset", sort=False):
         fit = g[g["measure"] == "fit"].iloc[0]
         pred = g[g["measure"] == "predict"].iloc[0]
+        iv = g[g["measure"] == "predict_interval"]
+        iv_s = f"{iv['seconds'].iloc[0]:.1f} s" if len(iv) else "–"
+        iv_t = ""
+        if len(iv):
+            ok = iv["seconds"].iloc[0] <= 10.0
+            iv_t = f", with intervals ≤ 10 s {'✓' if ok else '✗'}"
         size = float(g["model_mib"].iloc[0])
         size_s = f"{size / 1024:.1f} GiB" if size >= 1024 else f"{size:.0f} MiB"
         out.append(f"| {preset} | {fit['seconds']:.1f} s ({int(fit['rows']):,}) | "
-                   f"**{pred['seconds']:.1f} s** (of {int(pred['repeats'])}) | {size_s} | "
-                   f"{target(fit, 'fit')}, {target(pred, 'predict')} |")
+                   f"**{pred['seconds']:.1f} s** (of {int(pred['repeats'])}) | {iv_s} | {size_s} | "
+                   f"{target(fit, 'fit')}, {target(pred, 'predict')}{iv_t} |")
     return "\n".join(out) + "\n" + _source("benchmarks/carb.csv")
+
+
+def default_choice(results: Path) -> str:
+    """The screening default's choice (validation + speed) and its test accuracy beside paper."""
+    ch = _read(results, "benchmarks/default_choice.csv")
+    cmp = _read(results, "carb/preset_comparison.csv")
+    val_cols = sorted(c for c in ch.columns if c.startswith("val_mape_pct_mean_"))
+    tnames = [TARGET_SHORT.get(c.removeprefix("val_mape_pct_mean_"),
+                               c.removeprefix("val_mape_pct_mean_")) for c in val_cols]
+    r0 = ch.iloc[0]
+    out = [f"Choice (`benchmarks/choose_default.py`): validation MAPE % on "
+           f"`{Path(str(r0['dataset'])).name}` (mean ± sd over {int(r0['seeds'])} seeds), "
+           f"`predict_interval` on {int(r0['predict_rows']):,} SYNTHETIC rows (median, 2 cores), "
+           "saved size; the lowest relative validation MAPE within ≤ 10 s and ≤ 200 MB wins:", "",
+           "| candidate | " + " | ".join(f"val MAPE {t}" for t in tnames)
+           + " | relative | with intervals | size | within limits |",
+           "|---|" + "---|" * (len(tnames) + 4)]
+    for _, r in ch.iterrows():
+        cells = [f"{r[c]:.2f} ± {r[c.replace('_mean_', '_sd_')]:.2f}" for c in val_cols]
+        name = f"**{r['candidate']}** (chosen)" if bool(r["chosen"]) else r["candidate"]
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {r['relative_val_mape']:.3f} | "
+                   f"{r['interval_s']:.1f} s | {r['disk_mib']:.0f} MiB | "
+                   f"{'✓' if bool(r['feasible']) else '✗'} |")
+    cmp = cmp[cmp["part"] == "test"] if "part" in cmp.columns else cmp
+    out += ["", f"Test MAPE % of the default beside the `paper` preset (the largest), same "
+            f"random splits, mean ± sd over {int(cmp['runs'].max())} seeds; target: default ≤ "
+            "1.10 x paper:", "", "| platform | target | default | paper | ratio | fit default / "
+            "paper |", "|---|---|---|---|---|---|"]
+    for (plat, t), g in cmp.groupby(["platform", "target"], sort=False):
+        d, pp = g[g["preset"] == "default"], g[g["preset"] == "paper"]
+        if not (len(d) and len(pp)):
+            continue
+        d, pp = d.iloc[0], pp.iloc[0]
+        ratio = d["mape_pct_mean"] / pp["mape_pct_mean"]
+        out.append(f"| {plat} | {TARGET_SHORT.get(t, t)} | {_pm(d, 'mape_pct', digits=2)} | "
+                   f"{_pm(pp, 'mape_pct', digits=2)} | {ratio:.2f} "
+                   f"{'✓' if ratio <= 1.10 else '✗'} | {d['fit_s_mean']:.0f} s / "
+                   f"{pp['fit_s_mean']:.0f} s |")
+    return "\n".join(out) + "\n" + _source("benchmarks/default_choice.csv",
+                                            "carb/preset_comparison.csv")
 
 
 def transfer_summary(results: Path) -> str:
@@ -291,6 +337,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "characterization": characterization,
     "carb-metrics": carb_metrics,
     "carb-bench": carb_bench,
+    "default-choice": default_choice,
     "transfer": transfer_summary,
     "fewshot": fewshot,
     "screening": screening,

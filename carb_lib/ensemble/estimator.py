@@ -99,9 +99,12 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     base : bool, default=True
         Use the characterization base law (frame mode; array mode has no named features, so
         no base). False: the learners model ``log1p(target)`` directly (the paper's design).
-    learners : tuple of str, default=("xgb", "lgbm")
+    learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
-        alone.
+        alone. The default (ExtraTrees alone, 30 trees) won the choice of
+        ``benchmarks/choose_default.py``: lowest validation MAPE of nine learner sets and sizes
+        among those that predict 1M candidates with intervals in <= 10 s on 2 cores
+        (``results/benchmarks/default_choice.csv``).
     blend : {"nnls", "fixed"}, default="nnls"
         NNLS weights on OOF predictions (normalised to sum 1) or the paper's fixed weights.
     cascade : bool, default=True
@@ -261,7 +264,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         *,
         feature_set: str = "static",
         base: bool = True,
-        learners: Sequence[str] = ("xgb", "lgbm"),
+        learners: Sequence[str] = ("et",),
         blend: str = "nnls",
         cascade: bool = True,
         n_estimators_xgb: int = 150,

@@ -4,11 +4,13 @@ A preset is a dict of constructor parameters: ``CARBRegressor(**PRESETS[name])``
 ``n_jobs``, ``feature_set``, ``random_state``... as needed).
 
 ``"default"``
-    The constructor defaults, sized for screening: base law + XGBoost (150 trees, depth 6) +
-    LightGBM (150 trees, 31 leaves) on ``log(y / base)``, NNLS blend, cascade, small-batch
-    corrector (60 trees), split-conformal intervals. The learner set follows the ablation on
-    validation data (:func:`carb_lib.evaluation.choose_default`; ``results/carb/``). Size and
-    speed: ``benchmarks/bench_carb.py`` (README).
+    The constructor defaults, sized for screening: base law + ExtraTrees (30 trees, depth
+    <= 14, 2 rows per leaf) on ``log(y / base)``, cascade, LightGBM small-batch corrector (60
+    trees), split-conformal intervals. Chosen by ``benchmarks/choose_default.py``: of nine
+    learner sets and sizes, the lowest validation MAPE (5 seeds, CPU data) among those that
+    predict 1M candidates with intervals in <= 10 s and weigh <= 200 MB
+    (``results/benchmarks/default_choice.csv``). Size and speed: ``benchmarks/bench_carb.py``;
+    test accuracy beside ``paper``: notebook 03's preset comparison (README).
 ``"paper"``
     The paper's model sizes, kept to reproduce them: XGBoost 800 trees of depth 9, LightGBM
     800 trees of 127 leaves, ExtraTrees 400 fully grown trees, corrector 200 trees, 5-fold
@@ -18,8 +20,8 @@ A preset is a dict of constructor parameters: ``CARBRegressor(**PRESETS[name])``
     The three learners at small sizes (XGBoost 100 x depth 6, LightGBM 40 x 15 leaves,
     ExtraTrees 8 trees of depth <= 16, corrector 40 trees).
 ``"quick"``
-    The quick profile's size (``carb fit --quick``, the notebooks with ``quick=True``): 40
-    trees, 3 folds, one thread; seconds per fit.
+    The quick profile's size (``carb fit --quick``, the notebooks with ``quick=True``): the
+    default's learners with 20-40 trees, 3 folds, one thread; seconds per fit.
 ``"screening_quick"``
     Notebook 04's quick profile (40 / 40 / 15 trees, constructor learning rates, 3 folds).
 ``"test"``
@@ -31,8 +33,8 @@ Examples
 >>> from carb_lib.ensemble.presets import PRESETS
 >>> sorted(PRESETS)
 ['default', 'fast', 'paper', 'quick', 'screening_quick', 'test']
->>> PRESETS["paper"]["n_estimators_xgb"], PRESETS["default"]["n_estimators_xgb"]
-(800, 150)
+>>> PRESETS["paper"]["learners"], PRESETS["default"]["learners"]
+(('xgb', 'lgbm', 'et'), ('et',))
 """
 
 from __future__ import annotations

@@ -266,26 +266,56 @@ def compare_presets(
     *,
     seeds: Sequence[int] = (0,),
     coverage: float = DEFAULT_COVERAGE,
+    part: str = "test",
 ) -> pd.DataFrame:
-    """Test metrics of several parameter sets on the same random splits (mean ± sd over seeds).
+    """Metrics of several parameter sets on the same random splits (mean ± sd over seeds).
 
-    Used to check that the screening default stays within 10 % (relative MAPE) of the largest
-    preset. Returns one row per preset and target with ``mape_pct_mean``/``_sd`` etc. and the
-    fit time in seconds.
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Prepared rows (:func:`~carb_lib.evaluation.prepare_dataset`).
+    presets : mapping
+        Name -> :class:`~carb_lib.ensemble.CARBRegressor` parameters.
+    seeds : sequence of int, default=(0,)
+        One 70/15/15 split (:func:`~carb_lib.evaluation.stratified_split`) and model seed each.
+    coverage : float, default=DEFAULT_COVERAGE
+    part : {"test", "val"}, default="test"
+        Where the fitted models are scored: ``"val"`` to *choose* among parameter sets (e.g.
+        the screening default, ``benchmarks/choose_default.py``), ``"test"`` to *report* the
+        chosen one beside the largest preset (within 10 % relative MAPE is the target).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per preset and target: ``r2``, ``mape_pct``, ``within_10pct``, ``spearman``
+        and ``fit_s`` (seconds), each as ``_mean``/``_sd``, and ``runs``.
+
+    Examples
+    --------
+    >>> from carb_lib.ensemble import PRESETS
+    >>> from carb_lib.evaluation import compare_presets, prepare_dataset
+    >>> from carb_lib.synthetic import make_synthetic_dataset
+    >>> df = prepare_dataset(make_synthetic_dataset(240, 0, with_energy=False))
+    >>> out = compare_presets(df, {"test": {**PRESETS["test"], "conformal": "oof"}}, part="val")
+    >>> sorted(out["target"])
+    ['latency_ms', 'peak_mem_mib']
     """
+    if part not in ("test", "val"):
+        raise ValueError(f"part must be 'test' or 'val', got {part!r}")
     rows = []
     for seed in seeds:
         split = stratified_split(df, random_state=int(seed))
-        train, test = df[split == "train"], df[split == "test"]
+        train, scored = df[split == "train"], df[split == part]
         for name, p in presets.items():
             t0 = time.perf_counter()
             model = fit_quiet({**p, "coverage": coverage, "random_state": int(seed)}, train)
             fit_s = time.perf_counter() - t0
-            for r in metric_rows(test, model.predict(test), model.targets_, preset=name,
-                                  seed=seed):
+            for r in metric_rows(scored, model.predict(scored), model.targets_, preset=name,
+                                  seed=seed, part=part):
                 if r["subset"] == "all":
                     rows.append({**r, "fit_s": fit_s})
     runs = pd.DataFrame(rows)
-    return mean_sd(runs, ["preset", "target"], ["r2", "mape_pct", "within_10pct", "fit_s"])
+    return mean_sd(runs, ["preset", "part", "target"],
+                   ["r2", "mape_pct", "within_10pct", "spearman", "fit_s"])
 
 
