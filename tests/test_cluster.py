@@ -173,9 +173,14 @@ def test_cluster_rows_equal_local_rows_apart_from_timing(client, tmp_path, confi
     a = _rows(tmp_path / "local").set_index("config_id").sort_index()
     b = _rows(tmp_path / "cluster").set_index("config_id").sort_index()
     assert list(a.index) == sorted(cfg["config_id"]) == list(b.index)
-    same = [c for c in a.columns if c not in TIMING and c != "siblings"]
-    assert "peak_mem_mib" in same and "platform" in same and "host" in same
+    same = [c for c in a.columns if c not in TIMING and c not in ("siblings", "peak_mem_mib")]
+    assert "platform" in same and "host" in same and "peak_mem_mib" in a.columns
     pd.testing.assert_frame_equal(a[same], b[same])
+    # peak memory: identical in fresh processes in any order, but one CI run saw a worker
+    # measure a 0.70 MiB config 8 KiB (one allocation) higher than the local path: allowed
+    # up to 16 KiB, reported in the closing note of session 5 (Dask runs tasks on threads)
+    pd.testing.assert_series_equal(a["peak_mem_mib"], b["peak_mem_mib"], rtol=0,
+                                   atol=16 / 1024)
     # rows measured beside a sibling worker say so; local rows do not
     assert (b["siblings"] == 1).all() and not b["rejected_by"].str.contains("siblings").any()
     assert "siblings" not in a.columns or a["siblings"].isna().all()
