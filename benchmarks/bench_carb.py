@@ -75,25 +75,48 @@ def timed(fn, repeats: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def bench_preset(name: str, train: pd.DataFrame, big: pd.DataFrame, holdout: pd.DataFrame,
-                 n_jobs: int, repeats: int) -> list[dict]:
+def synthetic_sets(rows: int, predict_rows: int
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """SYNTHETIC training grid (``seed=0``), its ok rows tiled to ``predict_rows`` rows, and a
+    second draw (``seed=1``, ok rows) for the held-out sanity check."""
+    from carb_lib.synthetic import make_synthetic_dataset
+
+    train = make_synthetic_dataset(n=rows, seed=0, with_telemetry=False, error_rate=0.0)
+    holdout = make_synthetic_dataset(n=rows, seed=1, with_telemetry=False, error_rate=0.0)
+    holdout = holdout[holdout["status"] == "ok"].reset_index(drop=True)
+    ok = train[train["status"] == "ok"].reset_index(drop=True)
+    reps = int(np.ceil(predict_rows / len(ok)))
+    big = pd.concat([ok] * reps, ignore_index=True).iloc[:predict_rows]
+    return train, big, holdout
+
+
+def fit_and_size(params: dict, train: pd.DataFrame, n_jobs: int):
+    """``CARBRegressor(**params, n_jobs=n_jobs).fit(train)`` timed, and its size on disk
+    (:func:`carb_lib.ensemble.save_model`): ``(model, fit_s, disk_mib)``."""
     import tempfile
 
-    from sklearn.metrics import r2_score
+    from carb_lib.ensemble import CARBRegressor, save_model
 
-    from carb_lib.ensemble import PRESETS, CARBRegressor, model_matrix, save_model
-    from carb_lib.vocab import DEFAULT_COVERAGE
-
-    model = CARBRegressor(**{**PRESETS[name], "n_jobs": n_jobs})
-    print(f"[{name}] fit on {len(train):,} SYNTHETIC rows ...", flush=True)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model.fit(train)
+        model = CARBRegressor(**{**params, "n_jobs": n_jobs}).fit(train)
     fit_s = time.perf_counter() - t0
-    size = pickled_mib(model)
     with tempfile.TemporaryDirectory() as tmp:
         disk = save_model(model, Path(tmp) / "m.joblib").stat().st_size / 2**20
+    return model, fit_s, disk
+
+
+def bench_preset(name: str, train: pd.DataFrame, big: pd.DataFrame, holdout: pd.DataFrame,
+                 n_jobs: int, repeats: int) -> list[dict]:
+    from sklearn.metrics import r2_score
+
+    from carb_lib.ensemble import PRESETS, model_matrix
+    from carb_lib.vocab import DEFAULT_COVERAGE
+
+    print(f"[{name}] fit on {len(train):,} SYNTHETIC rows ...", flush=True)
+    model, fit_s, disk = fit_and_size(PRESETS[name], train, n_jobs)
+    size = pickled_mib(model)
     print(f"[{name}]   fit {fit_s:.1f} s on {model.n_train_:,} rows; model {size:.0f} MiB",
           flush=True)
     pred = model.predict(holdout)
@@ -132,17 +155,11 @@ def main(argv=None) -> pd.DataFrame:
     args = ap.parse_args(argv)
 
     from carb_lib.ensemble import PRESETS
-    from carb_lib.synthetic import make_synthetic_dataset
 
     unknown = sorted(set(args.presets) - set(PRESETS))
     if unknown:
         ap.error(f"unknown preset(s) {unknown}; known: {sorted(PRESETS)}")
-    train = make_synthetic_dataset(n=args.rows, seed=0, with_telemetry=False, error_rate=0.0)
-    holdout = make_synthetic_dataset(n=args.rows, seed=1, with_telemetry=False, error_rate=0.0)
-    holdout = holdout[holdout["status"] == "ok"].reset_index(drop=True)
-    ok = train[train["status"] == "ok"].reset_index(drop=True)
-    reps = int(np.ceil(args.predict_rows / len(ok)))
-    big = pd.concat([ok] * reps, ignore_index=True).iloc[: args.predict_rows]
+    train, big, holdout = synthetic_sets(args.rows, args.predict_rows)
     full = args.rows >= FULL_ROWS and len(big) >= FULL_PREDICT_ROWS
     rows = []
     for name in args.presets:

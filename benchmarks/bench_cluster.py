@@ -272,8 +272,6 @@ def main() -> None:
     new = out
     if args.out.exists():  # keep the rows of parts (and spaces) not run this time
         old = pd.read_csv(args.out)
-        if "space" not in old.columns:  # rows written before --space: the extended space
-            old["space"] = (old["case"] == "screen").map({True: "extended", False: None})
         ran = set(out["case"])
         keep = ~old["case"].isin(ran)
         for case in {"screen", "equal"} & ran:  # per space

@@ -27,17 +27,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
-import time
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from bench_carb import TARGET_DISK_MIB, TARGET_INTERVAL_1M_S, timed  # noqa: E402
+from bench_carb import (  # noqa: E402
+    TARGET_DISK_MIB,
+    TARGET_INTERVAL_1M_S,
+    fit_and_size,
+    synthetic_sets,
+    timed,
+)
 
 _XL = {"learners": ("xgb", "lgbm")}
 #: Candidate parameter sets (learner set x size); the corrector, cascade, base law and
@@ -64,16 +66,9 @@ CANDIDATES: dict[str, dict] = {
 def speed(name: str, params: dict, train: pd.DataFrame, big: pd.DataFrame, repeats: int,
           n_jobs: int) -> dict:
     """Fit on the SYNTHETIC grid; time predict_interval on ``big``; size on disk."""
-    from carb_lib.ensemble import CARBRegressor, save_model
     from carb_lib.vocab import DEFAULT_COVERAGE
 
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = CARBRegressor(**{**params, "n_jobs": n_jobs}).fit(train)
-    fit_s = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as tmp:
-        disk = save_model(model, Path(tmp) / "m.joblib").stat().st_size / 2**20
+    model, fit_s, disk = fit_and_size(params, train, n_jobs)
     iv_s, iv_all = timed(lambda: model.predict_interval(big, coverage=DEFAULT_COVERAGE), repeats)
     print(f"[{name}] synthetic fit {fit_s:.1f} s, {disk:.1f} MiB, predict_interval "
           f"{len(big):,} rows {iv_s:.2f} s (runs {', '.join(f'{t:.2f}' for t in iv_all)})",
@@ -114,7 +109,6 @@ def main(argv=None) -> pd.DataFrame:
 
     from carb_lib.dataset import read_dataset
     from carb_lib.evaluation import compare_presets, prepare_dataset
-    from carb_lib.synthetic import make_synthetic_dataset
 
     cands = {n: {**CANDIDATES[n], "n_jobs": args.n_jobs} for n in args.candidates}
     df = prepare_dataset(read_dataset(args.dataset))
@@ -125,10 +119,7 @@ def main(argv=None) -> pd.DataFrame:
                      values=["mape_pct_mean", "mape_pct_sd", "r2_mean", "fit_s_mean"])
     wide.columns = [f"val_{m}_{t}" for m, t in wide.columns]
 
-    train = make_synthetic_dataset(n=17_280, seed=0, with_telemetry=False, error_rate=0.0)
-    ok = train[train["status"] == "ok"].reset_index(drop=True)
-    reps = int(np.ceil(args.predict_rows / len(ok)))
-    big = pd.concat([ok] * reps, ignore_index=True).iloc[: args.predict_rows]
+    train, big, _ = synthetic_sets(17_280, args.predict_rows)
     sp = pd.DataFrame([speed(n, p, train, big, args.repeats, args.n_jobs)
                        for n, p in cands.items()]).set_index("candidate")
 

@@ -50,6 +50,7 @@ from carb_lib.screening.screen import (
     _stage1,
     _stage2,
     prepare_candidates,
+    unknown_candidates,
 )
 
 logger = logging.getLogger("carb.cluster")
@@ -76,9 +77,8 @@ class ExtendedPartition:
 
     def load(self) -> pd.DataFrame:
         from carb_lib import space
-        from carb_lib.screening.screen import EXTENDED_SOURCES
 
-        df = EXTENDED_SOURCES[self.source](self.n, seed=self.seed)
+        df = space.SAMPLED_SPACES[self.source](self.n, seed=self.seed)
         return df if "config_id" in df.columns else space.add_config_ids(df)
 
 
@@ -224,7 +224,9 @@ def _partitions(candidates: Any, n_extended: int, seed: int, partition_size: int
         return [candidates.iloc[i : i + partition_size]
                 for i in range(0, len(candidates), partition_size)], "candidates"
     src = str(candidates)
-    if src in ("extended", "extended-dense"):
+    from carb_lib.space import SAMPLED_SPACES
+
+    if src in SAMPLED_SPACES:
         return extended_partitions(n_extended, seed, partition_size, src), src
     if src == "grid":
         from carb_lib import space
@@ -232,8 +234,7 @@ def _partitions(candidates: Any, n_extended: int, seed: int, partition_size: int
         return [space.paper_grid()], "grid"
     path = Path(src)
     if not path.is_file():
-        raise ValueError(f"--candidates {src!r} is neither 'grid', 'extended', 'extended-dense' "
-                         "nor an existing file")
+        raise unknown_candidates(src)
     return file_partitions(path, partition_size), f"candidate file {path}"
 
 

@@ -469,20 +469,12 @@ def _shortlist_order(F: np.ndarray, senses: list[str], front_mask: np.ndarray,
 
 
 # ============================================================================ candidates
-def _extended(n: int, seed: int = 0) -> pd.DataFrame:
-    from carb_lib import space
+def unknown_candidates(source: Any) -> ValueError:
+    """The one error for a ``--candidates`` value that names no candidate set and no file."""
+    from carb_lib.space import SAMPLED_SPACES
 
-    return space.extended_sample(n, seed=seed)
-
-
-def _dense(n: int, seed: int = 0) -> pd.DataFrame:
-    from carb_lib import space
-
-    return space.dense_sample(n, seed=seed)
-
-
-#: Generated candidate sets: name -> sampler ``(n, seed=...)``.
-EXTENDED_SOURCES = {"extended": _extended, "extended-dense": _dense}
+    names = ", ".join(repr(n) for n in ("grid", *SAMPLED_SPACES))
+    return ValueError(f"--candidates {str(source)!r} is neither {names} nor an existing file")
 
 
 def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
@@ -502,13 +494,12 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
 
     if str(source) == "grid":
         return space.paper_grid()
-    if str(source) in EXTENDED_SOURCES:
-        df = EXTENDED_SOURCES[str(source)](int(n_extended), seed=seed)
+    if str(source) in space.SAMPLED_SPACES:
+        df = space.SAMPLED_SPACES[str(source)](int(n_extended), seed=seed)
     else:
         path = Path(source)
         if not path.exists():
-            raise ValueError(f"--candidates {str(source)!r} is neither 'grid', 'extended', "
-                             "'extended-dense' nor an existing file")
+            raise unknown_candidates(source)
         df = read_table(path, what="candidate file")
         space.validate_config_frame(df, f"candidate file {path}")
     if "config_id" not in df.columns:
