@@ -7,7 +7,15 @@ batch, depth, width and resolution, the combined model extrapolates where trees 
 
 ``memory`` (peak memory, MiB), per precision ``p``::
 
-    mem = c0_p + a_p * param_bytes + b_p * peak_act_bytes + d_p * activation_bytes   [MiB]
+    mem = c0_p + a_p * param_bytes + b_p * peak_act_bytes + d_p * activation_bytes
+          + e_p * alloc_peak_bytes                                                    [MiB]
+
+``alloc_peak_bytes`` is the allocator model's peak (:mod:`carb_lib.families._alloc`): on the
+project's CPU it equals the measured peak to the byte, and the fit puts ``e_p`` at 1 and the
+other terms at 0; elsewhere (a GPU, another allocator) it is one more byte count. Rows of a
+family without the model (NaN) use ``param_bytes + peak_act_bytes`` in its place; a frame
+without the column gets it computed (:func:`carb_lib.features.fill_static_features`).
+``memory_bytes`` is the same law without the allocator term (the ablation).
 
 ``roofline`` (latency in ms, energy in J), per precision ``p``::
 
@@ -32,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import PRECISIONS, TARGET_UNITS
+from carb_lib.vocab import ALLOC_FEATURE, PRECISIONS, TARGET_UNITS
 
 __all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns"]
 
@@ -54,10 +62,12 @@ def base_kind(target: str) -> str:
 def law_columns(kind: str) -> tuple[str, ...]:
     """Names of the per-precision terms of a law (the design columns, in order)."""
     if kind == "memory":
+        return ("const_mib", "param_mib", "peak_act_mib", "activation_mib", "alloc_mib")
+    if kind == "memory_bytes":
         return ("const_mib", "param_mib", "peak_act_mib", "activation_mib")
     if kind == "roofline":
         return ("const", "batch", "gflop", "gbyte", "layers")
-    raise ValueError(f"kind must be 'memory' or 'roofline', got {kind!r}")
+    raise ValueError(f"kind must be 'memory', 'memory_bytes' or 'roofline', got {kind!r}")
 
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -69,15 +79,16 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray:
 
 def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
     """The law's terms (n, k), before the per-precision split."""
-    if kind == "memory":
-        return np.column_stack(
-            [
-                np.ones(len(df)),
-                _col(df, "param_bytes") / _MIB,
-                _col(df, "peak_act_bytes") / _MIB,
-                _col(df, "activation_bytes") / _MIB,
-            ]
-        )
+    if kind in ("memory", "memory_bytes"):
+        cols = [
+            np.ones(len(df)),
+            _col(df, "param_bytes") / _MIB,
+            _col(df, "peak_act_bytes") / _MIB,
+            _col(df, "activation_bytes") / _MIB,
+        ]
+        if kind == "memory":
+            cols.append(_alloc_term(df) / _MIB)
+        return np.column_stack(cols)
     layers = sum(_col(df, c) for c in ("n_conv", "n_bn", "n_act", "n_fc"))
     return np.column_stack(
         [
@@ -88,6 +99,22 @@ def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
             layers,
         ]
     )
+
+
+def _alloc_term(df: pd.DataFrame) -> np.ndarray:
+    """``alloc_peak_bytes`` (computed when absent), ``param_bytes + peak_act_bytes`` where
+    the family has no allocator model."""
+    if ALLOC_FEATURE not in df.columns:
+        from carb_lib.features import static_features
+
+        try:
+            v = static_features(df)[ALLOC_FEATURE].to_numpy(dtype=float)
+        except (ValueError, KeyError):  # not configs: no allocator model
+            v = np.full(len(df), np.nan)
+    else:
+        v = _col(df, ALLOC_FEATURE)
+    fallback = _col(df, "param_bytes") + _col(df, "peak_act_bytes")
+    return np.where(np.isfinite(v), v, fallback)
 
 
 def _precision(df: pd.DataFrame) -> np.ndarray:
@@ -202,7 +229,7 @@ def _interpret(target: str, kind: str, term: str, c: float, lo: float, hi: float
         return float(scale / x) if x > 0 else float("inf")
 
     unit_y = TARGET_UNITS.get(target, "unit")
-    if kind == "memory":
+    if kind in ("memory", "memory_bytes"):
         unit = "MiB" if term == "const_mib" else "MiB per MiB"
         return {"quantity": term, "value": c, "value_lo": lo, "value_hi": hi, "unit": unit}
     if target == "latency_ms":
@@ -242,6 +269,7 @@ def fit_base_law(
     n_boot: int = 0,
     ci_level: float = 0.95,
     random_state: int = 0,
+    kind: str | None = None,
 ) -> BaseLaw:
     """Fit the base law of ``target`` on the rows of ``df`` where the target is finite and > 0.
 
@@ -260,13 +288,17 @@ def fit_base_law(
         Bootstrap resamples for the CIs (0: no CIs).
     ci_level : float
     random_state : int
+    kind : str, optional
+        The law (default :func:`base_kind` of ``target``; ``"memory_bytes"``: the memory law
+        without the allocator term).
 
     Raises
     ------
     ValueError
         With fewer usable rows than the law has constants.
     """
-    kind = base_kind(target)
+    kind = base_kind(target) if kind is None else kind
+    law_columns(kind)  # validates
     yv = _col(df, target) if y is None else np.asarray(y, dtype=float)
     w = np.ones(len(df)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     T = _terms(df, kind)

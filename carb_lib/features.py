@@ -23,6 +23,11 @@ Columns (units in names where they have one; :data:`carb_lib.vocab.STATIC_FEATUR
     shortcut, and the input and output of the running layer.
 ``arith_intensity_flop_per_byte``
     ``flops / (param_bytes + activation_bytes)``.
+``alloc_peak_bytes`` (:data:`carb_lib.vocab.ALLOC_FEATURE`)
+    The allocator model's peak: parameters, buffers, the input and the peak of the CPU
+    allocator's running total during one eager forward pass, scratch copies of the kernels
+    included (:mod:`carb_lib.families._alloc`; equal to the measured CPU peak on the project's
+    data). NaN for NB201 cells. Read by the memory base law, not by the learners.
 
 Each family computes them (``Family.static_features``, vectorised: per-sample quantities once
 per unique architecture x resolution, scaled by batch and bytes per element) and measures them

@@ -21,6 +21,7 @@ __all__ = [
     "BATCH_TIER_LABELS",
     "COMMON_CONFIG_COLUMNS",
     "DEFAULT_COVERAGE",
+    "ALLOC_FEATURE",
     "EXTRA_STATIC_FEATURES",
     "FLOAT_STATIC_FEATURES",
     "KEY_COLUMNS",
@@ -71,6 +72,10 @@ STATIC_FEATURES: tuple[str, ...] = (
 EXTRA_STATIC_FEATURES: tuple[str, ...] = (
     "n_dwconv", "n_pool", "n_add", "n_se", "dw_flops_share", "se_flops", "memory_bound_bytes",
 )  # fmt: skip
+#: The allocator model's peak (bytes): what an eager forward pass asks the CPU allocator for at
+#: its peak, parameters, buffers and input included (``carb_lib.families._alloc``; NaN for a
+#: family without the model). Read by the memory base law, not by the learners.
+ALLOC_FEATURE: str = "alloc_peak_bytes"
 #: Static features stored as floats (the others are integer counts, FLOPs or bytes).
 FLOAT_STATIC_FEATURES: tuple[str, ...] = ("arith_intensity_flop_per_byte", "dw_flops_share")
 #: Extra static features of family nb201 (operation counts); optional elsewhere.

@@ -49,12 +49,14 @@ def test_feature_columns_match_features_module():
     from carb_lib.space import paper_grid
 
     assert tuple(STATIC_FEATURE_COLUMNS) == ds.STATIC_FEATURE_COLUMNS
-    from carb_lib.vocab import EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
+    from carb_lib.vocab import ALLOC_FEATURE, EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
 
     cols = tuple(static_features(paper_grid().head(3)).columns)
-    assert cols == (*ds.STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES)
+    assert cols == (*ds.STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES, ALLOC_FEATURE)
     for c in cols:  # every column resnet computes is in the schema, with its storage kind
-        assert ds.COLUMNS[c].kind == ("float" if c in FLOAT_STATIC_FEATURES else "int"), c
+        kind = "float" if c in (*FLOAT_STATIC_FEATURES, ALLOC_FEATURE) else "int"
+        assert ds.COLUMNS[c].kind == kind, c
+    assert not ds.COLUMNS[ALLOC_FEATURE].required  # stored datasets predate it
 
 
 def test_family_columns_come_from_the_families():

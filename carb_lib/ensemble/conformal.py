@@ -4,7 +4,10 @@ A fitted :class:`~carb_lib.ensemble.CARBRegressor` keeps, per target, the sorted
 residuals on the learning (log) scale of its calibration rows (``conformal_scores_``: pooled
 ``"all"``, and ``"small_batch"`` / ``"large_batch"`` when each regime has enough rows). The
 half-width at coverage ``c`` is their ``ceil((n + 1) c)``-th smallest value, so one fit gives
-the interval at any coverage; intervals are multiplicative on the original scale.
+the interval at any coverage; intervals are multiplicative on the original scale and never
+narrower than ``exp(±MIN_HALF_WIDTH)`` (1 ppm): a target the model reproduces to rounding error
+(peak memory on the project's CPU, via the allocator model) gets that floor, not a width of
+rounding noise that would cover the truth by chance.
 
 Examples
 --------
@@ -22,7 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["REGIMES", "calibration_mask", "conformal_quantile", "half_widths", "score_groups"]
+__all__ = ["MIN_HALF_WIDTH", "REGIMES", "calibration_mask", "conformal_quantile", "half_widths", "score_groups"]
 
 #: Batch regimes of the Mondrian split: ``batch <= regime_batch_max`` and the rest.
 REGIMES: tuple[str, ...] = ("small_batch", "large_batch")
@@ -30,6 +33,8 @@ REGIMES: tuple[str, ...] = ("small_batch", "large_batch")
 MIN_GROUP = 30
 #: Fewest calibration rows for ``conformal="split"`` (fewer: scores from OOF residuals).
 MIN_CALIBRATION = 20
+#: Smallest half-width on the learning (log) scale: 1e-6 = 1 ppm.
+MIN_HALF_WIDTH = 1e-6
 _CALIBRATION_SEED_OFFSET = 7919  # the calibration draw's generator: random_state + this
 
 
@@ -90,4 +95,4 @@ def half_widths(
     for g, rows in zip(REGIMES, (regime, ~regime), strict=True):
         if g in groups:
             half[rows] = conformal_quantile(groups[g], coverage)
-    return half
+    return np.maximum(half, MIN_HALF_WIDTH)

@@ -99,6 +99,10 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     base : bool, default=True
         Use the characterization base law (frame mode; array mode has no named features, so
         no base). False: the learners model ``log1p(target)`` directly (the paper's design).
+    memory_law : {"allocator", "bytes"}, default="allocator"
+        The memory base law: with the allocator model's peak (``alloc_peak_bytes``, exact on
+        the project's CPU) or only the parameter and activation bytes (the ablation);
+        :mod:`carb_lib.base_models`.
     learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
         alone. The default (ExtraTrees alone, 30 trees) won the choice of
@@ -229,6 +233,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "targets": [_Names(non_empty=True)],
         "feature_set": [StrOptions(set(FEATURE_SETS))],
         "base": ["boolean"],
+        "memory_law": [StrOptions({"allocator", "bytes"})],
         "learners": [_Names(LEARNERS)],
         "blend": [StrOptions({"nnls", "fixed"})],
         "cascade": ["boolean"],
@@ -264,6 +269,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         *,
         feature_set: str = "static",
         base: bool = True,
+        memory_law: str = "allocator",
         learners: Sequence[str] = ("et",),
         blend: str = "nnls",
         cascade: bool = True,
@@ -295,6 +301,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.targets = targets
         self.feature_set = feature_set
         self.base = base
+        self.memory_law = memory_law
         self.learners = learners
         self.blend = blend
         self.cascade = cascade
@@ -331,6 +338,14 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         tags.target_tags.positive_only = bool(self.log_target)
         tags.input_tags.allow_nan = False
         return tags
+
+    def _law_kind(self, target: str) -> str | None:
+        """The base law of ``target`` (None: :data:`carb_lib.base_models.BASE_KINDS`)."""
+        from carb_lib.base_models import base_kind
+
+        if base_kind(target) == "memory" and self.memory_law == "bytes":
+            return "memory_bytes"
+        return None
 
     def _check_params(self) -> None:
         """Cross-parameter checks (each parameter alone: ``_parameter_constraints``)."""
@@ -412,7 +427,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
 
             dfit = df.iloc[fit_rows]
             for j, t in enumerate(self.targets_):
-                law = fit_base_law(dfit, t, Yv[fit_rows, j], sample_weight=W[fit_rows, j])
+                law = fit_base_law(dfit, t, Yv[fit_rows, j], sample_weight=W[fit_rows, j],
+                                   kind=self._law_kind(t))
                 self.base_laws_[t] = law
                 offsets[:, j] = np.log(law.predict(df))
 

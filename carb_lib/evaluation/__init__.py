@@ -49,6 +49,7 @@ from carb_lib.evaluation.intervals import coverage_rows, interval_coverage
 from carb_lib.evaluation.models import (
     ABLATION_VARIANTS,
     MAIN_VARIANTS,
+    QUICK_VARIANTS,
     ablation_reference_name,
     fit_quiet,
     flops_baseline,
@@ -87,6 +88,7 @@ _fit_quiet = fit_quiet  # former private name, used by scripts
 
 __all__ = [
     "ABLATION_VARIANTS",
+    "QUICK_VARIANTS",
     "ARCH_COLUMNS",
     "CLAIM_COLUMNS",
     "EXTRAPOLATION_KINDS",

@@ -21,6 +21,7 @@ from carb_lib.ensemble import CARBRegressor, MissingTargetWarning
 __all__ = [
     "ABLATION_VARIANTS",
     "MAIN_VARIANTS",
+    "QUICK_VARIANTS",
     "ablation_reference_name",
     "fit_quiet",
     "flops_baseline",
@@ -40,7 +41,14 @@ ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
     "blend_no_cascade": {"cascade": False},
     "no_corrector": {"regime_shrink": 0.0},
     "no_base": {"base": False},
+    "bytes_law": {"memory_law": "bytes"},
     "three_learners": {"learners": ("xgb", "lgbm", "et")},
+}
+#: The variants of a quick run (tests, ``make reproduce``): the model, its base law alone, one
+#: learner alone, the paper's design without a base law and the memory law without the
+#: allocator model.
+QUICK_VARIANTS: dict[str, dict[str, Any]] = {
+    k: ABLATION_VARIANTS[k] for k in ("carb", "base_only", "et_alone", "no_base", "bytes_law")
 }
 #: Variants fitted with the main model size even when ablations use a smaller preset: the main
 #: model, the blend choice (NNLS vs fixed, a headline result) and the feature-set variants

@@ -138,7 +138,7 @@ def evaluate_protocol(
     variants: Mapping[str, Mapping[str, Any]] | None = None,
     grouped: bool = True,
     extrapolation: Iterable[str] = EXTRAPOLATION_KINDS,
-    extrapolation_variants: Sequence[str] = ("carb", "no_base"),
+    extrapolation_variants: Sequence[str] = ("carb", "no_base", "bytes_law"),
     extrapolation_values: Mapping[str, Iterable[Any]] | None = None,
     coverage: float = DEFAULT_COVERAGE,
     n_boot: int = 200,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, STATIC_FEATURES
 
 __all__ = ["DEFAULT_FAMILY", "ConfigColumn", "ConfigError", "Family"]
 
@@ -142,8 +142,9 @@ class Family(ABC):
 
     @property
     def feature_columns(self) -> tuple[str, ...]:
-        """All static feature columns of this family."""
-        return (*STATIC_FEATURES, *self.extra_feature_columns)
+        """All static feature columns of this family (the allocator model's peak last; NaN in
+        a family without the model)."""
+        return (*STATIC_FEATURES, *self.extra_feature_columns, ALLOC_FEATURE)
 
     @property
     def arch_columns(self) -> tuple[str, ...]:

@@ -38,7 +38,9 @@ New family-agnostic features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`, here
     output (written), at the config's precision, for the whole batch. In-place activations read
     and write their tensor (2x its size); BN parameters and running statistics are not counted.
 
-``peak_act_bytes`` is an estimate (not checked against a measurement) from the eager forward of
+``alloc_peak_bytes`` is the allocator model's peak (:mod:`carb_lib.families._alloc`, walked by
+:class:`Tally` beside its counts; checked against the meta-device simulation and measured
+peaks). ``peak_act_bytes`` is an estimate (not checked against a measurement) from the eager forward of
 the built models: the input batch stays alive, every tensor still referenced is live (a block's
 input until its residual add or the end of the block, the SE input until the gating multiply),
 plus the running op's input and output; BN, Sigmoid, adds and multiplies write new tensors,
@@ -61,14 +63,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_peak_bytes
 from carb_lib.families._base import ConfigError
 from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT
-from carb_lib.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURE, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
 #: The family-agnostic extra static features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`).
 NEW_FEATURE_COLUMNS: tuple[str, ...] = EXTRA_STATIC_FEATURES
 #: Every static feature column of the new families, in order.
-FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NEW_FEATURE_COLUMNS)
+FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NEW_FEATURE_COLUMNS, ALLOC_FEATURE)
 #: Columns that :func:`measure` measures and :func:`compare` checks exactly.
 EXACT_COLUMNS: tuple[str, ...] = (
     "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
@@ -100,6 +103,7 @@ class Tally:
         self.held = 0
         self.stack: list[tuple[int, int, int]] = []
         self.peak = self.inp
+        self.mem = AllocWalk()  # the allocator model's walk (carb_lib.families._alloc)
 
     @property
     def elems(self) -> int:
@@ -108,6 +112,11 @@ class Tally:
 
     def _live(self, new: int) -> None:
         self.peak = max(self.peak, self.inp + self.held + self.x + new)
+
+    @property
+    def live(self) -> int:
+        """Elements per image referenced before the running op writes its output."""
+        return self.inp + self.held + self.x
 
     def conv(self, cout: int, k: int, stride: int = 1, groups: int = 1, bias: bool = False,
              se: bool = False) -> None:
@@ -123,6 +132,8 @@ class Tally:
         if se:
             self.se_macs += m
         self.max_c = max(self.max_c, cout)
+        self.mem.conv(self.live, cin, cout, k, stride, (k - 1) // 2, groups, self.h, ho,
+                      bias=bias)
         self._new(cout, ho)
 
     def _new(self, c: int, h: int, mb: bool = False, layer: bool = True) -> None:
@@ -139,6 +150,7 @@ class Tally:
         """``BatchNorm2d`` (affine; not in place)."""
         self.n["bn"] += 1
         self.params += 2 * self.c
+        self.mem.bn(self.live, self.c, self.elems)
         self._new(self.c, self.h, mb=True)
 
     def activation(self, inplace: bool = True) -> None:
@@ -149,12 +161,18 @@ class Tally:
             self.mb += 2 * self.elems
             self._live(0)
         else:
+            self.mem.new(self.live, self.elems)
             self._new(self.c, self.h, mb=True)
 
     def pool(self, k: int | None = None, stride: int | None = None) -> None:
         """``MaxPool2d(k, stride)`` without padding, or the global average pool (``k=None``)."""
         self.n["pool"] += 1
-        self._new(self.c, 1 if k is None else (self.h - k) // stride + 1, mb=True)
+        h = 1 if k is None else (self.h - k) // stride + 1
+        if k is None:
+            self.mem.global_pool(self.live, self.c, self.elems)
+        else:
+            self.mem.maxpool(self.live, self.c * h * h)
+        self._new(self.c, h, mb=True)
 
     def fc(self, cout: int) -> None:
         """``Linear(c * h * h, cout)`` with bias on the flattened current tensor."""
@@ -162,6 +180,7 @@ class Tally:
         self.n["fc"] += 1
         self.macs += cin * cout
         self.params += cin * cout + cout
+        self.mem.new(self.live, cout)
         self._new(cout, 1)
 
     def push(self) -> None:
@@ -176,6 +195,7 @@ class Tally:
         if add:
             self.n["add"] += 1
             self.mb += 3 * self.elems
+            self.mem.new(self.live, self.elems)
             self._new(self.c, self.h, layer=False)
         self.held -= held
 
@@ -184,16 +204,18 @@ class Tally:
         held, c, h = self.stack.pop()
         self.n["se"] += 1
         self.mb += 2 * c * h * h + self.elems
+        self.mem.new(self.live, c * h * h)
         self._live(c * h * h)
         self.held -= held
         self.c, self.h, self.x = c, h, c * h * h
 
-    def unit(self) -> tuple[int, ...]:
-        """The :data:`UNIT_COLUMNS` of the pass."""
+    def unit(self) -> tuple[int | float, ...]:
+        """The :data:`UNIT_COLUMNS` of the pass, then the allocator model's
+        (:data:`carb_lib.families._alloc.ALLOC_UNIT_COLUMNS`)."""
         n = self.n
         return (n["conv"], n["bn"], n["act"], n["fc"], self.max_c, self.macs, self.params,
                 self.act, self.peak, n["dwconv"], n["pool"], n["add"], n["se"], self.dw_macs,
-                self.se_macs, self.mb)
+                self.se_macs, self.mb, *self.mem.unit())
 
 
 def static_frame(df: pd.DataFrame, family: str, arch_columns: tuple[str, ...],
@@ -225,9 +247,14 @@ def static_frame(df: pd.DataFrame, family: str, arch_columns: tuple[str, ...],
             raise ConfigError(f"row {label!r}: {exc}") from None
         rows.append(unit_fn(*(getattr(cfg, c) for c in arch_columns), cfg.resolution,
                             cfg.num_classes))
-    table = np.array(rows, dtype=np.float64).reshape(len(uniques), len(UNIT_COLUMNS))
-    units = pd.DataFrame(table[codes], columns=list(UNIT_COLUMNS), index=df.index)
-    return scale_units(units, _batches(df["batch"]), bytes_per_element(df["precision"]))
+    nu = len(UNIT_COLUMNS)
+    table = np.array(rows, dtype=np.float64).reshape(len(uniques), nu + len(ALLOC_UNIT_COLUMNS))
+    units = pd.DataFrame(table[codes, :nu], columns=list(UNIT_COLUMNS), index=df.index)
+    batch, bpe = _batches(df["batch"]), bytes_per_element(df["precision"])
+    out = scale_units(units, batch, bpe)
+    out[ALLOC_FEATURE] = alloc_peak_bytes(table[:, nu:], codes, units["params"].to_numpy(),
+                                          df["precision"].to_numpy(dtype=object), batch, bpe)
+    return out
 
 
 def _label(index: pd.Index, i: int) -> Any:
@@ -278,7 +305,7 @@ def scale_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray) -> pd.D
     out["dw_flops_share"] = np.where(out["flops"] > 0, dw / np.maximum(out["flops"], 1), 0.0)
     out["se_flops"] = (2.0 * u["se_macs"] * batch).astype(np.int64)
     out["memory_bound_bytes"] = (u["mb_elems"] * batch * bpe).astype(np.int64)
-    return out[list(FEATURE_COLUMNS)]
+    return out[[*STATIC_FEATURES, *NEW_FEATURE_COLUMNS]]
 
 
 # --------------------------------------------------------------------------- torch modules

@@ -74,7 +74,7 @@ from carb_lib.families._common import (
     content_hash,
     is_missing,
 )
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, PRECISIONS, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, PRECISIONS, STATIC_FEATURES
 
 FAMILY = "module"
 OWN_COLUMNS: tuple[ConfigColumn, ...] = (
@@ -637,7 +637,31 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
     dw = (u["dw_flops"] * batch).astype(np.int64)
     out["dw_flops_share"] = np.where(out["flops"] > 0, dw / np.maximum(out["flops"], 1), 0.0)
     out["memory_bound_bytes"] = (u["memory_bound_bytes"] * el * batch * bpe).astype(np.int64)
-    return pd.DataFrame({c: out[c] for c in FEATURE_COLUMNS}, index=df.index, copy=False)
+    out[ALLOC_FEATURE] = _alloc_peaks(df, batch)
+    return pd.DataFrame({c: out[c] for c in (*FEATURE_COLUMNS, ALLOC_FEATURE)},
+                        index=df.index, copy=False)
+
+
+@lru_cache(maxsize=4096)
+def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int, batch: int,
+                precision: str) -> float:
+    from carb_lib.allocator import simulate_peak
+
+    model = build_from_spec(spec, kwargs_json, stamp, meta=True)
+    return float(simulate_peak(model, (batch, *shape), precision=precision).peak_bytes)
+
+
+def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> np.ndarray:
+    """The allocator model's peak of every row (:func:`carb_lib.allocator.simulate_peak`,
+    cached per module, input shape, batch and precision; NaN for other precisions)."""
+    keys = _keys(df)
+    out = np.full(len(df), np.nan)
+    for i, (key, b, p) in enumerate(zip(keys, batch, df["precision"].tolist(), strict=True)):
+        if p in ("fp32", "fp16"):
+            spec, kw, shape = key
+            out[i] = _alloc_peak(spec, parse_kwargs(kw), parse_input_shape(shape),
+                                 _stamp(spec), int(b), p)
+    return out
 
 
 def measured_module_features(config: ModuleConfig, model=None) -> dict[str, int | float]:

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_peak_bytes
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._common import (
     BATCH_RANGE,
@@ -82,7 +83,7 @@ from carb_lib.families._common import (
     scale_units,
 )
 from carb_lib.families._resnet_torch import resnet_modules
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
+from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
 
 FAMILY = "resnet"
 
@@ -299,10 +300,20 @@ def _out(h: int, k: int, s: int, p: int) -> int:
 def _resnet_unit(
     block: str, depth: int, width: float, early_downsample: bool, resolution: int,
     num_classes: int,
-) -> tuple[int, ...]:
+) -> tuple[float, ...]:
     """Per-sample counts of one ResNet architecture at one resolution (:data:`UNIT_COLUMNS`
     then :data:`EXTRA_UNIT_COLUMNS`: no depthwise conv, no SE; pools, one residual add per
-    block, memory-bound elements read and written by BN, ReLU, pooling and the adds)."""
+    block, memory-bound elements read and written by BN, ReLU, pooling and the adds), then the
+    allocator model's :data:`~carb_lib.families._alloc.ALLOC_UNIT_COLUMNS`.
+
+    The allocator walk follows the eager forward of :mod:`carb_lib.families._resnet_torch`:
+    the caller holds the input; the stem's output is referenced until the last stage returns
+    and a stage's input until the stage returns (they are arguments of ``nn.Sequential``
+    calls); a block's input and its identity are referenced until the block returns; in
+    ``out = bn(conv(out))`` the old ``out`` is still referenced while the BN runs; the last
+    stage's output is referenced until the classifier returns. ``peak_act_bytes`` (the
+    ``live`` calls) keeps its simpler estimate.
+    """
     blocks = STAGE_BLOCKS[(block, depth)]
     widths = stage_widths(width, len(blocks))
     exp = EXPANSION[block]
@@ -311,8 +322,9 @@ def _resnet_unit(
     max_c = 0
     peak = 0
     inp = 3 * resolution * resolution  # the input batch stays alive (the caller holds it)
+    mem = AllocWalk()
 
-    def conv(cin, cout, k, s, p, h):
+    def conv(cin, cout, k, s, p, h, live):
         nonlocal macs, params, act, max_c
         ho = _out(h, k, s, p)
         n["conv"] += 1
@@ -320,14 +332,16 @@ def _resnet_unit(
         params += cout * cin * k * k
         act += cout * ho * ho
         max_c = max(max_c, cout)
+        mem.conv(live, cin, cout, k, s, p, 1, h, ho)
         return ho, cout * ho * ho
 
-    def bn(c, elems):
+    def bn(c, elems, live):
         nonlocal params, act, mb
         n["bn"] += 1
         params += 2 * c
         act += elems
         mb += 2 * elems
+        mem.bn(live, c, elems)
 
     def relu(elems):
         nonlocal act, mb
@@ -342,11 +356,11 @@ def _resnet_unit(
     # stem
     c0 = widths[0]
     if early_downsample:
-        h, e = conv(3, c0, 7, 2, 3, resolution)
+        h, e = conv(3, c0, 7, 2, 3, resolution, inp)
     else:
-        h, e = conv(3, c0, 3, 1, 1, resolution)
+        h, e = conv(3, c0, 3, 1, 1, resolution, inp)
     live(e)  # conv reads the input (already counted) and writes e
-    bn(c0, e)
+    bn(c0, e, inp + e)
     live(e, e)
     relu(e)
     x = e
@@ -357,46 +371,52 @@ def _resnet_unit(
         n["pool"] += 1
         mb += x + e2
         live(x, e2)
+        mem.maxpool(inp + x, e2)
         h, x = h2, e2
     cin = c0
-    # stages
+    # stages; the stem's output is referenced until the stages return, each stage's input
+    # until the stage returns (nn.Sequential's arguments)
+    stem_out = x
     for i, (nb, w) in enumerate(zip(blocks, widths, strict=True)):
+        stage_in = x
         for j in range(nb):
             s = 2 if (i > 0 and j == 0) else 1
             cout = w * exp
             xin = x
+            base = inp + (stem_out if i > 0 else 0) + (stage_in if j > 0 else 0) + xin
             if s != 1 or cin != cout:
-                hd, ed = conv(cin, cout, 1, s, 0, h)
+                hd, ed = conv(cin, cout, 1, s, 0, h, base)
                 live(xin, ed)
-                bn(cout, ed)
+                bn(cout, ed, base + ed)
                 live(xin, ed, ed)
                 held = ed  # the projected shortcut is held while the branch runs
             else:
                 held = 0
+            base += held
             if block == "basic":
-                h1, e1 = conv(cin, w, 3, s, 1, h)
+                h1, e1 = conv(cin, w, 3, s, 1, h, base)
                 live(xin, held, e1)
-                bn(w, e1)
+                bn(w, e1, base + e1)
                 live(xin, held, e1, e1)
                 relu(e1)
-                h2, e2 = conv(w, cout, 3, 1, 1, h1)
+                h2, e2 = conv(w, cout, 3, 1, 1, h1, base + e1)
                 live(xin, held, e1, e2)
-                bn(cout, e2)
+                bn(cout, e2, base + e1 + e2)
                 live(xin, held, e2, e2)
             else:
-                h1, e1 = conv(cin, w, 1, 1, 0, h)
+                h1, e1 = conv(cin, w, 1, 1, 0, h, base)
                 live(xin, held, e1)
-                bn(w, e1)
+                bn(w, e1, base + e1)
                 live(xin, held, e1, e1)
                 relu(e1)
-                hm, em = conv(w, w, 3, s, 1, h1)
+                hm, em = conv(w, w, 3, s, 1, h1, base + e1)
                 live(xin, held, e1, em)
-                bn(w, em)
+                bn(w, em, base + e1 + em)
                 live(xin, held, em, em)
                 relu(em)
-                h2, e2 = conv(w, cout, 1, 1, 0, hm)
+                h2, e2 = conv(w, cout, 1, 1, 0, hm, base + em)
                 live(xin, held, em, e2)
-                bn(cout, e2)
+                bn(cout, e2, base + em + e2)
                 live(xin, held, e2, e2)
             n["add"] += 1
             mb += 3 * e2  # the in-place residual add reads two tensors, writes one
@@ -407,24 +427,28 @@ def _resnet_unit(
     n["pool"] += 1
     mb += x + cin
     live(x, cin)
+    mem.global_pool(inp + x, cin, x)
     n["fc"] += 1
     macs += cin * num_classes
     params += cin * num_classes + num_classes
     act += num_classes
     live(cin, num_classes)
+    mem.new(inp + x + cin, num_classes)
     return (n["conv"], n["bn"], n["act"], n["fc"], max_c, macs, params, act, peak,
-            0, n["pool"], n["add"], 0, 0, 0, mb)
+            0, n["pool"], n["add"], 0, 0, 0, mb, *mem.unit())
 
 
 #: Per-sample quantities of :func:`_resnet_unit`.
 RESNET_UNIT_COLUMNS: tuple[str, ...] = (*UNIT_COLUMNS, *EXTRA_UNIT_COLUMNS)
 
 
-def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None) -> pd.DataFrame:
+def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None
+                 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Evaluate ``unit_fn`` once per unique key and broadcast the result to every row.
 
     ``validate(row_label, unique_row)`` may raise a :class:`ConfigError` naming the first row
-    that carries an invalid key.
+    that carries an invalid key. Returns the broadcast :data:`RESNET_UNIT_COLUMNS`, the
+    allocator columns per unique key and every row's key code.
     """
     codes, uniq = factorize_rows(df, key_cols)
     rows = []
@@ -432,8 +456,10 @@ def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None) 
         if validate is not None:
             validate(label, u)
         rows.append(unit_fn(*u))
-    table = np.array(rows, dtype=np.float64).reshape(len(uniq), len(RESNET_UNIT_COLUMNS))
-    return pd.DataFrame(table[codes], columns=list(RESNET_UNIT_COLUMNS), index=df.index)
+    nu = len(RESNET_UNIT_COLUMNS)
+    table = np.array(rows, dtype=np.float64).reshape(len(uniq), nu + len(ALLOC_UNIT_COLUMNS))
+    units = pd.DataFrame(table[codes, :nu], columns=list(RESNET_UNIT_COLUMNS), index=df.index)
+    return units, table[:, nu:], codes
 
 
 def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
@@ -465,12 +491,14 @@ def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
                 f"space; valid: {sorted(STAGE_BLOCKS)}"
             )
 
-    units = _units_frame(key, _resnet_unit, list(key.columns), validate=validate)
+    units, alloc, codes = _units_frame(key, _resnet_unit, list(key.columns), validate=validate)
     batch, bpe = df["batch"].to_numpy(), bytes_per_element(df["precision"])
     out = scale_units(units, batch, bpe)
     extra = scale_extra_units(units, batch.astype(np.float64), bpe, out["flops"].to_numpy())
     for c in EXTRA_STATIC_FEATURES:
         out[c] = extra[c].to_numpy()
+    out[ALLOC_FEATURE] = alloc_peak_bytes(alloc, codes, units["params"].to_numpy(),
+                                          df["precision"].to_numpy(dtype=object), batch, bpe)
     return out
 
 

@@ -1,0 +1,345 @@
+"""The CPU allocator model: the bytes an eager PyTorch forward pass asks the allocator for.
+
+CARB's CPU peak memory (:func:`carb_lib.counters.cpu_peak_memory_bytes`) is the resident bytes
+(parameters, buffers, the input) plus the peak of the running sum of the allocator's events
+during one ``model(x)``. Those events are deterministic, and they are not only the layers'
+outputs: the CPU kernels allocate scratch copies whose size depends on the kernel PyTorch
+dispatches to. This module models them, per op, for PyTorch 2.x on an x86 CPU with oneDNN
+(``mkldnn``) and one intra-op thread — the protocol of CARB's CPU campaigns. The rules were read
+off the allocator's events of single ops (``torch.profiler`` with ``profile_memory=True``):
+
+``Conv2d``, float32
+    PyTorch's ``use_mkldnn`` heuristic picks oneDNN unless the conv is 1x1, stride 1, with fewer
+    than 16 images on one thread, or has ``groups == 1``, a kernel of at most 3 x 3, one image
+    and at most 20,480 input elements. oneDNN works in channel-blocked layouts (blocks of
+    ``block`` = 8 channels on AVX2): it copies the input into a padded blocked tensor (not for
+    a k > 1 conv with fewer than 8 input channels), reorders the weights (the fixed bytes
+    ``pad(cout) x pad(cin) x k x k``; ``cin`` unpadded without the input copy), writes a
+    padded blocked output, frees the input copy and weights, and reorders the output into a
+    plain tensor. A strided 1x1 conv also takes a per-image scratch buffer
+    (``pad(cin) x ho x wo`` floats + 128 bytes), and a bias whose length is not a multiple of
+    the block a padded copy (``pad(cout) + 32`` floats). The slow path (``slow_conv2d``) unfolds the
+    input (``cin x k x k x ho x wo`` per image; none for a 1x1 stride-1 conv) and writes the
+    output.
+``Conv2d``, float16
+    Always the slow path. A grouped (depthwise) conv runs group by group: each group's input
+    slice is copied (more than one image), unfolded and written to its own output; the outputs
+    are concatenated at the end, so the output exists twice for a moment.
+``BatchNorm2d``
+    The output plus two float32 per-channel temporaries.
+``MaxPool2d``
+    The output plus int64 indices of the same size, freed at once.
+global average pool
+    float16 inputs are first copied to float32 (the input and the output, for a moment).
+in-place activations, ``flatten``
+    Nothing. Sigmoid, ``Linear``, out-of-place adds and multiplies: their output.
+
+A walk of one architecture at one resolution runs in every *lane* — a precision and a range of
+batch sizes within which every size is ``a * batch + w`` (``a`` bytes per image, ``w`` fixed
+bytes, e.g. reordered weights) and every kernel choice is the same: :data:`LANES`. Each event
+leaves the running total at a point ``(a, w)``; the peak at batch ``n`` is the largest
+``a * n + w`` over the points, and :meth:`AllocWalk.table` keeps, per lane, the :data:`K`
+points that are largest at :data:`LANE_PROBES` (exact there; between probes the largest of
+them). :func:`alloc_peak` evaluates them per row.
+:func:`carb_lib.allocator.simulate_peak` runs the same rules on any ``nn.Module`` on the
+``meta`` device, and the tests hold both against each other and against measured peaks.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+#: ``(precision, lowest batch, highest batch)`` of each lane.
+LANES: tuple[tuple[str, int, int], ...] = (
+    ("fp32", 1, 1),
+    ("fp32", 2, 15),
+    ("fp32", 16, 1 << 20),
+    ("fp16", 1, 1),
+    ("fp16", 2, 1 << 20),
+)
+#: Batch sizes at which each lane's kept points are exact (the largest there).
+LANE_PROBES: tuple[tuple[int, ...], ...] = (
+    (1,),
+    (2, 4, 8, 15),
+    (16, 64, 256, 1024),
+    (1,),
+    (2, 16, 128, 1024),
+)
+#: Points kept per lane.
+K: int = 4
+#: :data:`LANE_PROBES` padded to ``K`` per lane (repeating the last probe).
+_PROBES = np.array([(*p, *[p[-1]] * (K - len(p))) for p in LANE_PROBES], dtype=np.float64)
+#: Channel block of oneDNN's blocked layouts (8 on AVX2, 16 on AVX-512).
+BLOCK: int = 8
+_BPE = {"fp32": 4, "fp16": 2}
+_INDEX_BYTES = 8  # int64 max-pool indices
+_BN_TEMP = 4  # float32 per-channel temporaries of batch norm
+
+
+#: ``(bytes per image, fixed bytes)`` or, for the op's output, ``(bytes per image, 0, True)``.
+Events = list[tuple]
+
+
+_LANE_PREC: tuple[str, ...] = tuple(p for p, _, _ in LANES)
+_LANE_BPE_ARR = np.array([_BPE[p] for p in _LANE_PREC], dtype=np.float64)[None, :, None]
+
+
+def _pad(c: int, block: int = BLOCK) -> int:
+    return -(-c // block) * block
+
+
+class AllocWalk:
+    """Symbolic allocator walk of one architecture at one resolution, in every lane.
+
+    The caller keeps the liveness (which tensors are referenced) and passes, per op, the
+    elements per image already live (``live``: the input, held tensors and the op's input).
+    Each op contributes, per lane, its undominated running-total points above the live bytes
+    (:func:`_op_points`, cached per op geometry); :meth:`table` evaluates them all at once.
+    """
+
+    def __init__(self, threads: int = 1, block: int = BLOCK) -> None:
+        self.threads, self.block = threads, block
+        _REGISTRY.reset_if_full()
+        self.lives: list[int] = []
+        self.points: list[int] = []  # registry ids of the ops' candidate points
+        self.buffer_elems = 0  # BN running statistics (elements)
+        self.n_buffers = 0  # BN num_batches_tracked (int64 scalars)
+
+    # -------------------------------------------------------------- ops
+    def conv(self, live: int, cin: int, cout: int, k: int, stride: int, padding: int,
+             groups: int, h: int, ho: int, bias: bool = False) -> None:
+        """A square ``Conv2d`` reading ``cin x h x h`` and writing ``cout x ho x ho``."""
+        self.lives.append(live)
+        self.points.append(_op_points("conv", (cin, cout, k, stride, padding, groups, h * h,
+                                               ho * ho, bias, self.threads, self.block)))
+
+    def bn(self, live: int, c: int, elems: int) -> None:
+        """``BatchNorm2d(c)`` writing ``elems`` per image."""
+        self.buffer_elems += 2 * c
+        self.n_buffers += 1
+        self.lives.append(live)
+        self.points.append(_op_points("bn", (c, elems)))
+
+    def maxpool(self, live: int, out: int) -> None:
+        """``MaxPool2d`` writing ``out`` elements per image (and its indices for a moment)."""
+        self.lives.append(live)
+        self.points.append(_op_points("maxpool", (out,)))
+
+    def global_pool(self, live: int, c: int, elems_in: int) -> None:
+        """The global average pool of a ``c``-channel tensor of ``elems_in`` per image."""
+        self.lives.append(live)
+        self.points.append(_op_points("global_pool", (c, elems_in)))
+
+    def new(self, live: int, out: int) -> None:
+        """Any other op writing a new tensor of ``out`` elements per image (Sigmoid, Linear,
+        out-of-place add or multiply)."""
+        self.lives.append(live)
+        self.points.append(_op_points("new", (out,)))
+
+    # -------------------------------------------------------------- result
+    def table(self) -> np.ndarray:
+        """``(len(LANES), K, 2)`` points ``(a, w)`` per lane (largest at the probes)."""
+        if not self.lives:
+            return np.zeros((len(LANES), K, 2))
+        P = _REGISTRY.points[np.asarray(self.points)]  # (ops, lanes, M, 2)
+        A = P[..., 0] + np.asarray(self.lives, dtype=np.float64)[:, None, None] * _LANE_BPE_ARR
+        A = A.transpose(0, 2, 1).reshape(-1, len(LANES))  # (ops * M, lanes)
+        W = P[..., 1].transpose(0, 2, 1).reshape(-1, len(LANES))
+        best = np.argmax(A[:, :, None] * _PROBES[None] + W[:, :, None], axis=0)  # (lanes, K)
+        lanes = np.arange(len(LANES))[:, None]
+        return np.stack([A[best, lanes], W[best, lanes]], axis=-1)
+
+    def unit(self) -> tuple[float, ...]:
+        """:data:`ALLOC_UNIT_COLUMNS`: BN buffer elements and counters, then :meth:`table`."""
+        return (float(self.buffer_elems), float(self.n_buffers), *self.table().ravel())
+
+
+# --------------------------------------------------------------------------- op rules
+
+
+def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, int],
+                stride: tuple[int, int], padding: tuple[int, int], groups: int, hw_in: int,
+                hw_out: int, *, bias: bool = False, threads: int = 1,
+                block: int = BLOCK) -> Events:
+    """Allocator events ``(bytes per image, fixed bytes)`` of one ``Conv2d`` on ``n`` images
+    (``n`` only chooses the kernel; sizes are per image) reading ``hw_in`` and writing
+    ``hw_out`` pixels per channel, in order, positive for an allocation and negative for a
+    free. The output's allocation is among them and is not freed."""
+    kh, kw = kernel
+    pointwise = kh == 1 and kw == 1
+    strided = stride[0] != 1 or stride[1] != 1
+    out = cout * hw_out
+    cg = cin // groups
+    unfold = 0 if (pointwise and not strided and not any(padding)) else cin * kh * kw * hw_out
+    bpe = _BPE[precision]
+    if precision == "fp32":
+        mkldnn = (strided or n >= 16 or not pointwise or threads > 1) and (
+            groups > 1 or (kh > 3 and kw > 3) or n > 1 or n * cin * hw_in > 20480
+        )
+        if not mkldnn:
+            return [(unfold * 4, 0), (out * 4, 0, True), (-unfold * 4, 0)]
+        in_blk = _pad(cin, block) * hw_in * 4 if (cin >= block or pointwise or groups > 1) else 0
+        w_cin = _pad(cg, block) if (in_blk and groups == 1) else cg
+        wr = _pad(cout, block) * w_cin * kh * kw * 4
+        scratch = _pad(cin, block) * hw_out * 4 + 128 if (pointwise and strided) else 0
+        out_blk = _pad(cout, block) * hw_out * 4
+        # a bias whose length is not a multiple of the block is copied, padded (+ 128 bytes)
+        bcopy = (_pad(cout, block) + 32) * 4 if (bias and cout % block) else 0
+        return [(0, bcopy), (0, scratch), (in_blk, 0), (0, wr), (out_blk, 0), (0, -wr),
+                (-in_blk, 0), (0, -scratch), (0, -bcopy), (out * 4, 0, True), (-out_blk, 0)]
+    if groups == 1:
+        return [(unfold * bpe, 0), (out * bpe, 0, True), (-unfold * bpe, 0)]
+    # grouped: group by group into per-group outputs, concatenated at the end; the events up
+    # to the last group's peak are summed (the earlier groups' outputs are held)
+    out_g = out // groups
+    in_g = cg * hw_in * bpe if n > 1 else 0
+    col_g = cg * kh * kw * hw_out * bpe
+    return [((groups - 1) * out_g * bpe, 0), (in_g, 0), (col_g, 0), (out_g * bpe, 0),
+            (-col_g, 0), (-in_g, 0), (out * bpe, 0, True), (-groups * out_g * bpe, 0)]
+
+
+def bn_events(precision: str, c: int, elems: int) -> Events:
+    """``BatchNorm2d(c)`` writing ``elems`` per image: the output, two float32 temporaries."""
+    t = c * _BN_TEMP
+    return [(elems * _BPE[precision], 0, True), (0, t), (0, t), (0, -t), (0, -t)]
+
+
+def maxpool_events(precision: str, out: int) -> Events:
+    """``MaxPool2d`` writing ``out`` elements per image; its int64 indices live for a moment."""
+    return [(out * _BPE[precision], 0, True), (out * _INDEX_BYTES, 0), (-out * _INDEX_BYTES, 0)]
+
+
+def global_pool_events(precision: str, c: int, elems_in: int) -> Events:
+    """Global average pool to ``c`` x 1 x 1 of ``elems_in`` per image (float16: via float32)."""
+    ev: Events = [(c * _BPE[precision], 0, True)]
+    if precision == "fp16":
+        ev += [(c * 4, 0), (elems_in * 4, 0), (-elems_in * 4, 0), (-c * 4, 0)]
+    return ev
+
+
+def _new_events(precision: str, out: int) -> Events:
+    return [(out * _BPE[precision], 0, True)]
+
+
+def _conv_events_flat(precision, n, cin, cout, k, stride, padding, groups, hw_in, hw_out,
+                      bias, threads, block) -> Events:
+    return conv_events(precision, n, cin, cout, (k, k), (stride, stride), (padding, padding),
+                       groups, hw_in, hw_out, bias=bias, threads=threads, block=block)
+
+
+_EVENTS = {"conv": _conv_events_flat, "bn": bn_events, "maxpool": maxpool_events,
+           "global_pool": global_pool_events, "new": _new_events}
+
+
+def _candidates(kind: str, args: tuple) -> list[tuple[float, float]]:
+    """The running totals ``(bytes per image, fixed bytes)`` of one op's events above the live
+    bytes, after each allocation, without those dominated in both coordinates."""
+    a = w = 0.0
+    pts = []
+    for ev in _EVENTS[kind](*args):
+        a += ev[0]
+        w += ev[1]
+        if ev[0] > 0 or ev[1] > 0:
+            pts.append((a, w))
+    return [p for p in pts if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in pts)]
+
+
+#: Candidate points kept per op and lane (an op has at most this many undominated ones).
+_M = 3
+
+
+class _Registry:
+    """Candidate points of every op geometry seen, in one growing array (row = op id)."""
+
+    def __init__(self) -> None:
+        self.points = np.empty((1024, len(LANES), _M, 2))
+        self.n = 0
+
+    def reset_if_full(self, limit: int = 1 << 18) -> None:
+        """Forget every op once ``limit`` are stored (a walk starts on an empty registry
+        then; ids never outlive the walk that asked for them)."""
+        if self.n >= limit:
+            _op_points.cache_clear()
+            self.points = np.empty((1024, len(LANES), _M, 2))
+            self.n = 0
+
+    def add(self, pts: np.ndarray) -> int:
+        if self.n == len(self.points):
+            self.points = np.concatenate([self.points, np.empty_like(self.points)])
+        self.points[self.n] = pts
+        self.n += 1
+        return self.n - 1
+
+
+_REGISTRY = _Registry()
+
+
+@cache
+def _op_points(kind: str, args: tuple) -> int:
+    """Id (row of the registry) of one op's ``(len(LANES), _M, 2)`` candidate points in every
+    lane (padded by repeating the last one). ``args`` follow the precision (and, for a conv,
+    the lane's lowest batch)."""
+    out = np.empty((len(LANES), _M, 2))
+    for lane, (prec, lo, _) in enumerate(LANES):
+        cands = _candidates(kind, (prec, lo, *args) if kind == "conv" else (prec, *args))
+        if not cands or len(cands) > _M:
+            raise AssertionError(f"{kind}{args}: {len(cands)} candidate points")
+        cands += [cands[-1]] * (_M - len(cands))
+        out[lane] = cands
+    return _REGISTRY.add(out)
+
+
+#: Per-architecture quantities of the walk (appended to a family's unit columns).
+ALLOC_UNIT_COLUMNS: tuple[str, ...] = (
+    "buffer_elems", "n_buffers",
+    *(f"lane{i}_p{k}_{ab}" for i in range(len(LANES)) for k in range(K) for ab in "aw"),
+)  # fmt: skip
+
+
+def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
+                     precision: np.ndarray, batch: np.ndarray, bpe: np.ndarray) -> np.ndarray:
+    """The ``alloc_peak_bytes`` feature of every row: parameters and BN buffers at the row's
+    precision, the int64 BN counters, and the walk's peak at the row's batch (the input is
+    among the walk's live bytes).
+
+    ``alloc_units`` is ``(n_units, len(ALLOC_UNIT_COLUMNS))``, ``codes`` the unit of each row,
+    ``params`` the parameter count of each row.
+    """
+    tables = alloc_units[:, 2:].reshape(len(alloc_units), len(LANES), K, 2)
+    peak = alloc_peak(tables, codes, precision, batch)
+    buffers = alloc_units[:, 0][codes] * bpe + 8.0 * alloc_units[:, 1][codes]
+    return np.asarray(params, dtype=np.float64) * bpe + buffers + peak
+
+
+def lane_of(precision: np.ndarray, batch: np.ndarray) -> np.ndarray:
+    """Lane index (into :data:`LANES`) of each row; -1 where none applies."""
+    pcodes, uniq = pd.factorize(pd.Series(np.asarray(precision, dtype=object)))
+    b = np.asarray(batch)
+    lane = np.full(len(b), -1, dtype=np.int64)
+    for j, p in enumerate(uniq):
+        rows = pcodes == j
+        for i, (prec, lo, hi) in enumerate(LANES):
+            if prec == p:
+                lane[rows & (b >= lo) & (b <= hi)] = i
+    return lane
+
+
+def alloc_peak(tables: np.ndarray, codes: np.ndarray, precision: np.ndarray,
+               batch: np.ndarray) -> np.ndarray:
+    """Peak allocator bytes above the parameters and buffers, per row.
+
+    ``tables`` is ``(n_units, len(LANES), K, 2)``; ``codes`` the unit of each row. Rows of a
+    precision without a lane (e.g. bf16) get NaN.
+    """
+    lane = lane_of(precision, batch)
+    n = np.asarray(batch, dtype=np.float64)
+    flat = tables.reshape(-1, K, 2)
+    idx = np.asarray(codes, dtype=np.int64) * len(LANES) + np.maximum(lane, 0)
+    best = flat[:, 0, 0][idx] * n + flat[:, 0, 1][idx]
+    for k in range(1, K):
+        np.maximum(best, flat[:, k, 0][idx] * n + flat[:, k, 1][idx], out=best)
+    best[lane < 0] = np.nan
+    return best

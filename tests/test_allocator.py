@@ -1,0 +1,201 @@
+"""The allocator model (carb_lib.families._alloc, carb_lib.allocator): the simulated peak on
+the meta device equals the measured CPU peak of real runs, the families' analytic walk equals
+the simulation, every stored CPU row equals the analytic feature, and the memory base law
+uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from carb_lib.allocator import simulate_peak
+from carb_lib.counters import cpu_peak_memory_bytes
+from carb_lib.families import _alloc, get_family
+from carb_lib.vocab import ALLOC_FEATURE
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = [ROOT / "data" / "cpu_epyc_zen3_2c.parquet",
+            ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet"]
+#: The rules were read on PyTorch's AVX2 CPU kernels (oneDNN blocks of 8 channels).
+AVX2 = torch.backends.cpu.get_cpu_capability() == "AVX2" and torch.backends.mkldnn.is_available()
+needs_avx2 = pytest.mark.skipif(not AVX2, reason="allocator rules are those of AVX2 oneDNN")
+
+
+class SE(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.pool, self.fc1 = nn.AdaptiveAvgPool2d(1), nn.Conv2d(c, 4, 1)
+        self.act, self.fc2, self.gate = nn.SiLU(inplace=True), nn.Conv2d(4, c, 1), nn.Sigmoid()
+
+    def forward(self, x):
+        return x * self.gate(self.fc2(self.act(self.fc1(self.pool(x)))))
+
+
+class Res(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+def _net(kind: str) -> nn.Module:
+    """Tiny networks that exercise every rule."""
+    if kind == "plain":  # cin < 8 with k > 1 (no input copy), cin >= 8, padding to 8
+        return nn.Sequential(nn.Conv2d(3, 6, 3, padding=1, bias=False), nn.BatchNorm2d(6),
+                             nn.ReLU(inplace=True), nn.Conv2d(6, 12, 3, padding=1),
+                             nn.Conv2d(12, 20, 3, 2, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                             nn.Linear(20, 10))
+    if kind == "pointwise":  # strided 1x1 (scratch), 1x1 stride 1 (slow path below 16 images)
+        return nn.Sequential(nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.MaxPool2d(3, 2, 1),
+                             nn.Conv2d(16, 24, 1, 2, bias=False), nn.Conv2d(24, 8, 1),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5))
+    if kind == "mobile":  # depthwise (grouped) convs, SE, residual add, ReLU6 and SiLU
+        return nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16),
+                             nn.ReLU6(inplace=True),
+                             Res(nn.Sequential(nn.Conv2d(16, 16, 5, 1, 2, groups=16, bias=False),
+                                               nn.BatchNorm2d(16), nn.SiLU(inplace=True), SE(16),
+                                               nn.Conv2d(16, 16, 1, bias=False))),
+                             nn.Conv2d(16, 32, 3, 2, 1, groups=16), nn.AdaptiveAvgPool2d(1),
+                             nn.Flatten(), nn.Linear(32, 10))
+    raise ValueError(kind)
+
+
+@needs_avx2
+@pytest.mark.parametrize("kind", ["plain", "pointwise", "mobile"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("batch", [1, 3, 16])
+def test_simulated_peak_equals_the_measured_one(kind, precision, batch):
+    torch.manual_seed(0)
+    dtype = torch.float16 if precision == "fp16" else torch.float32
+    model = _net(kind).to(dtype).eval()
+    x = torch.randn(batch, 3, 24, 24).to(dtype)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the campaigns' protocol; 1x1 kernels depend on it
+    try:
+        measured = cpu_peak_memory_bytes(model, x)
+    finally:
+        torch.set_num_threads(threads)
+    sim = simulate_peak(model, tuple(x.shape), precision=precision)
+    assert sim.resident_bytes == measured["resident_bytes"]
+    assert sim.peak_bytes == measured["peak_bytes"]
+    assert next(model.parameters()).device.type == "cpu"  # the caller's model is untouched
+
+
+def test_simulated_peak_is_not_the_sum_of_outputs():
+    """The scratch copies matter: an fp16 3x3 conv unfolds its input (9 x its size)."""
+    conv = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+    f32 = simulate_peak(conv, (4, 16, 32, 32))
+    f16 = simulate_peak(conv, (4, 16, 32, 32), precision="fp16")
+    out = 4 * 16 * 32 * 32  # elements of the output (and of the input)
+    assert f16.peak_increment_bytes == (out + 9 * out) * 2  # output + unfolded input
+    # fp32 (oneDNN): blocked copy of the input + reordered weights + blocked output
+    assert f32.peak_increment_bytes == 2 * out * 4 + 16 * 16 * 9 * 4
+    with pytest.raises(ValueError, match="precision must be"):
+        simulate_peak(conv, (1, 16, 8, 8), precision="bf16")
+
+
+def _sample(name: str, n: int) -> pd.DataFrame:
+    fam = get_family(name)
+    if name == "resnet":
+        from carb_lib.families.resnet import sample_configs
+        df = sample_configs(n, seed=5)
+    else:
+        import importlib
+        df = importlib.import_module(f"carb_lib.families.{name}").sample_configs(n, seed=5)
+    rng = np.random.default_rng(1)
+    # batches between the lanes' probes too, and both precisions
+    df = df.assign(batch=rng.choice([1, 2, 3, 5, 15, 16, 17, 33, 100, 256], len(df)),
+                   precision=rng.choice(["fp32", "fp16"], len(df)))
+    return df.assign(family=fam.name)
+
+
+@pytest.mark.parametrize("name", ["resnet", "mobilenetv2", "vgg", "efficientnet"])
+def test_analytic_walk_equals_the_simulation(name):
+    fam = get_family(name)
+    df = _sample(name, 10).reset_index(drop=True)
+    got = fam.static_features(df)[ALLOC_FEATURE].to_numpy()
+    for i, row in df.iterrows():
+        cfg = fam.from_row(row.to_dict())
+        with torch.device("meta"):
+            model = fam.build_model(cfg)
+        sim = simulate_peak(model, (cfg.batch, 3, cfg.resolution, cfg.resolution),
+                            precision=cfg.precision)
+        assert got[i] == pytest.approx(sim.peak_bytes, rel=0, abs=0.5), (row.to_dict(), i)
+
+
+@pytest.mark.parametrize("path", DATASETS, ids=lambda p: p.parent.name)
+def test_every_stored_cpu_row_equals_the_analytic_peak(path):
+    from carb_lib.features import static_features
+
+    df = pd.read_parquet(path)
+    df = df[df["status"] == "ok"]
+    assert len(df) > 1000
+    pred = static_features(df)[ALLOC_FEATURE].to_numpy()
+    measured = df["peak_mem_mib"].to_numpy(dtype=float) * 2**20
+    assert np.abs(pred - measured).max() <= 0.5  # the same byte count, every row
+
+
+def test_lanes_and_table_shapes():
+    walk = _alloc.AllocWalk()
+    walk.conv(10, 3, 8, 3, 1, 1, 1, 8, 8)
+    t = walk.table()
+    assert t.shape == (len(_alloc.LANES), _alloc.K, 2)
+    lane = _alloc.lane_of(np.array(["fp32", "fp32", "fp32", "fp16", "fp16", "bf16"], object),
+                          np.array([1, 2, 16, 1, 700, 4]))
+    assert lane.tolist() == [0, 1, 2, 3, 4, -1]
+    assert len(walk.unit()) == len(_alloc.ALLOC_UNIT_COLUMNS)
+    _alloc._REGISTRY.reset_if_full(limit=0)  # a full registry starts over at the next walk
+    assert _alloc._REGISTRY.n == 0
+    again = _alloc.AllocWalk()
+    again.conv(10, 3, 8, 3, 1, 1, 1, 8, 8)
+    np.testing.assert_array_equal(again.table(), t)
+
+
+def test_nb201_has_no_model_and_the_law_falls_back():
+    from carb_lib.base_models import _alloc_term
+    from carb_lib.features import static_features
+
+    df = pd.DataFrame({"family": ["nb201"] * 2, "arch": ["|nor_conv_3x3~0|+|skip_connect~0|"
+                                                         "nor_conv_1x1~1|+|skip_connect~0|"
+                                                         "none~1|avg_pool_3x3~2|"] * 2,
+                       "resolution": [32, 32], "batch": [1, 8], "precision": ["fp32"] * 2})
+    f = static_features(df)
+    assert f[ALLOC_FEATURE].isna().all()
+    np.testing.assert_array_equal(_alloc_term(f), f["param_bytes"] + f["peak_act_bytes"])
+
+
+def test_memory_law_puts_weight_one_on_the_allocator_peak():
+    from carb_lib.base_models import fit_base_law, law_columns
+
+    df = pd.read_parquet(DATASETS[0])
+    df = df[df["status"] == "ok"]
+    law = fit_base_law(df, "peak_mem_mib")
+    assert law_columns("memory")[-1] == "alloc_mib"
+    for p in law.precisions:
+        np.testing.assert_allclose(law.coef[p][-1], 1.0, atol=1e-6)
+    rel = law.predict(df) / df["peak_mem_mib"].to_numpy() - 1
+    assert np.abs(rel).max() < 1e-6
+    old = fit_base_law(df, "peak_mem_mib", kind="memory_bytes")
+    assert len(old.coef["fp32"]) == 4
+    assert np.abs(old.predict(df) / df["peak_mem_mib"].to_numpy() - 1).mean() > 0.01
+    with pytest.raises(ValueError, match="kind must be"):
+        fit_base_law(df, "peak_mem_mib", kind="memory_bits")
+
+
+def test_module_family_uses_the_simulator():
+    from carb_lib.families import module as M
+
+    nets = f"{ROOT / 'tests' / 'fixtures' / 'user_module' / 'nets.py'}:tiny"
+    df = M.module_configs(nets, "3,32,32", batches=(1, 4), precisions=("fp32", "fp16"))
+    f = M.module_static_features(df)
+    for i, row in df.reset_index(drop=True).iterrows():
+        model = M.build_from_spec(nets, row["module_kwargs"], meta=True)
+        sim = simulate_peak(model, (int(row["batch"]), 3, 32, 32), precision=row["precision"])
+        assert f[ALLOC_FEATURE].iloc[i] == sim.peak_bytes
