@@ -36,7 +36,7 @@ def main() -> None:
         times = []
         for _ in range(args.repeats):
             features._resnet_unit.cache_clear()
-            _alloc._op_points.cache_clear()  # the allocator walk's per-op cache too
+            _alloc.clear_cache()  # the allocator walk's per-op cache too
             t0 = time.perf_counter()
             features.static_features(df)
             times.append(time.perf_counter() - t0)

@@ -103,7 +103,7 @@ def speed(repeats: int) -> pd.DataFrame:
         unit = getattr(mod, "_resnet_unit", None) or mod._unit
         for _ in range(repeats):
             unit.cache_clear()
-            _alloc._op_points.cache_clear()
+            _alloc.clear_cache()
             t0 = time.perf_counter()
             features.static_features(df)
             times.append(time.perf_counter() - t0)

@@ -185,8 +185,8 @@ def simulate_peak(model: Any, input_shape: tuple[int, ...], *, precision: str = 
     Parameters
     ----------
     model : torch.nn.Module
-        The network; it is copied to the ``meta`` device at ``precision`` (the caller's model
-        is not changed), or used as is when already there.
+        The network; a copy goes to the ``meta`` device at ``precision`` (the caller's model is
+        not changed; a model already on ``meta`` copies for free).
     input_shape : tuple of int
         ``(batch, channels, height, width)``.
     precision : {"fp32", "fp16"}, default="fp32"
@@ -207,10 +207,8 @@ def simulate_peak(model: Any, input_shape: tuple[int, ...], *, precision: str = 
     if precision not in ("fp32", "fp16"):
         raise ValueError(f"precision must be 'fp32' or 'fp16', got {precision!r}")
     dtype = torch.float16 if precision == "fp16" else torch.float32
-    params = list(model.parameters())
-    if not params or params[0].device.type != "meta":
-        model = copy.deepcopy(model).to(device="meta")
-    model = model.to(dtype=dtype).eval()
+    # a copy (cheap on meta): .to() works in place and the caller's model must not change
+    model = copy.deepcopy(model).to(device="meta", dtype=dtype).eval()
     x = torch.empty(*input_shape, dtype=dtype, device="meta")
     resident = sum(t.numel() * t.element_size() for t in [*model.parameters(),
                                                           *model.buffers(), x])

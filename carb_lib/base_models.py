@@ -177,13 +177,21 @@ class BaseLaw:
     ci: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     ci_level: float = 0.95
 
+    def _kind(self) -> str:
+        """The law its coefficients belong to (a memory law saved before session 6, without the
+        allocator term, is read as ``memory_bytes``)."""
+        k = len(next(iter(self.coef.values())))
+        if self.kind == "memory" and k == len(law_columns("memory_bytes")):
+            return "memory_bytes"
+        return self.kind
+
     def predict(self, df: pd.DataFrame) -> np.ndarray:
         """Base prediction on the original scale (always >= ``floor`` > 0).
 
         Rows of a precision never seen in training use the first trained precision's
         constants (flag them as extrapolated).
         """
-        T = _terms(df, self.kind)
+        T = _terms(df, self._kind())
         prec = _precision(df)
         out = T @ self.coef[self.precisions[0]]
         for p in self.precisions[1:]:
@@ -201,7 +209,7 @@ class BaseLaw:
         terms (1.0: every byte counted once).
         """
         rows = []
-        names = law_columns(self.kind)
+        names = law_columns(self._kind())
         for p in self.precisions:
             c = self.coef[p]
             lo, hi = self.ci.get(p, (np.full(len(c), np.nan), np.full(len(c), np.nan)))

@@ -47,7 +47,7 @@ them). :func:`alloc_peak` evaluates them per row.
 
 from __future__ import annotations
 
-from functools import cache
+import threading
 
 import numpy as np
 import pandas as pd
@@ -97,12 +97,14 @@ class AllocWalk:
     The caller keeps the liveness (which tensors are referenced) and passes, per op, the
     elements per image already live (``live``: the input, held tensors and the op's input).
     Each op contributes, per lane, its undominated running-total points above the live bytes
-    (:func:`_op_points`, cached per op geometry); :meth:`table` evaluates them all at once.
+    (:func:`_op_points`, kept per op geometry by a per-thread registry); :meth:`table`
+    evaluates them all at once.
     """
 
     def __init__(self, threads: int = 1, block: int = BLOCK) -> None:
         self.threads, self.block = threads, block
-        _REGISTRY.reset_if_full()
+        self.reg = _registry()
+        self.reg.reset_if_full()
         self.lives: list[int] = []
         self.points: list[int] = []  # registry ids of the ops' candidate points
         self.buffer_elems = 0  # BN running statistics (elements)
@@ -113,7 +115,7 @@ class AllocWalk:
              groups: int, h: int, ho: int, bias: bool = False) -> None:
         """A square ``Conv2d`` reading ``cin x h x h`` and writing ``cout x ho x ho``."""
         self.lives.append(live)
-        self.points.append(_op_points("conv", (cin, cout, k, stride, padding, groups, h * h,
+        self.points.append(self.reg.id_of("conv", (cin, cout, k, stride, padding, groups, h * h,
                                                ho * ho, bias, self.threads, self.block)))
 
     def bn(self, live: int, c: int, elems: int) -> None:
@@ -121,30 +123,30 @@ class AllocWalk:
         self.buffer_elems += 2 * c
         self.n_buffers += 1
         self.lives.append(live)
-        self.points.append(_op_points("bn", (c, elems)))
+        self.points.append(self.reg.id_of("bn", (c, elems)))
 
     def maxpool(self, live: int, out: int) -> None:
         """``MaxPool2d`` writing ``out`` elements per image (and its indices for a moment)."""
         self.lives.append(live)
-        self.points.append(_op_points("maxpool", (out,)))
+        self.points.append(self.reg.id_of("maxpool", (out,)))
 
     def global_pool(self, live: int, c: int, elems_in: int) -> None:
         """The global average pool of a ``c``-channel tensor of ``elems_in`` per image."""
         self.lives.append(live)
-        self.points.append(_op_points("global_pool", (c, elems_in)))
+        self.points.append(self.reg.id_of("global_pool", (c, elems_in)))
 
     def new(self, live: int, out: int) -> None:
         """Any other op writing a new tensor of ``out`` elements per image (Sigmoid, Linear,
         out-of-place add or multiply)."""
         self.lives.append(live)
-        self.points.append(_op_points("new", (out,)))
+        self.points.append(self.reg.id_of("new", (out,)))
 
     # -------------------------------------------------------------- result
     def table(self) -> np.ndarray:
         """``(len(LANES), K, 2)`` points ``(a, w)`` per lane (largest at the probes)."""
         if not self.lives:
             return np.zeros((len(LANES), K, 2))
-        P = _REGISTRY.points[np.asarray(self.points)]  # (ops, lanes, M, 2)
+        P = self.reg.points[np.asarray(self.points)]  # (ops, lanes, M, 2)
         A = P[..., 0] + np.asarray(self.lives, dtype=np.float64)[:, None, None] * _LANE_BPE_ARR
         A = A.transpose(0, 2, 1).reshape(-1, len(LANES))  # (ops * M, lanes)
         W = P[..., 1].transpose(0, 2, 1).reshape(-1, len(LANES))
@@ -251,37 +253,9 @@ def _candidates(kind: str, args: tuple) -> list[tuple[float, float]]:
 _M = 3
 
 
-class _Registry:
-    """Candidate points of every op geometry seen, in one growing array (row = op id)."""
-
-    def __init__(self) -> None:
-        self.points = np.empty((1024, len(LANES), _M, 2))
-        self.n = 0
-
-    def reset_if_full(self, limit: int = 1 << 18) -> None:
-        """Forget every op once ``limit`` are stored (a walk starts on an empty registry
-        then; ids never outlive the walk that asked for them)."""
-        if self.n >= limit:
-            _op_points.cache_clear()
-            self.points = np.empty((1024, len(LANES), _M, 2))
-            self.n = 0
-
-    def add(self, pts: np.ndarray) -> int:
-        if self.n == len(self.points):
-            self.points = np.concatenate([self.points, np.empty_like(self.points)])
-        self.points[self.n] = pts
-        self.n += 1
-        return self.n - 1
-
-
-_REGISTRY = _Registry()
-
-
-@cache
-def _op_points(kind: str, args: tuple) -> int:
-    """Id (row of the registry) of one op's ``(len(LANES), _M, 2)`` candidate points in every
-    lane (padded by repeating the last one). ``args`` follow the precision (and, for a conv,
-    the lane's lowest batch)."""
+def _op_points(kind: str, args: tuple) -> np.ndarray:
+    """One op's ``(len(LANES), _M, 2)`` candidate points in every lane (padded by repeating
+    the last one). ``args`` follow the precision (and, for a conv, the lane's lowest batch)."""
     out = np.empty((len(LANES), _M, 2))
     for lane, (prec, lo, _) in enumerate(LANES):
         cands = _candidates(kind, (prec, lo, *args) if kind == "conv" else (prec, *args))
@@ -289,7 +263,52 @@ def _op_points(kind: str, args: tuple) -> int:
             raise AssertionError(f"{kind}{args}: {len(cands)} candidate points")
         cands += [cands[-1]] * (_M - len(cands))
         out[lane] = cands
-    return _REGISTRY.add(out)
+    return out
+
+
+class _Registry:
+    """Candidate points of every op geometry seen, in one growing array (row = op id), with
+    the id of each geometry. One per thread (:func:`_registry`): a walk's ids index its own
+    thread's array, which no other thread grows or resets."""
+
+    def __init__(self) -> None:
+        self.points = np.empty((1024, len(LANES), _M, 2))
+        self.n = 0
+        self.ids: dict[tuple, int] = {}
+
+    def reset_if_full(self, limit: int = 1 << 18) -> None:
+        """Forget every op once ``limit`` are stored (called when a walk starts: ids never
+        outlive the walk that asked for them)."""
+        if self.n >= limit:
+            self.__init__()
+
+    def id_of(self, kind: str, args: tuple) -> int:
+        """The row of one op geometry's points (computed on first sight)."""
+        key = (kind, args)
+        i = self.ids.get(key)
+        if i is None:
+            if self.n == len(self.points):
+                self.points = np.concatenate([self.points, np.empty_like(self.points)])
+            self.points[self.n] = _op_points(kind, args)
+            i = self.ids[key] = self.n
+            self.n += 1
+        return i
+
+
+_LOCAL = threading.local()
+
+
+def _registry() -> _Registry:
+    """This thread's registry."""
+    reg = getattr(_LOCAL, "registry", None)
+    if reg is None:
+        reg = _LOCAL.registry = _Registry()
+    return reg
+
+
+def clear_cache() -> None:
+    """Forget this thread's op geometries (benchmarks time cold walks with it)."""
+    _LOCAL.registry = _Registry()
 
 
 #: Per-architecture quantities of the walk (appended to a family's unit columns).

@@ -52,6 +52,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import sys
@@ -76,6 +77,7 @@ from carb_lib.families._common import (
 )
 from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, PRECISIONS, STATIC_FEATURES
 
+logger = logging.getLogger(__name__)
 FAMILY = "module"
 OWN_COLUMNS: tuple[ConfigColumn, ...] = (
     ConfigColumn("module", "str", "factory: package.module:function or path/file.py:function"),
@@ -648,7 +650,12 @@ def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int,
     from carb_lib.allocator import simulate_peak
 
     model = build_from_spec(spec, kwargs_json, stamp, meta=True)
-    return float(simulate_peak(model, (batch, *shape), precision=precision).peak_bytes)
+    try:
+        return float(simulate_peak(model, (batch, *shape), precision=precision).peak_bytes)
+    except Exception as exc:  # an op the simulator cannot follow: the law's fallback
+        logger.warning("allocator simulation of %s failed (%s: %s); alloc_peak_bytes is NaN",
+                       spec, type(exc).__name__, exc)
+        return float("nan")
 
 
 def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> np.ndarray:
