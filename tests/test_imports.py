@@ -62,14 +62,20 @@ print("RESULTS" + json.dumps(results))
 
 @pytest.fixture(scope="module")
 def alone() -> dict[str, str]:
-    """Import every module first in a fresh ``carb_lib`` (one interpreter; third-party
-    libraries stay loaded, so the whole check takes seconds)."""
+    """Import every module first in a fresh ``carb_lib`` (two interpreters, half of the
+    modules each, one per core of CI; third-party libraries stay loaded within each, so the
+    whole check takes seconds)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CARB_STATIC": "1", "MPLBACKEND": "Agg"}
-    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(MODULES)], capture_output=True,
-                       text=True, env=env, cwd=ROOT, timeout=300)  # fmt: skip
-    out = [line for line in r.stdout.splitlines() if line.startswith("RESULTS")]
-    assert out, r.stderr[-3000:]
-    return json.loads(out[-1][len("RESULTS"):])
+    procs = [subprocess.Popen([sys.executable, "-c", _PROBE, json.dumps(MODULES[i::2])],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                              cwd=ROOT) for i in range(2)]  # fmt: skip
+    results: dict[str, str] = {}
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=300)
+        out = [line for line in stdout.splitlines() if line.startswith("RESULTS")]
+        assert out, stderr[-3000:]
+        results.update(json.loads(out[-1][len("RESULTS"):]))
+    return results
 
 
 @pytest.mark.parametrize("name", [_param(m) for m in MODULES])
