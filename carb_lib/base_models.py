@@ -14,7 +14,7 @@ batch, depth, width and resolution, the combined model extrapolates where trees 
 project's CPU it equals the measured peak to the byte, and the fit puts ``e_p`` at 1 and the
 other terms at 0; elsewhere (a GPU, another allocator) it is one more byte count. Rows of a
 family without the model (NaN) use ``param_bytes + peak_act_bytes`` in its place; a frame
-without the column gets it computed (:func:`carb_lib.features.fill_static_features`).
+without the column gets it computed (:func:`with_alloc_column`).
 ``memory_bytes`` is the same law without the allocator term (the ablation).
 
 ``roofline`` (latency in ms, energy in J), per precision ``p``::
@@ -42,7 +42,8 @@ import pandas as pd
 
 from carb_lib.vocab import ALLOC_FEATURE, PRECISIONS, TARGET_UNITS
 
-__all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns"]
+__all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns",
+           "with_alloc_column"]
 
 #: Which law each target uses (other targets: ``roofline``).
 BASE_KINDS: dict[str, str] = {
@@ -101,18 +102,25 @@ def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
     )
 
 
-def _alloc_term(df: pd.DataFrame) -> np.ndarray:
-    """``alloc_peak_bytes`` (computed when absent), ``param_bytes + peak_act_bytes`` where
-    the family has no allocator model."""
-    if ALLOC_FEATURE not in df.columns:
-        from carb_lib.features import static_features
+def with_alloc_column(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``alloc_peak_bytes``, computed once when the column is absent (NaN for rows
+    that are not configs; NaN values of a family without the model are kept as they are).
+    ``df`` itself is not modified."""
+    if ALLOC_FEATURE in df.columns:
+        return df
+    from carb_lib.features import static_features
 
-        try:
-            v = static_features(df)[ALLOC_FEATURE].to_numpy(dtype=float)
-        except (ValueError, KeyError):  # not configs: no allocator model
-            v = np.full(len(df), np.nan)
-    else:
-        v = _col(df, ALLOC_FEATURE)
+    try:
+        v = static_features(df)[ALLOC_FEATURE].to_numpy(dtype=float)
+    except (ValueError, KeyError):  # not configs: no allocator model
+        v = np.full(len(df), np.nan)
+    return df.assign(**{ALLOC_FEATURE: v})
+
+
+def _alloc_term(df: pd.DataFrame) -> np.ndarray:
+    """``alloc_peak_bytes`` (:func:`with_alloc_column`), ``param_bytes + peak_act_bytes`` where
+    the family has no allocator model."""
+    v = _col(with_alloc_column(df), ALLOC_FEATURE)
     fallback = _col(df, "param_bytes") + _col(df, "peak_act_bytes")
     return np.where(np.isfinite(v), v, fallback)
 

@@ -423,8 +423,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.base_laws_ = {}
         offsets = np.zeros_like(Z)
         if self._uses_base:
-            from carb_lib.base_models import fit_base_law
+            from carb_lib.base_models import fit_base_law, with_alloc_column
 
+            df = with_alloc_column(df)  # once, not in every law fit and prediction below
             dfit = df.iloc[fit_rows]
             for j, t in enumerate(self.targets_):
                 law = fit_base_law(dfit, t, Yv[fit_rows, j], sample_weight=W[fit_rows, j],

@@ -110,13 +110,13 @@ class Tally:
         """Elements of the current tensor."""
         return self.c * self.h * self.h
 
-    def _live(self, new: int) -> None:
-        self.peak = max(self.peak, self.inp + self.held + self.x + new)
-
     @property
     def live(self) -> int:
         """Elements per image referenced before the running op writes its output."""
         return self.inp + self.held + self.x
+
+    def _live(self, new: int) -> None:
+        self.peak = max(self.peak, self.live + new)
 
     def conv(self, cout: int, k: int, stride: int = 1, groups: int = 1, bias: bool = False,
              se: bool = False) -> None:

@@ -661,14 +661,15 @@ def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int,
 def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> np.ndarray:
     """The allocator model's peak of every row (:func:`carb_lib.allocator.simulate_peak`,
     cached per module, input shape, batch and precision; NaN for other precisions)."""
-    keys = _keys(df)
-    out = np.full(len(df), np.nan)
-    for i, (key, b, p) in enumerate(zip(keys, batch, df["precision"].tolist(), strict=True)):
-        if p in ("fp32", "fp16"):
-            spec, kw, shape = key
-            out[i] = _alloc_peak(spec, parse_kwargs(kw), parse_input_shape(shape),
-                                 _stamp(spec), int(b), p)
-    return out
+    rows = list(zip(_keys(df), batch.astype(int).tolist(), df["precision"].tolist(),
+                    strict=True))
+    peaks: dict[tuple, float] = {}  # once per distinct module, shape, batch and precision
+    for key, b, p in dict.fromkeys(rows):
+        spec, kw, shape = key
+        peaks[(key, b, p)] = (_alloc_peak(spec, parse_kwargs(kw), parse_input_shape(shape),
+                                          _stamp(spec), b, p)
+                              if p in ("fp32", "fp16") else float("nan"))
+    return np.array([peaks[r] for r in rows], dtype=float)
 
 
 def measured_module_features(config: ModuleConfig, model=None) -> dict[str, int | float]:
