@@ -11,10 +11,14 @@ batch, depth, width and resolution, the combined model extrapolates where trees 
           + e_p * alloc_peak_bytes                                                    [MiB]
 
 ``alloc_peak_bytes`` is the allocator model's peak (:mod:`carb_lib.families._alloc`): on the
-project's CPU it equals the measured peak to the byte, and the fit puts ``e_p`` at 1 and the
-other terms at 0; elsewhere (a GPU, another allocator) it is one more byte count. Rows of a
-family without the model (NaN) use ``param_bytes + peak_act_bytes`` in its place; a frame
-without the column gets it computed (:func:`with_alloc_column`).
+project's CPUs it equals the measured peak to the byte, and the fit puts ``e_p`` at 1 and the
+other terms at 0; elsewhere (a GPU, another allocator) it is one more byte count. The model has
+one column per oneDNN channel block (:data:`carb_lib.vocab.ALLOC_FEATURES`: 8 channels on AVX2,
+16 on AVX-512); the fit learns which one the platform follows — the one whose law has the
+smaller training error, ``BaseLaw.alloc_block`` — so a law fitted on an AVX-512 CPU's rows uses
+16-channel blocks without being told the CPU. Rows of a family without the model (NaN) use
+``param_bytes + peak_act_bytes`` in its place; a frame without the columns gets them computed
+(:func:`with_alloc_column`).
 ``memory_bytes`` is the same law without the allocator term (the ablation).
 
 ``roofline`` (latency in ms, energy in J), per precision ``p``::
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURE, PRECISIONS, TARGET_UNITS
+from carb_lib.vocab import ALLOC_FEATURES, PRECISIONS, TARGET_UNITS
 
 __all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns",
            "with_alloc_column"]
@@ -78,8 +82,9 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     return v
 
 
-def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
-    """The law's terms (n, k), before the per-precision split."""
+def _terms(df: pd.DataFrame, kind: str, block: int = 8) -> np.ndarray:
+    """The law's terms (n, k), before the per-precision split (``block``: the allocator
+    column's channel block)."""
     if kind in ("memory", "memory_bytes"):
         cols = [
             np.ones(len(df)),
@@ -88,7 +93,7 @@ def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
             _col(df, "activation_bytes") / _MIB,
         ]
         if kind == "memory":
-            cols.append(_alloc_term(df) / _MIB)
+            cols.append(_alloc_term(df, block) / _MIB)
         return np.column_stack(cols)
     layers = sum(_col(df, c) for c in ("n_conv", "n_bn", "n_act", "n_fc"))
     return np.column_stack(
@@ -103,24 +108,28 @@ def _terms(df: pd.DataFrame, kind: str) -> np.ndarray:
 
 
 def with_alloc_column(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with ``alloc_peak_bytes``, computed once when the column is absent (NaN for rows
-    that are not configs; NaN values of a family without the model are kept as they are).
-    ``df`` itself is not modified."""
-    if ALLOC_FEATURE in df.columns:
+    """``df`` with the allocator model's columns (:data:`~carb_lib.vocab.ALLOC_FEATURES`),
+    computed once when one is absent (NaN for rows that are not configs; NaN values of a family
+    without the model are kept as they are). ``df`` itself is not modified."""
+    need = [c for c in ALLOC_FEATURES.values() if c not in df.columns]
+    if not need:
         return df
     from carb_lib.features import static_features
 
     try:
-        v = static_features(df)[ALLOC_FEATURE].to_numpy(dtype=float)
+        f = static_features(df)
+        cols = {c: f[c].to_numpy(dtype=float) for c in need}
     except (ValueError, KeyError):  # not configs: no allocator model
-        v = np.full(len(df), np.nan)
-    return df.assign(**{ALLOC_FEATURE: v})
+        cols = {c: np.full(len(df), np.nan) for c in need}
+    return df.assign(**cols)
 
 
-def _alloc_term(df: pd.DataFrame) -> np.ndarray:
-    """``alloc_peak_bytes`` (:func:`with_alloc_column`), ``param_bytes + peak_act_bytes`` where
-    the family has no allocator model."""
-    v = _col(with_alloc_column(df), ALLOC_FEATURE)
+def _alloc_term(df: pd.DataFrame, block: int = 8) -> np.ndarray:
+    """``alloc_peak_bytes`` with ``block``-channel layouts (:func:`with_alloc_column`),
+    ``param_bytes + peak_act_bytes`` where the family has no allocator model."""
+    if block not in ALLOC_FEATURES:
+        raise ValueError(f"alloc_block={block!r} is not modelled; valid: {list(ALLOC_FEATURES)}")
+    v = _col(with_alloc_column(df), ALLOC_FEATURES[block])
     fallback = _col(df, "param_bytes") + _col(df, "peak_act_bytes")
     return np.where(np.isfinite(v), v, fallback)
 
@@ -174,6 +183,11 @@ class BaseLaw:
         that ``log(base)`` is always finite.
     n : int
         Training rows.
+    alloc_block : int
+        Channel block of the allocator term (``memory`` laws; :data:`ALLOC_FEATURES`): the one
+        whose fit had the smaller training error (8 for a law saved before it was learned).
+    train_error : float
+        Weighted mean relative error of the law on its training rows.
     """
 
     target: str
@@ -184,6 +198,8 @@ class BaseLaw:
     n: int
     ci: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     ci_level: float = 0.95
+    alloc_block: int = 8
+    train_error: float = float("nan")
 
     def _kind(self) -> str:
         """The law its coefficients belong to (a memory law saved before session 6, without the
@@ -199,7 +215,7 @@ class BaseLaw:
         Rows of a precision never seen in training use the first trained precision's
         constants (flag them as extrapolated).
         """
-        T = _terms(df, self._kind())
+        T = _terms(df, self._kind(), self.alloc_block)
         prec = _precision(df)
         out = T @ self.coef[self.precisions[0]]
         for p in self.precisions[1:]:
@@ -308,6 +324,13 @@ def fit_base_law(
         The law (default :func:`base_kind` of ``target``; ``"memory_bytes"``: the memory law
         without the allocator term).
 
+    Returns
+    -------
+    BaseLaw
+        A ``memory`` law is fitted once per allocator channel block
+        (:data:`~carb_lib.vocab.ALLOC_FEATURES`) and the one with the smaller training error is
+        kept (``alloc_block``; the bootstrap, if any, runs for that block only).
+
     Raises
     ------
     ValueError
@@ -315,9 +338,23 @@ def fit_base_law(
     """
     kind = base_kind(target) if kind is None else kind
     law_columns(kind)  # validates
+    if kind != "memory":
+        return _fit_law(df, target, kind, y, sample_weight, n_boot, ci_level, random_state, 8)
+    df = with_alloc_column(df)
+    laws = [_fit_law(df, target, kind, y, sample_weight, 0, ci_level, random_state, b)
+            for b in ALLOC_FEATURES]
+    best = min(laws, key=lambda law: law.train_error).alloc_block  # first (8) on a tie
+    if n_boot == 0:
+        return next(law for law in laws if law.alloc_block == best)
+    return _fit_law(df, target, kind, y, sample_weight, n_boot, ci_level, random_state, best)
+
+
+def _fit_law(df: pd.DataFrame, target: str, kind: str, y, sample_weight, n_boot: int,
+             ci_level: float, random_state: int, block: int) -> BaseLaw:
+    """:func:`fit_base_law` with the allocator term's channel block given."""
     yv = _col(df, target) if y is None else np.asarray(y, dtype=float)
     w = np.ones(len(df)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    T = _terms(df, kind)
+    T = _terms(df, kind, block)
     ok = np.isfinite(yv) & (yv > 0) & np.isfinite(T).all(axis=1) & np.isfinite(w) & (w > 0)
     prec = _precision(df)
     present = [p for p in PRECISIONS if (ok & (prec == p)).any()]
@@ -331,6 +368,7 @@ def fit_base_law(
     coef: dict[str, np.ndarray] = {}
     ci: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     rng = np.random.default_rng(random_state)
+    err = 0.0
     for p in present:
         rows = np.flatnonzero(ok & (prec == p))
         A, yy, ww = T[rows], yv[rows], w[rows]
@@ -340,6 +378,7 @@ def fit_base_law(
                 f"got {len(rows)}"
             )
         coef[p] = _robust_fit(A, yy, ww)
+        err += float(np.sum(ww * np.abs(A @ coef[p] - yy) / yy))
         if n_boot > 0:
             boots = np.empty((n_boot, k))
             for b in range(n_boot):
@@ -348,4 +387,5 @@ def fit_base_law(
             a = (1.0 - ci_level) / 2.0
             ci[p] = (np.quantile(boots, a, axis=0), np.quantile(boots, 1.0 - a, axis=0))
     floor = 1e-3 * float(np.min(yv[ok]))
-    return BaseLaw(target, kind, present, coef, floor, int(ok.sum()), ci, ci_level)
+    return BaseLaw(target, kind, present, coef, floor, int(ok.sum()), ci, ci_level, block,
+                   err / float(np.sum(w[ok])))

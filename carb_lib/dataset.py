@@ -78,7 +78,7 @@ from carb_lib.tables import (
     clean_temporary_files,
 )
 from carb_lib.vocab import (
-    ALLOC_FEATURE,
+    ALLOC_FEATURES,
     FLOAT_STATIC_FEATURES,
     NB201_FEATURE_COLUMNS,
     PRECISIONS,
@@ -179,8 +179,12 @@ SCHEMA: tuple[Column, ...] = (
     # family-specific static features (e.g. NB201 op counts; missing for other families)
     *_family_feature_columns(),
     # the allocator model's peak (optional: computed on demand; NaN where a family has none)
-    _c(ALLOC_FEATURE, "float", "feature", False, "allowed", True,
-       doc="simulated CPU allocator peak, bytes (carb_lib.families._alloc)"),
+    *(
+        _c(name, "float", "feature", False, "allowed", True,
+           doc=f"simulated CPU allocator peak with {b}-channel oneDNN blocks, bytes "
+               "(carb_lib.families._alloc)")
+        for b, name in ALLOC_FEATURES.items()
+    ),
     # targets
     _c("energy_j", "float", "target", missing="ok_required", nonneg=True, doc="J per batch"),
     _c("latency_ms", "float", "target", missing="ok_required", nonneg=True, doc="median ms/batch"),

@@ -22,6 +22,7 @@ __all__ = [
     "COMMON_CONFIG_COLUMNS",
     "DEFAULT_COVERAGE",
     "ALLOC_FEATURE",
+    "ALLOC_FEATURES",
     "EXTRA_STATIC_FEATURES",
     "FLOAT_STATIC_FEATURES",
     "KEY_COLUMNS",
@@ -76,6 +77,10 @@ EXTRA_STATIC_FEATURES: tuple[str, ...] = (
 #: its peak, parameters, buffers and input included (``carb_lib.families._alloc``; NaN for a
 #: family without the model). Read by the memory base law, not by the learners.
 ALLOC_FEATURE: str = "alloc_peak_bytes"
+#: The allocator model's peak per oneDNN channel block: 8 channels (AVX2 CPUs,
+#: :data:`ALLOC_FEATURE`) and 16 (AVX-512 CPUs). The memory base law learns from its training
+#: rows which one its platform follows (``BaseLaw.alloc_block``).
+ALLOC_FEATURES: dict[int, str] = {8: ALLOC_FEATURE, 16: "alloc_peak_bytes_b16"}
 #: Static features stored as floats (the others are integer counts, FLOPs or bytes).
 FLOAT_STATIC_FEATURES: tuple[str, ...] = ("arith_intensity_flop_per_byte", "dw_flops_share")
 #: Extra static features of family nb201 (operation counts); optional elsewhere.

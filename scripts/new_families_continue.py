@@ -82,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             except SystemExit:  # a small space: take every config left under the caps
                 ind = _rest_of_grid(family, cap, seed + 500, exclude)
                 ind = _drop_slow_fp16(ind, fp16_cap)
-                print(f"{family}: its space holds only {len(ind)} more configs under the caps "
-                      f"(of {need} wanted); all of them are listed", file=sys.stderr)
+                print(f"{family}: its space holds only {len(ind)} more configs under the caps; "
+                      f"{min(need, len(ind))} of them are listed ({need} wanted)",
+                      file=sys.stderr)
             ind = ind.head(need).assign(sweep_id=-1)
         phase1.append(sw)
         phase2.append(ind)

@@ -16,11 +16,13 @@ from torch import nn
 from carb_lib.allocator import simulate_peak
 from carb_lib.counters import cpu_peak_memory_bytes
 from carb_lib.families import _alloc, get_family
-from carb_lib.vocab import ALLOC_FEATURE
+from carb_lib.vocab import ALLOC_FEATURE, ALLOC_FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = [ROOT / "data" / "cpu_epyc_zen3_2c.parquet",
             ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet"]
+#: Version 1 of the CPU data, measured on an AVX-512 CPU (oneDNN blocks of 16 channels).
+AVX512_DATASET = ROOT / "data" / "cpu_epyc_2c.parquet"
 #: The rules were read on PyTorch's AVX2 CPU kernels (oneDNN blocks of 8 channels).
 AVX2 = torch.backends.cpu.get_cpu_capability() == "AVX2" and torch.backends.mkldnn.is_available()
 needs_avx2 = pytest.mark.skipif(not AVX2, reason="allocator rules are those of AVX2 oneDNN")
@@ -120,14 +122,20 @@ def _sample(name: str, n: int) -> pd.DataFrame:
 def test_analytic_walk_equals_the_simulation(name):
     fam = get_family(name)
     df = _sample(name, 10).reset_index(drop=True)
-    got = fam.static_features(df)[ALLOC_FEATURE].to_numpy()
+    feats = fam.static_features(df)
+    got, got16 = feats[ALLOC_FEATURE].to_numpy(), feats[ALLOC_FEATURES[16]].to_numpy()
     for i, row in df.iterrows():
         cfg = fam.from_row(row.to_dict())
         with torch.device("meta"):
             model = fam.build_model(cfg)
-        sim = simulate_peak(model, (cfg.batch, 3, cfg.resolution, cfg.resolution),
-                            precision=cfg.precision)
+        shape = (cfg.batch, 3, cfg.resolution, cfg.resolution)
+        sim = simulate_peak(model, shape, precision=cfg.precision)
         assert got[i] == pytest.approx(sim.peak_bytes, rel=0, abs=0.5), (row.to_dict(), i)
+        if cfg.precision == "fp16":  # no blocked layouts: the same peak
+            assert got16[i] == got[i]
+            continue
+        sim16 = simulate_peak(model, shape, precision=cfg.precision, block=16)
+        assert got16[i] == pytest.approx(sim16.peak_bytes, rel=0, abs=0.5), (row.to_dict(), i)
 
 
 @pytest.mark.parametrize("path", DATASETS, ids=lambda p: p.parent.name)
@@ -142,6 +150,27 @@ def test_every_stored_cpu_row_equals_the_analytic_peak(path):
     assert np.abs(pred - measured).max() <= 0.5  # the same byte count, every row
 
 
+def test_the_avx512_rows_equal_the_16_channel_peak_and_the_law_learns_the_block():
+    """Version 1 of the CPU data came from an AVX-512 CPU: every row is the 16-channel peak,
+    about one in seven is not the 8-channel one, and the memory law picks 16 from the rows."""
+    from carb_lib.base_models import fit_base_law
+    from carb_lib.features import static_features
+
+    df = pd.read_parquet(AVX512_DATASET)
+    df = df[df["status"] == "ok"]
+    f = static_features(df)
+    measured = df["peak_mem_mib"].to_numpy(dtype=float) * 2**20
+    assert np.abs(f[ALLOC_FEATURES[16]].to_numpy() - measured).max() <= 0.5
+    off8 = np.abs(f[ALLOC_FEATURE].to_numpy() - measured) > 0.5
+    assert 0.05 < off8.mean() < 0.5
+    law = fit_base_law(df.assign(**{c: f[c].to_numpy() for c in ALLOC_FEATURES.values()}),
+                       "peak_mem_mib")
+    assert law.alloc_block == 16 and law.train_error < 1e-9
+    assert np.abs(law.predict(df) / df["peak_mem_mib"].to_numpy() - 1).max() < 1e-6
+    avx2 = pd.read_parquet(DATASETS[0]).head(600)
+    assert fit_base_law(avx2, "peak_mem_mib").alloc_block == 8
+
+
 def test_lanes_and_table_shapes():
     walk = _alloc.AllocWalk()
     walk.conv(10, 3, 8, 3, 1, 1, 1, 8, 8)
@@ -150,6 +179,12 @@ def test_lanes_and_table_shapes():
     lane = _alloc.lane_of(np.array(["fp32", "fp32", "fp32", "fp16", "fp16", "bf16"], object),
                           np.array([1, 2, 16, 1, 700, 4]))
     assert lane.tolist() == [0, 1, 2, 3, 4, -1]
+    lane16 = _alloc.lane_of(np.array(["fp32", "fp32", "fp32", "fp16", "fp16"], object),
+                            np.array([1, 2, 16, 1, 700]), block=16)
+    assert [_alloc.LANES[i][3] for i in lane16] == [16, 16, 16, 0, 0]
+    assert lane16.tolist()[3:] == [3, 4]  # fp16 lanes are shared by both blocks
+    with pytest.raises(ValueError, match="block=12 is not modelled"):
+        _alloc.lane_of(np.array(["fp32"], object), np.array([1]), block=12)
     assert len(walk.unit()) == len(_alloc.ALLOC_UNIT_COLUMNS)
     reg = _alloc._registry()
     reg.reset_if_full(limit=0)  # a full registry starts over (when the next walk starts)
@@ -183,8 +218,11 @@ def test_nb201_has_no_model_and_the_law_falls_back():
                                                          "none~1|avg_pool_3x3~2|"] * 2,
                        "resolution": [32, 32], "batch": [1, 8], "precision": ["fp32"] * 2})
     f = static_features(df)
-    assert f[ALLOC_FEATURE].isna().all()
+    assert f[list(ALLOC_FEATURES.values())].isna().all().all()
     np.testing.assert_array_equal(_alloc_term(f), f["param_bytes"] + f["peak_act_bytes"])
+    np.testing.assert_array_equal(_alloc_term(f, 16), f["param_bytes"] + f["peak_act_bytes"])
+    with pytest.raises(ValueError, match="alloc_block=4 is not modelled"):
+        _alloc_term(f, 4)
 
 
 def test_memory_law_puts_weight_one_on_the_allocator_peak():
@@ -213,8 +251,10 @@ def test_module_family_uses_the_simulator():
     f = M.module_static_features(df)
     for i, row in df.reset_index(drop=True).iterrows():
         model = M.build_from_spec(nets, row["module_kwargs"], meta=True)
-        sim = simulate_peak(model, (int(row["batch"]), 3, 32, 32), precision=row["precision"])
-        assert f[ALLOC_FEATURE].iloc[i] == sim.peak_bytes
+        for block, name in ALLOC_FEATURES.items():
+            sim = simulate_peak(model, (int(row["batch"]), 3, 32, 32),
+                                precision=row["precision"], block=block)
+            assert f[name].iloc[i] == sim.peak_bytes
 
 
 def test_a_module_the_simulator_cannot_follow_gets_nan_and_a_warning(monkeypatch, caplog):
@@ -231,8 +271,8 @@ def test_a_module_the_simulator_cannot_follow_gets_nan_and_a_warning(monkeypatch
     with caplog.at_level("WARNING", logger="carb_lib.families.module"):
         f = M.module_static_features(df)
     M._alloc_peak.cache_clear()
-    assert f[ALLOC_FEATURE].isna().all() and f["flops"].gt(0).all()
-    assert "unsupported op" in caplog.text
+    assert f[list(ALLOC_FEATURES.values())].isna().all().all() and f["flops"].gt(0).all()
+    assert caplog.text.count("unsupported op") == 1  # simulated once, not once per block
 
 
 def test_a_memory_law_saved_without_the_allocator_term_still_predicts():

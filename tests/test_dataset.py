@@ -49,14 +49,15 @@ def test_feature_columns_match_features_module():
     from carb_lib.space import paper_grid
 
     assert tuple(STATIC_FEATURE_COLUMNS) == ds.STATIC_FEATURE_COLUMNS
-    from carb_lib.vocab import ALLOC_FEATURE, EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
+    from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
 
+    alloc = tuple(ALLOC_FEATURES.values())
     cols = tuple(static_features(paper_grid().head(3)).columns)
-    assert cols == (*ds.STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES, ALLOC_FEATURE)
+    assert cols == (*ds.STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES, *alloc)
     for c in cols:  # every column resnet computes is in the schema, with its storage kind
-        kind = "float" if c in (*FLOAT_STATIC_FEATURES, ALLOC_FEATURE) else "int"
+        kind = "float" if c in (*FLOAT_STATIC_FEATURES, *alloc) else "int"
         assert ds.COLUMNS[c].kind == kind, c
-    assert not ds.COLUMNS[ALLOC_FEATURE].required  # stored datasets predate it
+    assert not any(ds.COLUMNS[c].required for c in alloc)  # stored datasets predate them
 
 
 def test_family_columns_come_from_the_families():

@@ -10,7 +10,7 @@ from carb_lib.features import (
     static_features,
 )
 from carb_lib.space import ConfigError, ResNetConfig, paper_grid, stratified_sample
-from carb_lib.vocab import ALLOC_FEATURE, EXTRA_STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES
 
 
 def _frame(*configs):
@@ -69,7 +69,8 @@ def test_columns_and_scaling_with_batch_and_precision():
     a = ResNetConfig("basic", 18, 0.5, False, 64, 4, "fp32")
     b = ResNetConfig("basic", 18, 0.5, False, 64, 8, "fp16")
     f = static_features(_frame(a, b))
-    assert list(f.columns) == [*STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES, ALLOC_FEATURE]
+    assert list(f.columns) == [*STATIC_FEATURE_COLUMNS, *EXTRA_STATIC_FEATURES,
+                               *ALLOC_FEATURES.values()]
     assert f.loc[1, "flops"] == 2 * f.loc[0, "flops"]
     assert f.loc[1, "params"] == f.loc[0, "params"]
     assert f.loc[1, "param_bytes"] * 2 == f.loc[0, "param_bytes"]

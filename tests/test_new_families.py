@@ -13,7 +13,7 @@ from carb_lib.families import _config as C
 from carb_lib.families import _layers as L
 from carb_lib.families import efficientnet, mobilenetv2, vgg
 from carb_lib.space import BATCH_SIZES, ConfigError
-from carb_lib.vocab import ALLOC_FEATURE, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURES, STATIC_FEATURES
 
 FAMS = {"mobilenetv2": mobilenetv2, "vgg": vgg, "efficientnet": efficientnet}
 #: Stratified rows per family on top of 8 extremes (sized for < 30 s on a loaded 2-core host;
@@ -119,7 +119,7 @@ def test_scaling_with_batch_and_precision(name):
     df = mod.sample_configs(3, seed=2).assign(batch=4, precision="fp32")
     df2 = df.assign(batch=8, precision="fp16")
     a, b = mod.static_features(df), mod.static_features(df2)
-    assert list(a.columns) == [*STATIC_FEATURES, *L.NEW_FEATURE_COLUMNS, ALLOC_FEATURE]
+    assert list(a.columns) == [*STATIC_FEATURES, *L.NEW_FEATURE_COLUMNS, *ALLOC_FEATURES.values()]
     for c in ("flops", "se_flops"):
         np.testing.assert_array_equal(b[c], 2 * a[c])
     for c in ("activation_bytes", "memory_bound_bytes", "peak_act_bytes"):

@@ -20,7 +20,7 @@ import pandas as pd
 from carb_lib.families import FAMILIES, family_names, get_family
 from carb_lib.families._common import equals
 from carb_lib.space import family_of
-from carb_lib.vocab import ALLOC_FEATURE, SMALL_BATCH_MAX, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURES, SMALL_BATCH_MAX, STATIC_FEATURES
 
 __all__ = [
     "ARCH_COLUMNS",
@@ -66,7 +66,7 @@ def prepare_dataset(df: pd.DataFrame, platform: str | None = None) -> pd.DataFra
     """Keep ``status == "ok"`` rows (of ``platform`` if given) and make sure static features exist.
 
     Static feature columns missing from the file (with the allocator model's
-    ``alloc_peak_bytes``) are computed with :func:`carb_lib.features.static_features`.
+    :data:`~carb_lib.vocab.ALLOC_FEATURES`) are computed with :func:`carb_lib.features.static_features`.
 
     Parameters
     ----------
@@ -94,7 +94,7 @@ def prepare_dataset(df: pd.DataFrame, platform: str | None = None) -> pd.DataFra
                 f"no status=='ok' rows for platform {platform!r}; "
                 f"platforms in the data: {sorted(df['platform'].dropna().unique())}"
             )
-    missing = [c for c in (*STATIC_FEATURES, ALLOC_FEATURE) if c not in out.columns]
+    missing = [c for c in (*STATIC_FEATURES, *ALLOC_FEATURES.values()) if c not in out.columns]
     if missing and len(out):
         from carb_lib.features import static_features
 

@@ -12,8 +12,8 @@ off the allocator's events of single ops (``torch.profiler`` with ``profile_memo
     PyTorch's ``use_mkldnn`` heuristic picks oneDNN unless the conv is 1x1, stride 1, with fewer
     than 16 images on one thread, or has ``groups == 1``, a kernel of at most 3 x 3, one image
     and at most 20,480 input elements. oneDNN works in channel-blocked layouts (blocks of
-    ``block`` = 8 channels on AVX2): it copies the input into a padded blocked tensor (not for
-    a k > 1 conv with fewer than 8 input channels), reorders the weights (the fixed bytes
+    ``block`` channels: 8 on AVX2, 16 on AVX-512): it copies the input into a padded blocked
+    tensor (not for a k > 1 conv with fewer than ``block`` input channels), reorders the weights (the fixed bytes
     ``pad(cout) x pad(cin) x k x k``; ``cin`` unpadded without the input copy), writes a
     padded blocked output, frees the input copy and weights, and reorders the output into a
     plain tensor. A strided 1x1 conv also takes a per-image scratch buffer
@@ -34,8 +34,8 @@ global average pool
 in-place activations, ``flatten``
     Nothing. Sigmoid, ``Linear``, out-of-place adds and multiplies: their output.
 
-A walk of one architecture at one resolution runs in every *lane* — a precision and a range of
-batch sizes within which every size is ``a * batch + w`` (``a`` bytes per image, ``w`` fixed
+A walk of one architecture at one resolution runs in every *lane* — a precision, a range of
+batch sizes and (fp32) a channel block, within which every size is ``a * batch + w`` (``a`` bytes per image, ``w`` fixed
 bytes, e.g. reordered weights) and every kernel choice is the same: :data:`LANES`. Each event
 leaves the running total at a point ``(a, w)``; the peak at batch ``n`` is the largest
 ``a * n + w`` over the points, and :meth:`AllocWalk.table` keeps, per lane, the :data:`K`
@@ -52,13 +52,20 @@ import threading
 import numpy as np
 import pandas as pd
 
-#: ``(precision, lowest batch, highest batch)`` of each lane.
-LANES: tuple[tuple[str, int, int], ...] = (
-    ("fp32", 1, 1),
-    ("fp32", 2, 15),
-    ("fp32", 16, 1 << 20),
-    ("fp16", 1, 1),
-    ("fp16", 2, 1 << 20),
+#: oneDNN's channel blocks modelled: 8 (AVX2) and 16 (AVX-512). The walk runs every fp32 lane
+#: once per block; each block has its feature (:data:`carb_lib.vocab.ALLOC_FEATURES`).
+BLOCKS: tuple[int, ...] = (8, 16)
+#: ``(precision, lowest batch, highest batch, channel block)`` of each lane (block 0: the lane's
+#: kernels never use blocked layouts).
+LANES: tuple[tuple[str, int, int, int], ...] = (
+    ("fp32", 1, 1, 8),
+    ("fp32", 2, 15, 8),
+    ("fp32", 16, 1 << 20, 8),
+    ("fp16", 1, 1, 0),
+    ("fp16", 2, 1 << 20, 0),
+    ("fp32", 1, 1, 16),
+    ("fp32", 2, 15, 16),
+    ("fp32", 16, 1 << 20, 16),
 )
 #: Batch sizes at which each lane's kept points are exact (the largest there).
 LANE_PROBES: tuple[tuple[int, ...], ...] = (
@@ -67,12 +74,15 @@ LANE_PROBES: tuple[tuple[int, ...], ...] = (
     (16, 64, 256, 1024),
     (1,),
     (2, 16, 128, 1024),
+    (1,),
+    (2, 4, 8, 15),
+    (16, 64, 256, 1024),
 )
 #: Points kept per lane.
 K: int = 4
 #: :data:`LANE_PROBES` padded to ``K`` per lane (repeating the last probe).
 _PROBES = np.array([(*p, *[p[-1]] * (K - len(p))) for p in LANE_PROBES], dtype=np.float64)
-#: Channel block of oneDNN's blocked layouts (8 on AVX2, 16 on AVX-512).
+#: Default channel block of oneDNN's blocked layouts (8 on AVX2, 16 on AVX-512).
 BLOCK: int = 8
 _BPE = {"fp32": 4, "fp16": 2}
 _INDEX_BYTES = 8  # int64 max-pool indices
@@ -83,7 +93,7 @@ _BN_TEMP = 4  # float32 per-channel temporaries of batch norm
 Events = list[tuple]
 
 
-_LANE_PREC: tuple[str, ...] = tuple(p for p, _, _ in LANES)
+_LANE_PREC: tuple[str, ...] = tuple(lane[0] for lane in LANES)
 _LANE_BPE_ARR = np.array([_BPE[p] for p in _LANE_PREC], dtype=np.float64)[None, :, None]
 
 
@@ -101,8 +111,8 @@ class AllocWalk:
     evaluates them all at once.
     """
 
-    def __init__(self, threads: int = 1, block: int = BLOCK) -> None:
-        self.threads, self.block = threads, block
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
         self.reg = _registry()
         self.reg.reset_if_full()
         self.lives: list[int] = []
@@ -116,7 +126,7 @@ class AllocWalk:
         """A square ``Conv2d`` reading ``cin x h x h`` and writing ``cout x ho x ho``."""
         self.lives.append(live)
         self.points.append(self.reg.id_of("conv", (cin, cout, k, stride, padding, groups, h * h,
-                                               ho * ho, bias, self.threads, self.block)))
+                                               ho * ho, bias, self.threads)))
 
     def bn(self, live: int, c: int, elems: int) -> None:
         """``BatchNorm2d(c)`` writing ``elems`` per image."""
@@ -226,8 +236,8 @@ def _new_events(precision: str, out: int) -> Events:
     return [(out * _BPE[precision], 0, True)]
 
 
-def _conv_events_flat(precision, n, cin, cout, k, stride, padding, groups, hw_in, hw_out,
-                      bias, threads, block) -> Events:
+def _conv_events_flat(precision, n, block, cin, cout, k, stride, padding, groups, hw_in, hw_out,
+                      bias, threads) -> Events:
     return conv_events(precision, n, cin, cout, (k, k), (stride, stride), (padding, padding),
                        groups, hw_in, hw_out, bias=bias, threads=threads, block=block)
 
@@ -255,10 +265,12 @@ _M = 3
 
 def _op_points(kind: str, args: tuple) -> np.ndarray:
     """One op's ``(len(LANES), _M, 2)`` candidate points in every lane (padded by repeating
-    the last one). ``args`` follow the precision (and, for a conv, the lane's lowest batch)."""
+    the last one). ``args`` follow the precision (and, for a conv, the lane's lowest batch and
+    channel block)."""
     out = np.empty((len(LANES), _M, 2))
-    for lane, (prec, lo, _) in enumerate(LANES):
-        cands = _candidates(kind, (prec, lo, *args) if kind == "conv" else (prec, *args))
+    for lane, (prec, lo, _, block) in enumerate(LANES):
+        cands = _candidates(kind, (prec, lo, block or BLOCK, *args) if kind == "conv"
+                            else (prec, *args))
         if not cands or len(cands) > _M:
             raise AssertionError(f"{kind}{args}: {len(cands)} candidate points")
         cands += [cands[-1]] * (_M - len(cands))
@@ -319,41 +331,46 @@ ALLOC_UNIT_COLUMNS: tuple[str, ...] = (
 
 
 def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
-                     precision: np.ndarray, batch: np.ndarray, bpe: np.ndarray) -> np.ndarray:
+                     precision: np.ndarray, batch: np.ndarray, bpe: np.ndarray,
+                     block: int = BLOCK) -> np.ndarray:
     """The ``alloc_peak_bytes`` feature of every row: parameters and BN buffers at the row's
     precision, the int64 BN counters, and the walk's peak at the row's batch (the input is
-    among the walk's live bytes).
+    among the walk's live bytes) with oneDNN's ``block``-channel layouts.
 
     ``alloc_units`` is ``(n_units, len(ALLOC_UNIT_COLUMNS))``, ``codes`` the unit of each row,
     ``params`` the parameter count of each row.
     """
     tables = alloc_units[:, 2:].reshape(len(alloc_units), len(LANES), K, 2)
-    peak = alloc_peak(tables, codes, precision, batch)
+    peak = alloc_peak(tables, codes, precision, batch, block)
     buffers = alloc_units[:, 0][codes] * bpe + 8.0 * alloc_units[:, 1][codes]
     return np.asarray(params, dtype=np.float64) * bpe + buffers + peak
 
 
-def lane_of(precision: np.ndarray, batch: np.ndarray) -> np.ndarray:
-    """Lane index (into :data:`LANES`) of each row; -1 where none applies."""
+def lane_of(precision: np.ndarray, batch: np.ndarray, block: int = BLOCK) -> np.ndarray:
+    """Lane index (into :data:`LANES`) of each row with oneDNN's ``block``-channel layouts; -1
+    where none applies."""
+    if block not in BLOCKS:
+        raise ValueError(f"block={block!r} is not modelled; valid values: {list(BLOCKS)}")
     pcodes, uniq = pd.factorize(pd.Series(np.asarray(precision, dtype=object)))
     b = np.asarray(batch)
     lane = np.full(len(b), -1, dtype=np.int64)
     for j, p in enumerate(uniq):
         rows = pcodes == j
-        for i, (prec, lo, hi) in enumerate(LANES):
-            if prec == p:
+        for i, (prec, lo, hi, blk) in enumerate(LANES):
+            if prec == p and blk in (0, block):
                 lane[rows & (b >= lo) & (b <= hi)] = i
     return lane
 
 
 def alloc_peak(tables: np.ndarray, codes: np.ndarray, precision: np.ndarray,
-               batch: np.ndarray) -> np.ndarray:
-    """Peak allocator bytes above the parameters and buffers, per row.
+               batch: np.ndarray, block: int = BLOCK) -> np.ndarray:
+    """Peak allocator bytes above the parameters and buffers, per row, with oneDNN's
+    ``block``-channel layouts.
 
     ``tables`` is ``(n_units, len(LANES), K, 2)``; ``codes`` the unit of each row. Rows of a
     precision without a lane (e.g. bf16) get NaN.
     """
-    lane = lane_of(precision, batch)
+    lane = lane_of(precision, batch, block)
     n = np.asarray(batch, dtype=np.float64)
     flat = tables.reshape(-1, K, 2)
     idx = np.asarray(codes, dtype=np.int64) * len(LANES) + np.maximum(lane, 0)

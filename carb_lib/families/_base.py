@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, STATIC_FEATURES
 
 __all__ = ["DEFAULT_FAMILY", "ConfigColumn", "ConfigError", "Family"]
 
@@ -144,7 +144,7 @@ class Family(ABC):
     def feature_columns(self) -> tuple[str, ...]:
         """All static feature columns of this family (the allocator model's peak last; NaN in
         a family without the model)."""
-        return (*STATIC_FEATURES, *self.extra_feature_columns, ALLOC_FEATURE)
+        return (*STATIC_FEATURES, *self.extra_feature_columns, *ALLOC_FEATURES.values())
 
     @property
     def arch_columns(self) -> tuple[str, ...]:

@@ -66,12 +66,13 @@ import pandas as pd
 from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_peak_bytes
 from carb_lib.families._base import ConfigError
 from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT
-from carb_lib.vocab import ALLOC_FEATURE, EXTRA_STATIC_FEATURES, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
 #: The family-agnostic extra static features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`).
 NEW_FEATURE_COLUMNS: tuple[str, ...] = EXTRA_STATIC_FEATURES
 #: Every static feature column of the new families, in order.
-FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NEW_FEATURE_COLUMNS, ALLOC_FEATURE)
+FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NEW_FEATURE_COLUMNS,
+                                     *ALLOC_FEATURES.values())
 #: Columns that :func:`measure` measures and :func:`compare` checks exactly.
 EXACT_COLUMNS: tuple[str, ...] = (
     "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
@@ -252,8 +253,9 @@ def static_frame(df: pd.DataFrame, family: str, arch_columns: tuple[str, ...],
     units = pd.DataFrame(table[codes, :nu], columns=list(UNIT_COLUMNS), index=df.index)
     batch, bpe = _batches(df["batch"]), bytes_per_element(df["precision"])
     out = scale_units(units, batch, bpe)
-    out[ALLOC_FEATURE] = alloc_peak_bytes(table[:, nu:], codes, units["params"].to_numpy(),
-                                          df["precision"].to_numpy(dtype=object), batch, bpe)
+    prec, params = df["precision"].to_numpy(dtype=object), units["params"].to_numpy()
+    for block, name in ALLOC_FEATURES.items():
+        out[name] = alloc_peak_bytes(table[:, nu:], codes, params, prec, batch, bpe, block)
     return out
 
 

@@ -75,7 +75,7 @@ from carb_lib.families._common import (
     content_hash,
     is_missing,
 )
-from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, PRECISIONS, STATIC_FEATURES
+from carb_lib.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, PRECISIONS, STATIC_FEATURES
 
 logger = logging.getLogger(__name__)
 FAMILY = "module"
@@ -639,37 +639,45 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
     dw = (u["dw_flops"] * batch).astype(np.int64)
     out["dw_flops_share"] = np.where(out["flops"] > 0, dw / np.maximum(out["flops"], 1), 0.0)
     out["memory_bound_bytes"] = (u["memory_bound_bytes"] * el * batch * bpe).astype(np.int64)
-    out[ALLOC_FEATURE] = _alloc_peaks(df, batch)
-    return pd.DataFrame({c: out[c] for c in (*FEATURE_COLUMNS, ALLOC_FEATURE)},
+    out.update(_alloc_peaks(df, batch))
+    return pd.DataFrame({c: out[c] for c in (*FEATURE_COLUMNS, *ALLOC_FEATURES.values())},
                         index=df.index, copy=False)
 
 
 @lru_cache(maxsize=4096)
 def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int, batch: int,
-                precision: str) -> float:
+                precision: str, block: int = 8) -> float:
     from carb_lib.allocator import simulate_peak
 
     model = build_from_spec(spec, kwargs_json, stamp, meta=True)
     try:
-        return float(simulate_peak(model, (batch, *shape), precision=precision).peak_bytes)
+        return float(simulate_peak(model, (batch, *shape), precision=precision,
+                                   block=block).peak_bytes)
     except Exception as exc:  # an op the simulator cannot follow: the law's fallback
         logger.warning("allocator simulation of %s failed (%s: %s); alloc_peak_bytes is NaN",
                        spec, type(exc).__name__, exc)
         return float("nan")
 
 
-def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> np.ndarray:
-    """The allocator model's peak of every row (:func:`carb_lib.allocator.simulate_peak`,
-    cached per module, input shape, batch and precision; NaN for other precisions)."""
+def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> dict[str, np.ndarray]:
+    """The allocator model's peak of every row, per channel block
+    (:data:`~carb_lib.vocab.ALLOC_FEATURES`; :func:`carb_lib.allocator.simulate_peak`, cached
+    per module, input shape, batch, precision and block; NaN for other precisions). fp16 convs
+    never use blocked layouts, and a module the simulator cannot follow is simulated once."""
     rows = list(zip(_keys(df), batch.astype(int).tolist(), df["precision"].tolist(),
                     strict=True))
-    peaks: dict[tuple, float] = {}  # once per distinct module, shape, batch and precision
+    peaks: dict[tuple, dict[int, float]] = {}  # once per distinct module, shape, batch, precision
     for key, b, p in dict.fromkeys(rows):
         spec, kw, shape = key
-        peaks[(key, b, p)] = (_alloc_peak(spec, parse_kwargs(kw), parse_input_shape(shape),
-                                          _stamp(spec), b, p)
-                              if p in ("fp32", "fp16") else float("nan"))
-    return np.array([peaks[r] for r in rows], dtype=float)
+        args = (spec, parse_kwargs(kw), parse_input_shape(shape), _stamp(spec), b, p)
+        first = _alloc_peak(*args) if p in ("fp32", "fp16") else float("nan")
+        peaks[(key, b, p)] = {
+            block: first if (block == 8 or p != "fp32" or not np.isfinite(first))
+            else _alloc_peak(*args, block)
+            for block in ALLOC_FEATURES
+        }
+    return {name: np.array([peaks[r][block] for r in rows], dtype=float)
+            for block, name in ALLOC_FEATURES.items()}
 
 
 def measured_module_features(config: ModuleConfig, model=None) -> dict[str, int | float]:

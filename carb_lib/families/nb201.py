@@ -63,7 +63,7 @@ from carb_lib.families._common import (
 )
 from carb_lib.families._nb201_torch import nb201_modules
 from carb_lib.vocab import (
-    ALLOC_FEATURE,
+    ALLOC_FEATURES,
     COMMON_CONFIG_COLUMNS,
     EXTRA_STATIC_FEATURES,
     NB201_FEATURE_COLUMNS,
@@ -528,7 +528,8 @@ def nb201_static_features(df: pd.DataFrame) -> pd.DataFrame:
     extra = scale_extra_units(units, batch, bpe, out["flops"].to_numpy())
     for c in EXTRA_STATIC_FEATURES:
         out[c] = extra[c].to_numpy()
-    out[ALLOC_FEATURE] = np.nan  # no allocator walk for cells (carb_lib.allocator has one)
+    for name in ALLOC_FEATURES.values():  # no walk for cells (carb_lib.allocator has one)
+        out[name] = np.nan
     return out
 
 

@@ -83,7 +83,7 @@ from carb_lib.families._common import (
     scale_units,
 )
 from carb_lib.families._resnet_torch import resnet_modules
-from carb_lib.vocab import ALLOC_FEATURE, COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
+from carb_lib.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
 
 FAMILY = "resnet"
 
@@ -497,8 +497,9 @@ def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
     extra = scale_extra_units(units, batch.astype(np.float64), bpe, out["flops"].to_numpy())
     for c in EXTRA_STATIC_FEATURES:
         out[c] = extra[c].to_numpy()
-    out[ALLOC_FEATURE] = alloc_peak_bytes(alloc, codes, units["params"].to_numpy(),
-                                          df["precision"].to_numpy(dtype=object), batch, bpe)
+    prec, params = df["precision"].to_numpy(dtype=object), units["params"].to_numpy()
+    for block, name in ALLOC_FEATURES.items():
+        out[name] = alloc_peak_bytes(alloc, codes, params, prec, batch, bpe, block)
     return out
 
 
