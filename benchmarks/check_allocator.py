@@ -1,9 +1,9 @@
 """Check the allocator model against every measured CPU row, and time it.
 
 For each CPU dataset in ``data/`` (``status == ok`` rows): the analytic features
-``alloc_peak_bytes`` / ``alloc_peak_bytes_b16`` (:mod:`carb_lib.families._alloc`) against the measured ``peak_mem_mib``
-(rows within 1 byte, largest relative error), beside the former byte estimate
-``param_bytes + peak_act_bytes``; and the meta-device simulation
+``alloc_peak_bytes`` / ``alloc_peak_bytes_b16`` (:mod:`carb_lib.families._alloc`) against the
+measured ``peak_mem_mib`` (rows within 1 byte, largest relative error), beside the former byte
+estimate ``param_bytes + peak_act_bytes``; and the meta-device simulation
 (:func:`carb_lib.allocator.simulate_peak`) on a seeded sample of rows. Writes
 ``results/benchmarks/allocator_check.csv`` (one row per dataset) and
 ``results/benchmarks/allocator_speed.csv`` (static features of 1M extended-space configs and

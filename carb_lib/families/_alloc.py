@@ -13,10 +13,10 @@ off the allocator's events of single ops (``torch.profiler`` with ``profile_memo
     than 16 images on one thread, or has ``groups == 1``, a kernel of at most 3 x 3, one image
     and at most 20,480 input elements. oneDNN works in channel-blocked layouts (blocks of
     ``block`` channels: 8 on AVX2, 16 on AVX-512): it copies the input into a padded blocked
-    tensor (not for a k > 1 conv with fewer than ``block`` input channels), reorders the weights (the fixed bytes
-    ``pad(cout) x pad(cin) x k x k``; ``cin`` unpadded without the input copy), writes a
-    padded blocked output, frees the input copy and weights, and reorders the output into a
-    plain tensor. A strided 1x1 conv also takes a per-image scratch buffer
+    tensor (not for a k > 1 conv with fewer than ``block`` input channels), reorders the
+    weights (the fixed bytes ``pad(cout) x pad(cin) x k x k``; ``cin`` unpadded without the
+    input copy), writes a padded blocked output, frees the input copy and weights, and reorders
+    the output into a plain tensor. A strided 1x1 conv also takes a per-image scratch buffer
     (``pad(cin) x ho x wo`` floats + 128 bytes), and a bias whose length is not a multiple of
     the block a padded copy (``pad(cout) + 32`` floats). The slow path (``slow_conv2d``) unfolds the
     input (``cin x k x k x ho x wo`` per image; none for a 1x1 stride-1 conv) and writes the
@@ -35,8 +35,9 @@ in-place activations, ``flatten``
     Nothing. Sigmoid, ``Linear``, out-of-place adds and multiplies: their output.
 
 A walk of one architecture at one resolution runs in every *lane* — a precision, a range of
-batch sizes and (fp32) a channel block, within which every size is ``a * batch + w`` (``a`` bytes per image, ``w`` fixed
-bytes, e.g. reordered weights) and every kernel choice is the same: :data:`LANES`. Each event
+batch sizes and (fp32) a channel block, within which every size is ``a * batch + w`` (``a``
+bytes per image, ``w`` fixed bytes, e.g. reordered weights) and every kernel choice is the
+same: :data:`LANES`. Each event
 leaves the running total at a point ``(a, w)``; the peak at batch ``n`` is the largest
 ``a * n + w`` over the points, and :meth:`AllocWalk.table` keeps, per lane, the :data:`K`
 points that are largest at :data:`LANE_PROBES` (exact there; between probes the largest of
