@@ -127,10 +127,6 @@ class _Simulator:
         weakref.finalize(t, self._dead, key)
 
 
-def _nbytes(t: Any) -> int:
-    return t.untyped_storage().nbytes()
-
-
 def _mode(sim: _Simulator):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode

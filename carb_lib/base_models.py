@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURES, PRECISIONS, TARGET_UNITS
+from carb_lib.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK, PRECISIONS, TARGET_UNITS
 
 __all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns",
            "with_alloc_column"]
@@ -82,7 +82,7 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     return v
 
 
-def _terms(df: pd.DataFrame, kind: str, block: int = 8) -> np.ndarray:
+def _terms(df: pd.DataFrame, kind: str, block: int = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
     """The law's terms (n, k), before the per-precision split (``block``: the allocator
     column's channel block)."""
     if kind in ("memory", "memory_bytes"):
@@ -124,7 +124,7 @@ def with_alloc_column(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(**cols)
 
 
-def _alloc_term(df: pd.DataFrame, block: int = 8) -> np.ndarray:
+def _alloc_term(df: pd.DataFrame, block: int = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
     """``alloc_peak_bytes`` with ``block``-channel layouts (:func:`with_alloc_column`),
     ``param_bytes + peak_act_bytes`` where the family has no allocator model."""
     if block not in ALLOC_FEATURES:
@@ -198,7 +198,7 @@ class BaseLaw:
     n: int
     ci: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     ci_level: float = 0.95
-    alloc_block: int = 8
+    alloc_block: int = DEFAULT_ALLOC_BLOCK
     train_error: float = float("nan")
 
     def _kind(self) -> str:
@@ -339,11 +339,12 @@ def fit_base_law(
     kind = base_kind(target) if kind is None else kind
     law_columns(kind)  # validates
     if kind != "memory":
-        return _fit_law(df, target, kind, y, sample_weight, n_boot, ci_level, random_state, 8)
+        return _fit_law(df, target, kind, y, sample_weight, n_boot, ci_level, random_state,
+                        DEFAULT_ALLOC_BLOCK)
     df = with_alloc_column(df)
     laws = [_fit_law(df, target, kind, y, sample_weight, 0, ci_level, random_state, b)
             for b in ALLOC_FEATURES]
-    best = min(laws, key=lambda law: law.train_error).alloc_block  # first (8) on a tie
+    best = min(laws, key=lambda law: law.train_error).alloc_block  # the first (8) on a tie
     if n_boot == 0:
         return next(law for law in laws if law.alloc_block == best)
     return _fit_law(df, target, kind, y, sample_weight, n_boot, ci_level, random_state, best)

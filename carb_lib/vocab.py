@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_COVERAGE",
     "ALLOC_FEATURE",
     "ALLOC_FEATURES",
+    "DEFAULT_ALLOC_BLOCK",
     "EXTRA_STATIC_FEATURES",
     "FLOAT_STATIC_FEATURES",
     "KEY_COLUMNS",
@@ -81,6 +82,8 @@ ALLOC_FEATURE: str = "alloc_peak_bytes"
 #: :data:`ALLOC_FEATURE`) and 16 (AVX-512 CPUs). The memory base law learns from its training
 #: rows which one its platform follows (``BaseLaw.alloc_block``).
 ALLOC_FEATURES: dict[int, str] = {8: ALLOC_FEATURE, 16: "alloc_peak_bytes_b16"}
+#: The channel block of :data:`ALLOC_FEATURE` (AVX2): the default where none is learned.
+DEFAULT_ALLOC_BLOCK: int = 8
 #: Static features stored as floats (the others are integer counts, FLOPs or bytes).
 FLOAT_STATIC_FEATURES: tuple[str, ...] = ("arith_intensity_flop_per_byte", "dw_flops_share")
 #: Extra static features of family nb201 (operation counts); optional elsewhere.

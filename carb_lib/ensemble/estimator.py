@@ -101,8 +101,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         no base). False: the learners model ``log1p(target)`` directly (the paper's design).
     memory_law : {"allocator", "bytes"}, default="allocator"
         The memory base law: with the allocator model's peak (``alloc_peak_bytes``, exact on
-        the project's CPUs; the law learns the platform's oneDNN channel block, 8 or 16) or only the parameter and activation bytes (the ablation);
-        :mod:`carb_lib.base_models`.
+        the project's CPUs; the law learns the platform's oneDNN channel block, 8 or 16) or
+        only the parameter and activation bytes (the ablation); :mod:`carb_lib.base_models`.
     learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
         alone. The default (ExtraTrees alone, 30 trees) won the choice of

@@ -66,7 +66,8 @@ def prepare_dataset(df: pd.DataFrame, platform: str | None = None) -> pd.DataFra
     """Keep ``status == "ok"`` rows (of ``platform`` if given) and make sure static features exist.
 
     Static feature columns missing from the file (with the allocator model's
-    :data:`~carb_lib.vocab.ALLOC_FEATURES`) are computed with :func:`carb_lib.features.static_features`.
+    :data:`~carb_lib.vocab.ALLOC_FEATURES`) are computed with
+    :func:`carb_lib.features.static_features`.
 
     Parameters
     ----------

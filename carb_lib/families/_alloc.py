@@ -53,9 +53,11 @@ import threading
 import numpy as np
 import pandas as pd
 
+from carb_lib.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK
+
 #: oneDNN's channel blocks modelled: 8 (AVX2) and 16 (AVX-512). The walk runs every fp32 lane
 #: once per block; each block has its feature (:data:`carb_lib.vocab.ALLOC_FEATURES`).
-BLOCKS: tuple[int, ...] = (8, 16)
+BLOCKS: tuple[int, ...] = tuple(ALLOC_FEATURES)
 #: ``(precision, lowest batch, highest batch, channel block)`` of each lane (block 0: the lane's
 #: kernels never use blocked layouts).
 LANES: tuple[tuple[str, int, int, int], ...] = (
@@ -84,7 +86,7 @@ K: int = 4
 #: :data:`LANE_PROBES` padded to ``K`` per lane (repeating the last probe).
 _PROBES = np.array([(*p, *[p[-1]] * (K - len(p))) for p in LANE_PROBES], dtype=np.float64)
 #: Default channel block of oneDNN's blocked layouts (8 on AVX2, 16 on AVX-512).
-BLOCK: int = 8
+BLOCK: int = DEFAULT_ALLOC_BLOCK
 _BPE = {"fp32": 4, "fp16": 2}
 _INDEX_BYTES = 8  # int64 max-pool indices
 _BN_TEMP = 4  # float32 per-channel temporaries of batch norm
@@ -345,6 +347,16 @@ def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndar
     peak = alloc_peak(tables, codes, precision, batch, block)
     buffers = alloc_units[:, 0][codes] * bpe + 8.0 * alloc_units[:, 1][codes]
     return np.asarray(params, dtype=np.float64) * bpe + buffers + peak
+
+
+def alloc_feature_columns(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
+                          precision: np.ndarray, batch: np.ndarray,
+                          bpe: np.ndarray) -> dict[str, np.ndarray]:
+    """Every :data:`~carb_lib.vocab.ALLOC_FEATURES` column (one per channel block) of every row:
+    :func:`alloc_peak_bytes` with each block."""
+    prec = np.asarray(precision, dtype=object)
+    return {name: alloc_peak_bytes(alloc_units, codes, params, prec, batch, bpe, block)
+            for block, name in ALLOC_FEATURES.items()}
 
 
 def lane_of(precision: np.ndarray, batch: np.ndarray, block: int = BLOCK) -> np.ndarray:

@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_peak_bytes
+from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_feature_columns
 from carb_lib.families._base import ConfigError
 from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT
 from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
@@ -253,9 +253,10 @@ def static_frame(df: pd.DataFrame, family: str, arch_columns: tuple[str, ...],
     units = pd.DataFrame(table[codes, :nu], columns=list(UNIT_COLUMNS), index=df.index)
     batch, bpe = _batches(df["batch"]), bytes_per_element(df["precision"])
     out = scale_units(units, batch, bpe)
-    prec, params = df["precision"].to_numpy(dtype=object), units["params"].to_numpy()
-    for block, name in ALLOC_FEATURES.items():
-        out[name] = alloc_peak_bytes(table[:, nu:], codes, params, prec, batch, bpe, block)
+    alloc = alloc_feature_columns(table[:, nu:], codes, units["params"].to_numpy(),
+                                  df["precision"].to_numpy(), batch, bpe)
+    for name, values in alloc.items():
+        out[name] = values
     return out
 
 

@@ -75,7 +75,13 @@ from carb_lib.families._common import (
     content_hash,
     is_missing,
 )
-from carb_lib.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, PRECISIONS, STATIC_FEATURES
+from carb_lib.vocab import (
+    ALLOC_FEATURES,
+    COMMON_CONFIG_COLUMNS,
+    DEFAULT_ALLOC_BLOCK,
+    PRECISIONS,
+    STATIC_FEATURES,
+)
 
 logger = logging.getLogger(__name__)
 FAMILY = "module"
@@ -646,7 +652,7 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
 
 @lru_cache(maxsize=4096)
 def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int, batch: int,
-                precision: str, block: int = 8) -> float:
+                precision: str, block: int = DEFAULT_ALLOC_BLOCK) -> float:
     from carb_lib.allocator import simulate_peak
 
     model = build_from_spec(spec, kwargs_json, stamp, meta=True)
@@ -672,7 +678,7 @@ def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> dict[str, np.ndarray]:
         args = (spec, parse_kwargs(kw), parse_input_shape(shape), _stamp(spec), b, p)
         first = _alloc_peak(*args) if p in ("fp32", "fp16") else float("nan")
         peaks[(key, b, p)] = {
-            block: first if (block == 8 or p != "fp32" or not np.isfinite(first))
+            block: first if (block == DEFAULT_ALLOC_BLOCK or p != "fp32" or not np.isfinite(first))
             else _alloc_peak(*args, block)
             for block in ALLOC_FEATURES
         }

@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_peak_bytes
+from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_feature_columns
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._common import (
     BATCH_RANGE,
@@ -83,7 +83,7 @@ from carb_lib.families._common import (
     scale_units,
 )
 from carb_lib.families._resnet_torch import resnet_modules
-from carb_lib.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
+from carb_lib.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
 
 FAMILY = "resnet"
 
@@ -497,9 +497,9 @@ def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
     extra = scale_extra_units(units, batch.astype(np.float64), bpe, out["flops"].to_numpy())
     for c in EXTRA_STATIC_FEATURES:
         out[c] = extra[c].to_numpy()
-    prec, params = df["precision"].to_numpy(dtype=object), units["params"].to_numpy()
-    for block, name in ALLOC_FEATURES.items():
-        out[name] = alloc_peak_bytes(alloc, codes, params, prec, batch, bpe, block)
+    for name, values in alloc_feature_columns(alloc, codes, units["params"].to_numpy(),
+                                              df["precision"].to_numpy(), batch, bpe).items():
+        out[name] = values
     return out
 
 
