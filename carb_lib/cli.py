@@ -316,6 +316,7 @@ def profile(
     timeout_s: float = typer.Option(300.0, "--timeout-s", help="Per-config wall-clock cap in seconds."),
     cooldown_s: float | None = typer.Option(None, "--cooldown-s", help="GPU cool-down seconds (default 1)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+    protocol: str | None = typer.Option(None, "--protocol", help="Protocol settings as JSON, inline or a .json file: fields of carb_lib.protocol.Protocol, e.g. '{\"cpu_min_window_s\": 0.5, \"max_windows\": 12}' (threads, timeout and cool-down have their own options). Default: the study's protocol; given settings are written to OUT/protocol.json."),
     time_budget_old: float | None = typer.Option(None, "--time-budget", hidden=True),
     timeout_old: float | None = typer.Option(None, "--timeout", hidden=True),
     cooldown_old: float | None = typer.Option(None, "--cooldown", hidden=True),
@@ -344,7 +345,14 @@ def profile(
                         ("--max-gflops", max_gflops), ("--cooldown-s", cooldown)):  # fmt: skip
         if value is not None and not value > 0 and not (name == "--cooldown-s" and value == 0):
             raise ValueError(f"{name} must be > 0 seconds/GFLOP, got {value}")
-    kw = {"threads": threads, "timeout_s": timeout}
+    from carb_lib.protocol import protocol_settings
+
+    settings = protocol_settings(protocol) if protocol is not None else {}
+    own = sorted({"threads", "timeout_s", "cooldown_s"} & set(settings))
+    if own:
+        raise ValueError(f"--protocol: set {own} with their own options (--threads, --timeout-s, "
+                         "--cooldown-s), not in the JSON")
+    kw = {**settings, "threads": threads, "timeout_s": timeout}
     if cooldown is not None:
         kw["cooldown_s"] = cooldown
     if cluster is not None:
@@ -356,6 +364,12 @@ def profile(
         raise ValueError("give --configs or --module, not both")
     if df is None:
         df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
+    if settings:  # a non-default protocol leaves its trace beside the part files
+        import json
+
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "protocol.json").write_text(json.dumps(Protocol(**kw).to_dict(), indent=1) + "\n")
+        typer.echo(f"protocol: {settings} (all settings in {out / 'protocol.json'})", err=True)
     common = dict(platform=platform, seed=seed, ref_every=ref_every, time_budget_s=time_budget,
                   max_gflops=max_gflops, shard=shard, progress=progress)
     if cluster is None:

@@ -6,8 +6,10 @@ importable from :mod:`carb_lib.profiling` too.
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,7 +17,8 @@ import numpy as np
 from carb_lib.interference import WindowPolicy
 from carb_lib.telemetry import NAN
 
-__all__ = ["MIB", "ConfigTimeoutError", "Protocol", "deadline_check", "latency_stats"]
+__all__ = ["MIB", "ConfigTimeoutError", "Protocol", "deadline_check", "latency_stats",
+           "protocol_settings"]
 
 MIB = 2**20
 
@@ -172,6 +175,55 @@ class Protocol:
 
 class ConfigTimeoutError(RuntimeError):
     """The per-config wall-clock cap was exceeded."""
+
+
+def protocol_settings(text: str) -> dict[str, Any]:
+    """Protocol fields from JSON: an inline object or the path of a ``.json`` file.
+
+    Every key must be a field of :class:`Protocol` and every value of that field's type (an
+    integer where a float is expected is fine; ``null`` only where the default is ``None``).
+
+    Raises
+    ------
+    ValueError
+        One line naming the bad JSON, the unknown field(s) or the field with a bad value.
+
+    Examples
+    --------
+    >>> protocol_settings('{"cpu_min_window_s": 0.5, "max_windows": 12}')
+    {'cpu_min_window_s': 0.5, 'max_windows': 12}
+    """
+    src = text.strip()
+    if not src.startswith("{"):
+        path = Path(src)
+        if not path.is_file():
+            raise ValueError(f"--protocol: {text!r} is neither a JSON object nor a .json file")
+        src = path.read_text()
+    try:
+        values = json.loads(src)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--protocol: not valid JSON ({exc})") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"--protocol: expected a JSON object of Protocol fields, got {src[:40]!r}")
+    kinds = {f.name: f.default for f in fields(Protocol)}
+    unknown = sorted(set(values) - set(kinds))
+    if unknown:
+        raise ValueError(f"--protocol: unknown field(s) {unknown}; valid: {sorted(kinds)}")
+    ints = {"threads"} | {n for n, d in kinds.items()
+                          if isinstance(d, int) and not isinstance(d, bool)}
+    for name, v in values.items():
+        default = kinds[name]
+        if v is None:
+            ok, want = default is None, "number"
+        elif isinstance(default, bool):
+            ok, want = isinstance(v, bool), "bool"
+        elif name in ints:
+            ok, want = isinstance(v, int) and not isinstance(v, bool), "int"
+        else:
+            ok, want = isinstance(v, (int, float)) and not isinstance(v, bool), "number"
+        if not ok:
+            raise ValueError(f"--protocol: field {name!r} must be of type {want}, got {v!r}")
+    return values
 
 
 def latency_stats(times_ms: np.ndarray | list[float]) -> dict[str, float]:

@@ -6,6 +6,7 @@ Each case asserts the exit code, the message, and that no file is half-written o
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -32,10 +33,16 @@ def configs_file(tmp_path_factory) -> Path:
     return path
 
 
+#: Short windows, interference detector off (`--protocol`): these tests are about signals and
+#: bookkeeping, not timing; the study's protocol takes ~10 s per config here.
+FAST = json.dumps({"cpu_warmup_iters": 1, "cpu_min_iters": 2, "cpu_min_window_s": 0.02,
+                   "min_cpu_share": 0.0, "max_other_busy": 1e9, "max_window_spread": 1e9})
+
+
 def _profile_cmd(configs: Path, out: Path) -> list[str]:
     return [*CARB, "profile", "--device", "cpu", "--platform", "synthetic_cpu", "--threads", "1",
             "--configs", str(configs), "--out", str(out), "--no-progress", "--seed", "0",
-            "--ref-every", "4"]
+            "--ref-every", "4", "--protocol", FAST]
 
 
 def _default_sigint() -> None:
@@ -94,6 +101,28 @@ def test_sigint_mid_campaign_keeps_every_written_row_and_resumes(tmp_path, confi
     for cid, ts in stamps.items():  # rows written before Ctrl-C are untouched
         assert after.loc[after["config_id"] == cid, "measured_at"].iloc[0] == ts
     assert not list(out.glob(".tmp-*")), "temporary files left after the resumed run"
+    written = json.loads((out / "protocol.json").read_text())  # the --protocol settings used
+    assert written["cpu_min_window_s"] == 0.02 and written["threads"] == 1
+    assert written["n_windows"] == 3  # untouched fields keep the study's values
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('{"max_windows": 2.5}', "field 'max_windows' must be of type int, got 2.5"),
+    ('{"cpu_window": 1}', "unknown field(s) ['cpu_window']"),
+    ('{"threads": 2}', "with their own options"),
+    ("{cpu_min_window_s: 1}", "not valid JSON"),
+    ("no_such.json", "neither a JSON object nor a .json file"),
+])
+def test_bad_protocol_settings_are_one_line_and_write_nothing(tmp_path, configs_file, bad,
+                                                             message):
+    out = tmp_path / "parts"
+    cmd = [*_profile_cmd(configs_file, out)[:-1], bad]
+    res = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: --protocol:"), res.stderr
+    assert message in lines[0]
+    assert not out.exists()
 
 
 def test_transfer_with_empty_query_is_one_line_and_writes_nothing(tmp_path):

@@ -40,8 +40,13 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
         {"claim_id": "carb_r2_latency_ms", "claim": "stale", "paper_value": 0.992,
          "our_value": -1.0, "platform": "synthetic_cpu", "n": 1, "testable": True, "reason": "old"},
     ]).to_csv(out / "results/claims_synthetic.csv", index=False)
+    # an audit of one platform (re-measured 5 % slower, one row 20 %): its noise floor is known
+    (tmp_path / "audit").mkdir()
+    pd.DataFrame({"latency_ms": [10.0, 20.0, 40.0, 80.0], "latency_ms_new": [10.5, 21.0, 42.0, 96.0],
+                  "status_new": "ok"}).to_parquet(tmp_path / "audit/synthetic_cpu_audit_rows.parquet")
     params = {"quick": True, "dataset": str(tmp_path / "absent.parquet"), "synthetic_demo": False,
-              "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results"}
+              "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results",
+              "audit_dir": str(tmp_path / "audit")}
     rec, out = run_notebook(NOTEBOOK, params)
     assert rec["synthetic"] is True  # the dataset is absent: SYNTHETIC demo
     assert rec["preset"] == "quick"
@@ -62,6 +67,16 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
             _check_coverage(cov["all"], out / f"results/carb/{p}/coverage_runs_synthetic.csv", t)
             ex = rec[f"{p}/extrapolation/batch_small/{t}"]
             assert ex["mape_max"] > 0
+    floor = rec["synthetic_cpu/noise_floor/latency_ms"]
+    assert floor["mape_pct_remeasure"] == pytest.approx(8.75)  # (5 + 5 + 5 + 20) / 4
+    assert floor["within_10pct_remeasure"] == pytest.approx(0.75)
+    assert floor["mape_pct_mean"] == pytest.approx(rec["synthetic_cpu/random/mape_pct/latency_ms"][0])
+    assert floor["mape_ratio"] == pytest.approx(floor["mape_pct_mean"] / 8.75)
+    assert rec["synthetic_cpu/noise_floor/energy_j"] is None  # no energy on the CPU
+    assert rec["synthetic_gpu/noise_floor/latency_ms"] is None  # no audit of that platform
+    written = pd.read_csv(out / "results/carb/synthetic_cpu/noise_floor_synthetic.csv")
+    assert set(written["target"]) == {"latency_ms"} and list(written["subset"]) == ["all"]
+    assert not (out / "results/carb/synthetic_gpu/noise_floor_synthetic.csv").exists()
     assert rec["n_claims"] == 26
     assert rec["n_claims_testable"]["synthetic_cpu"] < rec["n_claims_testable"]["synthetic_gpu"]
 

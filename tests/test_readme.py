@@ -55,3 +55,21 @@ def test_missing_block_or_file_is_an_error(copy):
     (copy / "results/screening/scenarios.csv").unlink()
     with pytest.raises(readme.ReadmeError, match="scenarios.csv does not exist"):
         readme.render(text, copy / "results")
+
+
+def test_noise_floor_table_is_rendered_when_written(copy):
+    rel = next(p for p in (copy / "results/carb").iterdir()
+               if (p / "protocol_summary.csv").exists())
+    (rel / "noise_floor.csv").unlink(missing_ok=True)
+    assert "Against the noise floor" not in readme.carb_metrics(copy / "results")
+    pd.DataFrame([{
+        "platform": rel.name, "kind": "random", "model": "carb", "target": "latency_ms",
+        "subset": "all", "n_audit": 200, "r2_remeasure": 0.98, "mape_pct_remeasure": 13.98,
+        "within_10pct_remeasure": 0.495, "spearman_remeasure": 0.99, "r2_mean": 0.95,
+        "r2_sd": 0.01, "mape_pct_mean": 14.95, "mape_pct_sd": 0.9, "within_10pct_mean": 0.426,
+        "within_10pct_sd": 0.03, "spearman_mean": 0.98, "spearman_sd": 0.001, "runs": 5,
+        "mape_ratio": 14.95 / 13.98}]).to_csv(rel / "noise_floor.csv", index=False)
+    text = readme.carb_metrics(copy / "results")
+    assert ("| latency | all | 200 | 13.98 | 14.95 ± 0.90 | 1.07 | 49.5 % | 42.6 ± 3.0 % | "
+            "0.9800 | 0.9500 ± 0.0100 |") in text
+    assert f"carb/{rel.name}/noise_floor.csv" in text

@@ -67,6 +67,7 @@ from carb_lib.evaluation.scoring import (
     metrics_table,
     noise_floor_cv,
     regression_metrics,
+    remeasurement_floor,
 )
 from carb_lib.evaluation.splits import (
     ARCH_COLUMNS,
@@ -129,6 +130,7 @@ __all__ = [
     "prepare_dataset",
     "protocol_claim_rows",
     "regression_metrics",
+    "remeasurement_floor",
     "stratified_split",
     "stress_flag",
     "variant_specs",

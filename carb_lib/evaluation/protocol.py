@@ -25,7 +25,13 @@ import pandas as pd
 from carb_lib.ensemble import CASCADE_ORDER
 from carb_lib.evaluation.intervals import coverage_rows
 from carb_lib.evaluation.models import ABLATION_VARIANTS, fit_quiet, flops_baseline
-from carb_lib.evaluation.scoring import METRIC_COLUMNS, mean_sd, metric_rows, noise_floor_cv
+from carb_lib.evaluation.scoring import (
+    METRIC_COLUMNS,
+    mean_sd,
+    metric_rows,
+    noise_floor_cv,
+    remeasurement_floor,
+)
 from carb_lib.evaluation.splits import (
     EXTRAPOLATION_KINDS,
     extrapolation_splits,
@@ -105,6 +111,39 @@ class ProtocolResult:
             return c
         return mean_sd(c, ["kind", "target", "regime", "nominal"],
                         ["coverage", "median_hi_over_lo", "n"])
+
+    def against_noise_floor(self, audit_rows: pd.DataFrame, kind: str = "random",
+                            model: str = "carb") -> pd.DataFrame:
+        """The model's test metrics beside the data's own re-measurement agreement.
+
+        ``audit_rows`` are an audit's rows (:func:`carb_lib.audit.audit`); each stored row's
+        re-measurement is scored as a prediction (:func:`~carb_lib.evaluation.scoring.
+        remeasurement_floor`). One row per target and subset (``all``, ``clean``) present in
+        both: ``n_audit`` and the re-measurement's ``*_remeasure`` metrics, the model's
+        ``*_mean`` / ``*_sd`` over seeds on the test part of the ``kind`` split, and
+        ``mape_ratio`` = model MAPE / re-measurement MAPE (~1: the model reproduces a stored
+        row as closely as measuring it again does).
+        """
+        floor = remeasurement_floor(audit_rows)
+        metrics = ["r2", "mape_pct", "within_10pct", "spearman"]
+        rows = []
+        for _, f in floor.iterrows():
+            s = self.summary(f["subset"])
+            m = s[(s["kind"] == kind) & (s["part"] == "test") & (s["model"] == model) &
+                  (s["target"] == f["target"])]
+            if m.empty:
+                continue
+            m = m.iloc[0]
+            row = {"platform": self.platform, "kind": kind, "model": model,
+                   "target": f["target"], "subset": f["subset"], "n_audit": int(f["n"])}
+            row.update({f"{k}_remeasure": float(f[k]) for k in metrics})
+            row.update({f"{k}_{st}": float(m[f"{k}_{st}"]) for k in metrics
+                        for st in ("mean", "sd")})
+            row["runs"] = int(m["runs"])
+            row["mape_ratio"] = (row["mape_pct_mean"] / row["mape_pct_remeasure"]
+                                 if row["mape_pct_remeasure"] > 0 else float("nan"))
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     def write(self, out_dir, suffix: str = "") -> dict[str, Any]:
         """Write every table as CSV to ``out_dir``; returns {name: path}."""

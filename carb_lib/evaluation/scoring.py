@@ -16,6 +16,7 @@ import pandas as pd
 from carb_lib.metrics import RegressionMetrics, regression_metrics
 
 __all__ = ["METRIC_COLUMNS", "mean_sd", "metric_rows", "metrics_table", "noise_floor_cv",
+           "remeasurement_floor",
            "regression_metrics"]
 
 #: Columns of one metrics row (:class:`carb_lib.metrics.RegressionMetrics`).
@@ -95,3 +96,62 @@ def mean_sd(frame: pd.DataFrame, by: list[str], cols: Sequence[str]) -> pd.DataF
     sd = g.std(ddof=1).add_suffix("_sd")
     runs = g.size().rename("runs")
     return pd.concat([mean, sd, runs], axis=1).reset_index()
+
+
+#: Columns of an audit's rows (:func:`carb_lib.audit.audit`): stored value -> re-measured value.
+_AUDIT_PAIRS: dict[str, str] = {"latency_ms": "latency_ms_new", "peak_mem_mib": "peak_mem_mib_new"}
+
+
+def remeasurement_floor(audit_rows: pd.DataFrame, **labels: Any) -> pd.DataFrame:
+    """The noise floor as a baseline: a re-measurement scored as if it were a prediction.
+
+    An audit (:func:`carb_lib.audit.audit`, ``carb audit``) re-measures stored rows in fresh
+    processes at a later time. Scoring the second measurement against the stored one with the
+    models' own metrics (:func:`metric_rows`: R², MAPE, share within ±10 %, Spearman; subsets
+    ``all`` and, by the stored row's ``quality``, ``clean``) says how closely *this data*
+    reproduces itself — the scale on which a model's test error on the same data is read.
+    A model that knew each config's true mean would score better than a re-measurement (the
+    pair carries the noise twice: for independent, equal noise about sqrt(2) in MAPE), so a
+    model at ratio ~1 is at the noise, not beyond it.
+
+    Parameters
+    ----------
+    audit_rows : pandas.DataFrame
+        An audit's rows: ``latency_ms`` and ``latency_ms_new`` (and/or ``peak_mem_mib`` and
+        ``peak_mem_mib_new``), optionally ``status_new`` (rows not ``ok`` are dropped) and
+        ``quality``.
+    **labels
+        Label columns written to every row (``platform``...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per target and subset: ``model`` (``"re-measurement"``), ``target``,
+        ``subset`` and :data:`METRIC_COLUMNS`.
+
+    Raises
+    ------
+    ValueError
+        When the frame has no stored/re-measured pair of columns.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"latency_ms": [10.0, 20.0, 40.0],
+    ...                      "latency_ms_new": [11.0, 20.0, 36.0]})
+    >>> floor = remeasurement_floor(rows)
+    >>> round(float(floor["mape_pct"].iloc[0]), 2)
+    6.67
+    """
+    pairs = {t: n for t, n in _AUDIT_PAIRS.items()
+             if t in audit_rows.columns and n in audit_rows.columns}
+    if not pairs:
+        raise ValueError("audit rows need a stored and a re-measured column, e.g. 'latency_ms' "
+                         f"and 'latency_ms_new'; got {list(audit_rows.columns)}")
+    rows = audit_rows
+    if "status_new" in rows.columns:
+        rows = rows[rows["status_new"].astype(str) == "ok"]
+    pred = pd.DataFrame({t: pd.to_numeric(rows[n], errors="coerce") for t, n in pairs.items()},
+                        index=rows.index)
+    out = metric_rows(rows, pred, list(pairs), model="re-measurement", **labels)
+    return pd.DataFrame(out)
