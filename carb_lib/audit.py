@@ -165,17 +165,19 @@ def audit(
 
     from carb_lib.campaign import measure_many_in_subprocess
     from carb_lib.dataset import read_dataset
+    from carb_lib.families import all_config_columns
     from carb_lib.profiling import Protocol
-    from carb_lib.space import CONFIG_COLUMNS
 
     df = read_dataset(dataset) if not isinstance(dataset, pd.DataFrame) else dataset
+    # every family's config columns present (a file may hold several families)
+    config_columns = [c for c in all_config_columns() if c in df.columns]
     platforms = df["platform"].astype(str).unique()
     if len(platforms) != 1:
         raise ValueError(f"audit one platform at a time; the dataset has {list(platforms)}")
     threads = int(df["threads"].dropna().iloc[0]) if df["threads"].notna().any() else None
     protocol = protocol or Protocol(threads=threads)
     sample = sample_rows(df, n, seed)
-    configs = sample[list(CONFIG_COLUMNS)].to_dict(orient="records")
+    configs = sample[config_columns].to_dict(orient="records")
     new_rows: list[dict[str, Any]] = []
     with tqdm(total=len(configs), desc="carb audit", unit="cfg", disable=not progress) as bar:
         for i in range(0, len(configs), chunk):
@@ -183,7 +185,7 @@ def audit(
             new_rows += measure_many_in_subprocess(part, device, protocol, str(platforms[0]))
             bar.update(len(part))
     new = pd.DataFrame(new_rows).set_index("config_id")
-    keep = ["config_id", *CONFIG_COLUMNS, "flops", "latency_ms", "peak_mem_mib", "measured_at"]
+    keep = ["config_id", *config_columns, "flops", "latency_ms", "peak_mem_mib", "measured_at"]
     keep += [c for c in ("quality", "latency_window_cv") if c in sample.columns]
     rows = sample[[c for c in keep if c in sample.columns]].copy().reset_index(drop=True)
     ids = rows["config_id"].to_numpy()

@@ -381,8 +381,23 @@ def cross_family(results: Path) -> str:
         text = f"{r[f'{metric}_mean']:.{d}f} ± {r[f'{metric}_sd']:.{d}f}"
         return f"**{text}**" if (fam, t, model, k, metric) in judged else text
 
+    sources = ["cross_family/summary.csv", "cross_family/issue_targets.csv"]
+    floor = None
+    if (results / "cross_family/noise_floor.csv").exists():  # notebook 05 with an audit
+        f = _read(results, "cross_family/noise_floor.csv")
+        floor = f[f["subset"] == "all"].set_index(["family", "target"])
+        sources.append("cross_family/noise_floor.csv")
+
+    def remeasured(fam, t, metric):
+        if floor is None or (fam, t) not in floor.index:
+            return "–"
+        r = floor.loc[(fam, t)]
+        text = f"{r[metric]:.{1 if metric == 'mape_pct' else 3}f}"
+        return text + (f" ({int(r['n'])})" if metric == "mape_pct" else "")
+
+    extra = (" re-measured (audit rows) |", "---|") if floor is not None else ("", "")
     out = ["| family | metric | zero-shot | blend, k=10 | blend, k=50 | FLOPs only, k=10 | "
-           "own model (rows) |", "|---|---|---|---|---|---|---|"]
+           "own model (rows) |" + extra[0], "|---|---|---|---|---|---|---|" + extra[1]]
     rows = [("peak_mem_mib", "mape_pct", "memory MAPE %"),
             ("latency_ms", "mape_pct", "latency MAPE %"),
             ("latency_ms", "spearman", "latency Spearman")]
@@ -391,14 +406,17 @@ def cross_family(results: Path) -> str:
             own = cell(fam, t, "own_model", 0, metric)
             if metric == "mape_pct" and (fam, t, "own_model", 0) in s.index:
                 own += f" ({int(s.loc[(fam, t, 'own_model', 0), 'n_train']):,})"
-            out.append(f"| {fam} | {lab} | {cell(fam, t, 'zero_shot', 0, metric)} | "
-                       f"{cell(fam, t, 'blend', 10, metric)} | {cell(fam, t, 'blend', 50, metric)} | "
-                       f"{cell(fam, t, 'flops', 10, metric)} | {own} |")
+            line = (f"| {fam} | {lab} | {cell(fam, t, 'zero_shot', 0, metric)} | "
+                    f"{cell(fam, t, 'blend', 10, metric)} | {cell(fam, t, 'blend', 50, metric)} | "
+                    f"{cell(fam, t, 'flops', 10, metric)} | {own} |")
+            out.append(line + (f" {remeasured(fam, t, metric)} |" if floor is not None else ""))
     met = int(checks["met"].sum())
     out.append(f"\nBold: the cells the issue's targets judge (mean over seeds); **met: {met} of "
                f"{len(checks)}**.")
-    return "\n".join(out) + "\n" + _source("cross_family/summary.csv",
-                                            "cross_family/issue_targets.csv")
+    if floor is not None:
+        out.append("*Re-measured*: the audit's second measurement of stored rows scored as a "
+                   "prediction of the stored value (the data's own noise floor).")
+    return "\n".join(out) + "\n" + _source(*sources)
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {

@@ -248,3 +248,21 @@ def test_noise_spread_one_process_per_round(small_configs):
     assert rows.groupby("config_id")["repeat"].apply(sorted).tolist() == [[0, 1], [0, 1]]
     assert list(rows["config_id"][:2]) == list(rows["config_id"][2:])  # same order per round
     assert summary.set_index("target").loc["latency_ms", "n_configs"] == 2
+
+
+def test_audit_re_measures_rows_of_every_family():
+    """`carb audit` on a file of several families: each row is rebuilt from its own family's
+    config columns (not the ResNet ones) and re-measured in a fresh process."""
+    from carb_lib.audit import audit
+
+    data = pd.read_parquet(ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet")
+    small = data[data["flops"] < 3e7].groupby("family").head(1)  # one tiny row per family
+    assert set(small["family"]) == {"efficientnet", "mobilenetv2", "vgg"}
+    rows, ag = audit(small, 3, seed=0, protocol=FAST, progress=False)
+    assert sorted(rows["family"]) == ["efficientnet", "mobilenetv2", "vgg"]
+    assert (rows["status_new"] == "ok").all()
+    for col in ("arch", "expansion", "kernel", "depth_mult", "batch_norm"):
+        assert col in rows.columns  # the new families' config columns travel with the rows
+    # peak memory is deterministic: the re-measurement equals the stored row
+    np.testing.assert_array_equal(rows["peak_mem_mib_new"], rows["peak_mem_mib"])
+    assert ag.n == 3 and ag.memory_identical == 1.0

@@ -73,3 +73,21 @@ def test_noise_floor_table_is_rendered_when_written(copy):
     assert ("| latency | all | 200 | 13.98 | 14.95 ± 0.90 | 1.07 | 49.5 % | 42.6 ± 3.0 % | "
             "0.9800 | 0.9500 ± 0.0100 |") in text
     assert f"carb/{rel.name}/noise_floor.csv" in text
+
+
+def test_cross_family_table_shows_the_re_measurement_when_audited(copy):
+    path = copy / "results/cross_family/noise_floor.csv"
+    path.unlink(missing_ok=True)
+    assert "re-measured" not in readme.cross_family(copy / "results")
+    pd.DataFrame([
+        {"family": "vgg", "target": "latency_ms", "subset": "all", "n": 50, "mape_pct": 12.345,
+         "within_10pct": 0.5, "r2": 0.9, "spearman": 0.9876},
+        {"family": "vgg", "target": "latency_ms", "subset": "clean", "n": 20, "mape_pct": 5.0,
+         "within_10pct": 0.8, "r2": 0.95, "spearman": 0.99},
+    ]).to_csv(path, index=False)
+    text = readme.cross_family(copy / "results")
+    lines = {ln.split(" | ")[1]: ln for ln in text.splitlines() if ln.startswith("| vgg |")}
+    assert lines["latency MAPE %"].endswith("| 12.3 (50) |")
+    assert lines["latency Spearman"].endswith("| 0.988 |")
+    assert lines["memory MAPE %"].endswith("| – |")  # no memory row in this audit
+    assert "cross_family/noise_floor.csv" in text
