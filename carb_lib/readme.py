@@ -180,7 +180,7 @@ def _noise_floor_table(results: Path, rel: str, names: dict[str, str],
            "processes, later) scored as a prediction of the stored value, beside CARB's test "
            f"part ({f['kind'].iloc[0]} split, mean ± sd over seeds); ratio = CARB MAPE / "
            "re-measurement MAPE:", "",
-           "| target | rows | audit rows | re-measurement MAPE % | CARB MAPE % | ratio | "
+           "| target | subset | audit rows | re-measurement MAPE % | CARB MAPE % | ratio | "
            "re-measurement within ±10 % | CARB within ±10 % | re-measurement R² | CARB R² |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in f.iterrows():

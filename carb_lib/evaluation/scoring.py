@@ -16,8 +16,7 @@ import pandas as pd
 from carb_lib.metrics import RegressionMetrics, regression_metrics
 
 __all__ = ["METRIC_COLUMNS", "mean_sd", "metric_rows", "metrics_table", "noise_floor_cv",
-           "remeasurement_floor",
-           "regression_metrics"]
+           "regression_metrics", "remeasurement_floor"]
 
 #: Columns of one metrics row (:class:`carb_lib.metrics.RegressionMetrics`).
 METRIC_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RegressionMetrics))
