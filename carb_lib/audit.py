@@ -25,6 +25,10 @@ from carb_lib.vocab import BATCH_TIER_EDGES, BATCH_TIER_LABELS
 
 logger = logging.getLogger("carb.audit")
 
+#: Stored target -> the column of its re-measurement in an audit's rows (:func:`audit`).
+REMEASURED_COLUMNS: dict[str, str] = {"latency_ms": "latency_ms_new",
+                                      "peak_mem_mib": "peak_mem_mib_new"}
+
 #: FLOPs tiers (whole batch, GFLOP): upper bounds.
 FLOPS_TIERS: dict[str, tuple[float, float]] = {
     "<0.05 GFLOP": (0.0, 0.05),
@@ -190,8 +194,8 @@ def audit(
     rows = sample[[c for c in keep if c in sample.columns]].copy().reset_index(drop=True)
     ids = rows["config_id"].to_numpy()
     rows["status_new"] = new.loc[ids, "status"].to_numpy()
-    rows["latency_ms_new"] = pd.to_numeric(new.loc[ids, "latency_ms"]).to_numpy(float)
-    rows["peak_mem_mib_new"] = pd.to_numeric(new.loc[ids, "peak_mem_mib"]).to_numpy(float)
+    for target, column in REMEASURED_COLUMNS.items():
+        rows[column] = pd.to_numeric(new.loc[ids, target]).to_numpy(float)
     if "quality" in new.columns:
         rows["quality_new"] = new.loc[ids, "quality"].to_numpy()
     rows["measured_at_new"] = new.loc[ids, "measured_at"].to_numpy()

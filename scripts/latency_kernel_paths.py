@@ -8,8 +8,9 @@ stride and the input size. fp16 convs always take the slow path. This script
 1. prints the batch-sweep shape: per-sample latency relative to batch 16, median over the
    configs measured at >= 8 batch sizes, per precision;
 2. records every conv's geometry once per architecture and resolution (forward hooks on the
-   ``meta`` device) and derives per-row path features: oneDNN and slow-path convs and GFLOPs,
-   weight-reorder bytes, blocked-copy bytes and unfold bytes;
+   ``meta`` device) and derives per-row path features with the allocator model's rules
+   (:func:`carb_lib.families._alloc.uses_onednn`, ``conv_events``): oneDNN and slow-path
+   convs and GFLOPs, fixed reorder bytes, blocked-copy bytes and unfold bytes;
 3. fits the roofline base law (relative NNLS with Huber passes, per precision, as
    :func:`carb_lib.base_models.fit_base_law`) with and without them on the
    leave-small-batches-out split (train batch > 8, test <= 8), the large-batch split
@@ -30,8 +31,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from carb_lib.base_models import _col, _precision, _robust_fit
+from carb_lib.base_models import _col, _precision, _robust_fit, _terms, law_columns
 from carb_lib.evaluation.splits import prepare_dataset
+from carb_lib.families._alloc import conv_events, uses_onednn
 from carb_lib.metrics import regression_metrics
 
 ARCH = ["block", "depth", "width", "early_downsample", "resolution"]
@@ -62,39 +64,36 @@ def conv_geometry(row: dict) -> list[tuple]:
     return convs
 
 
-def _pad(c: int, block: int = 8) -> int:
-    return -(-c // block) * block
-
-
 def path_features(convs: list[tuple], n: int, precision: str, block: int = 8) -> dict:
-    """Per-row kernel-path quantities (the same rule as ``_alloc.conv_events``)."""
+    """Per-row kernel-path quantities: the path from PyTorch's rule
+    (:func:`carb_lib.families._alloc.uses_onednn`), the copies from the allocator model's
+    events (:func:`~carb_lib.families._alloc.conv_events`): fixed bytes (weight reorder,
+    scratch, bias copy) and per-image scratch bytes other than the output (blocked copies on
+    oneDNN, the unfold on the slow path)."""
     f = dict.fromkeys(PATH_COLUMNS, 0.0)
     for cin, cout, k, s, p, g, hw_in, hw_out in convs:
-        pw, strided = k == 1, s != 1
         gflop = 2 * n * cout * hw_out * (cin // g) * k * k / 1e9
-        mkl = precision == "fp32" and (strided or n >= 16 or not pw) and (
-            g > 1 or k > 3 or n > 1 or n * cin * hw_in > 20480)
-        if mkl:
-            in_blk = _pad(cin, block) * hw_in * 4 if (cin >= block or pw or g > 1) else 0
-            w_cin = _pad(cin // g, block) if (in_blk and g == 1) else cin // g
+        events = conv_events(precision, n, cin, cout, (k, k), (s, s), (p, p), g, hw_in, hw_out,
+                             block=block)
+        fixed = sum(ev[1] for ev in events if len(ev) == 2 and ev[1] > 0)
+        scratch = n * sum(ev[0] for ev in events if len(ev) == 2 and ev[0] > 0)
+        if uses_onednn(precision, n, cin, (k, k), (s, s), g, hw_in):
             f["n_mkl"] += 1
             f["mkl_gflop"] += gflop
-            f["reorder_gb"] += _pad(cout, block) * w_cin * k * k * 4 / 1e9
-            f["blocked_gb"] += n * (in_blk + 2 * _pad(cout, block) * hw_out * 4) / 1e9
+            f["reorder_gb"] += fixed / 1e9
+            f["blocked_gb"] += scratch / 1e9
         else:
-            unfold = 0 if (pw and not strided and not p) else cin * k * k * hw_out
             f["n_slow"] += 1
             f["slow_gflop"] += gflop
-            f["unfold_gb"] += n * unfold * (4 if precision == "fp32" else 2) / 1e9
+            f["unfold_gb"] += scratch / 1e9
     return f
 
 
 def terms(df: pd.DataFrame) -> dict[str, np.ndarray]:
-    other = _col(df, "n_bn") + _col(df, "n_act") + _col(df, "n_fc")
-    t = {"const": np.ones(len(df)), "batch": _col(df, "batch"),
-         "gflop": _col(df, "flops") / 1e9,
-         "gbyte": (_col(df, "param_bytes") + _col(df, "activation_bytes")) / 1e9,
-         "layers": other + _col(df, "n_conv"), "other_layers": other}
+    """The roofline law's terms (:func:`carb_lib.base_models._terms`), the layers other than
+    convs, and the path features."""
+    t = dict(zip(law_columns("roofline"), _terms(df, "roofline").T, strict=True))
+    t["other_layers"] = _col(df, "n_bn") + _col(df, "n_act") + _col(df, "n_fc")
     t.update({c: _col(df, c) for c in PATH_COLUMNS})
     return t
 

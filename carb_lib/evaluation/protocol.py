@@ -126,9 +126,10 @@ class ProtocolResult:
         """
         floor = remeasurement_floor(audit_rows)
         metrics = ["r2", "mape_pct", "within_10pct", "spearman"]
+        summaries = {sub: self.summary(sub) for sub in floor["subset"].unique()}
         rows = []
         for _, f in floor.iterrows():
-            s = self.summary(f["subset"])
+            s = summaries[f["subset"]]
             m = s[(s["kind"] == kind) & (s["part"] == "test") & (s["model"] == model) &
                   (s["target"] == f["target"])]
             if m.empty:

@@ -97,10 +97,6 @@ def mean_sd(frame: pd.DataFrame, by: list[str], cols: Sequence[str]) -> pd.DataF
     return pd.concat([mean, sd, runs], axis=1).reset_index()
 
 
-#: Columns of an audit's rows (:func:`carb_lib.audit.audit`): stored value -> re-measured value.
-_AUDIT_PAIRS: dict[str, str] = {"latency_ms": "latency_ms_new", "peak_mem_mib": "peak_mem_mib_new"}
-
-
 def remeasurement_floor(audit_rows: pd.DataFrame, **labels: Any) -> pd.DataFrame:
     """The noise floor as a baseline: a re-measurement scored as if it were a prediction.
 
@@ -142,7 +138,9 @@ def remeasurement_floor(audit_rows: pd.DataFrame, **labels: Any) -> pd.DataFrame
     >>> round(float(floor["mape_pct"].iloc[0]), 2)
     6.67
     """
-    pairs = {t: n for t, n in _AUDIT_PAIRS.items()
+    from carb_lib.audit import REMEASURED_COLUMNS
+
+    pairs = {t: n for t, n in REMEASURED_COLUMNS.items()
              if t in audit_rows.columns and n in audit_rows.columns}
     if not pairs:
         raise ValueError("audit rows need a stored and a re-measured column, e.g. 'latency_ms' "

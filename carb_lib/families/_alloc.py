@@ -175,6 +175,20 @@ class AllocWalk:
 # --------------------------------------------------------------------------- op rules
 
 
+def uses_onednn(precision: str, n: int, cin: int, kernel: tuple[int, int],
+                stride: tuple[int, int], groups: int, hw_in: int, threads: int = 1) -> bool:
+    """Whether PyTorch's ``use_mkldnn`` rule sends this ``Conv2d`` on ``n`` images to oneDNN
+    (float32 only; otherwise the slow path: unfold + GEMM)."""
+    if precision != "fp32":
+        return False
+    kh, kw = kernel
+    pointwise = kh == 1 and kw == 1
+    strided = stride[0] != 1 or stride[1] != 1
+    return (strided or n >= 16 or not pointwise or threads > 1) and (
+        groups > 1 or (kh > 3 and kw > 3) or n > 1 or n * cin * hw_in > 20480
+    )
+
+
 def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, int],
                 stride: tuple[int, int], padding: tuple[int, int], groups: int, hw_in: int,
                 hw_out: int, *, bias: bool = False, threads: int = 1,
@@ -191,10 +205,7 @@ def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, 
     unfold = 0 if (pointwise and not strided and not any(padding)) else cin * kh * kw * hw_out
     bpe = _BPE[precision]
     if precision == "fp32":
-        mkldnn = (strided or n >= 16 or not pointwise or threads > 1) and (
-            groups > 1 or (kh > 3 and kw > 3) or n > 1 or n * cin * hw_in > 20480
-        )
-        if not mkldnn:
+        if not uses_onednn(precision, n, cin, kernel, stride, groups, hw_in, threads):
             return [(unfold * 4, 0), (out * 4, 0, True), (-unfold * 4, 0)]
         in_blk = _pad(cin, block) * hw_in * 4 if (cin >= block or pointwise or groups > 1) else 0
         w_cin = _pad(cg, block) if (in_blk and groups == 1) else cg
