@@ -30,6 +30,14 @@ For latency, ``T_p`` is an effective throughput (GFLOP/s), ``B_p`` an effective 
 (GB/s) and ``o_p`` a per-layer dispatch cost (µs); for energy the same constants read as
 GFLOP/J, GB/J and mJ per layer.
 
+``kernel`` (latency in ms; ``CARBRegressor(latency_law="kernel")``), per precision ``p``::
+
+    y = c0_p + c_batch_p * batch + a_p * kernel_ms + bytes / B_p + n_layers * o_p
+
+with ``kernel_ms`` the row's operators timed alone on the platform, predicted and summed
+(:mod:`carb_lib.kernels`); ``a_p`` (ms per ms) is how much slower the operators run in the
+network than alone (caches, allocation, dispatch between them).
+
 Every coefficient is non-negative (non-negative least squares, NNLS) and the fit minimises the
 *relative* error (rows divided by the measured value), with a few Huber re-weighting passes so
 that contention outliers (a row measured 1.5x slower) do not pull the constants. Optional row
@@ -44,7 +52,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK, PRECISIONS, TARGET_UNITS
+from carb_lib.vocab import (
+    ALLOC_FEATURES,
+    DEFAULT_ALLOC_BLOCK,
+    KERNEL_FEATURE,
+    PRECISIONS,
+    TARGET_UNITS,
+)
 
 __all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns",
            "with_alloc_column"]
@@ -72,7 +86,9 @@ def law_columns(kind: str) -> tuple[str, ...]:
         return ("const_mib", "param_mib", "peak_act_mib", "activation_mib")
     if kind == "roofline":
         return ("const", "batch", "gflop", "gbyte", "layers")
-    raise ValueError(f"kind must be 'memory', 'memory_bytes' or 'roofline', got {kind!r}")
+    if kind == "kernel":
+        return ("const", "batch", "kernel_ms", "gbyte", "layers")
+    raise ValueError(f"kind must be 'memory', 'memory_bytes', 'roofline' or 'kernel', got {kind!r}")
 
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -96,6 +112,19 @@ def _terms(df: pd.DataFrame, kind: str, block: int = DEFAULT_ALLOC_BLOCK) -> np.
             cols.append(_alloc_term(df, block) / _MIB)
         return np.column_stack(cols)
     layers = sum(_col(df, c) for c in ("n_conv", "n_bn", "n_act", "n_fc"))
+    if kind == "kernel":
+        if KERNEL_FEATURE not in df.columns:
+            raise ValueError(f"the kernel law needs column {KERNEL_FEATURE!r} (the summed "
+                             "microbenchmarked kernel times: carb_lib.kernels.with_kernel_column)")
+        return np.column_stack(
+            [
+                np.ones(len(df)),
+                _col(df, "batch"),
+                _col(df, KERNEL_FEATURE),
+                (_col(df, "param_bytes") + _col(df, "activation_bytes")) / 1e9,
+                layers,
+            ]
+        )
     return np.column_stack(
         [
             np.ones(len(df)),
@@ -274,6 +303,9 @@ def _interpret(target: str, kind: str, term: str, c: float, lo: float, hi: float
         if term == "layers":
             return {"quantity": "per-layer overhead", "value": 1e3 * c, "value_lo": 1e3 * lo,
                     "value_hi": 1e3 * hi, "unit": "us/layer"}
+        if term == "kernel_ms":
+            return {"quantity": "network time per kernel time", "value": c, "value_lo": lo,
+                    "value_hi": hi, "unit": "ms per ms"}
         if term == "batch":
             return {"quantity": "per-sample overhead", "value": 1e3 * c, "value_lo": 1e3 * lo,
                     "value_hi": 1e3 * hi, "unit": "us/sample"}

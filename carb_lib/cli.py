@@ -488,6 +488,36 @@ def audit(
     typer.echo(f"wrote {out / f'{plat}_audit_rows.parquet'}, {out / f'{plat}_audit.csv'}")
 
 
+@app.command("kernels")
+def kernels_cmd(
+    out: Path = typer.Option(..., "--out", help="New Parquet file for the timed operators, e.g. data/kernels/<platform>.parquet."),
+    n: int = typer.Option(3000, "--n", help="Operators drawn from the generic grid (conv, depthwise, linear, memory-bound)."),
+    seed: int = typer.Option(0, "--seed", help="Sample seed."),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
+    platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+) -> None:
+    """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
+    from carb_lib.dataset import atomic_write_parquet
+    from carb_lib.kernels import bench_kernels, sample_kernels
+
+    if out.exists():
+        raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never overwritten)")
+    if out.suffix != ".parquet":
+        raise ValueError(f"--out {out} must end in .parquet")
+    if n < 1 or threads < 1:
+        raise ValueError(f"--n and --threads must be >= 1, got {n} and {threads}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ops = sample_kernels(n, seed=seed)
+    # every 200 operators the rows so far are written (atomically): an interrupted run keeps them
+    rows = bench_kernels(ops, threads=threads, platform=platform, progress=progress,
+                         on_chunk=lambda df: atomic_write_parquet(df, out))
+    atomic_write_parquet(rows, out)
+    med = rows.groupby(["kind", "precision"])["time_ms"].median().unstack()
+    typer.echo(f"median ms per operator:\n{med.round(3).to_string()}")
+    typer.echo(f"wrote {out}: {len(rows)} operators, platform {rows['platform'].iloc[0]}")
+
+
 # --- end measurement ---
 
 

@@ -420,6 +420,36 @@ def cross_family(results: Path) -> str:
     return "\n".join(out) + "\n" + _source(*sources)
 
 
+def cross_family_laws(results: Path) -> str:
+    """Notebook 05: the roofline and the kernel latency law side by side on the new families."""
+    if not (results / "cross_family/law_comparison.csv").exists():
+        return ("_Not computed: notebook 05 ran without `kernel_bench` (`carb kernels`)._\n")
+    c = _read(results, "cross_family/law_comparison.csv")
+    labels = {("zero_shot", 0): "zero-shot", ("loglinear", 10): "loglinear, k=10",
+              ("blend", 10): "blend, k=10", ("blend", 50): "blend, k=50",
+              ("own_model", 0): "own model"}
+    out = ["| family | model | MAPE % roofline → kernel | within ±10 % roofline → kernel | "
+           "Spearman roofline → kernel |", "|---|---|---|---|---|"]
+    for _, r in c.iterrows():
+        key = (r["model"], int(r["k"]))
+        if key not in labels:
+            continue
+        bold = "**" if key == ("blend", 10) else ""
+        out.append(
+            f"| {r['family']} | {labels[key]} | {r['roofline_mape_pct']:.1f} → "
+            f"{bold}{r['kernel_mape_pct']:.1f}{bold} | {100 * r['roofline_within_10pct']:.1f} → "
+            f"{100 * r['kernel_within_10pct']:.1f} % | {r['roofline_spearman']:.3f} → "
+            f"{bold}{r['kernel_spearman']:.3f} ± {r['kernel_spearman_sd']:.3f}{bold} |")
+    sources = ["cross_family/law_comparison.csv"]
+    if (results / "cross_family/issue_targets_kernel_law.csv").exists():
+        k = _read(results, "cross_family/issue_targets_kernel_law.csv")
+        r = _read(results, "cross_family/issue_targets.csv")
+        out.append(f"\nIssue targets met with the kernel law: **{int(k['met'].sum())} of {len(k)}** "
+                   f"(roofline law: {int(r['met'].sum())} of {len(r)}); bold: the judged cells.")
+        sources.append("cross_family/issue_targets_kernel_law.csv")
+    return "\n".join(out) + "\n" + _source(*sources)
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
     "allocator": allocator_check,
@@ -431,6 +461,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "fewshot": fewshot,
     "screening": screening,
     "cross-family": cross_family,
+    "cross-family-laws": cross_family_laws,
 }
 
 

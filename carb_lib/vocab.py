@@ -78,6 +78,11 @@ EXTRA_STATIC_FEATURES: tuple[str, ...] = (
 #: its peak, parameters, buffers and input included (``carb_lib.families._alloc``; NaN for a
 #: family without the model). Read by the memory base law, not by the learners.
 ALLOC_FEATURE: str = "alloc_peak_bytes"
+#: The kernel characterization's estimate (ms) of a row's network: its convolutions and linear
+#: layers, each timed alone on the platform by ``carb kernels bench`` and predicted by the
+#: platform's kernel model, summed (:mod:`carb_lib.kernels`). Read by the ``kernel`` latency
+#: law (``CARBRegressor(latency_law="kernel")``), not by the learners.
+KERNEL_FEATURE: str = "kernel_ms"
 #: The allocator model's peak per oneDNN channel block: 8 channels (AVX2 CPUs,
 #: :data:`ALLOC_FEATURE`) and 16 (AVX-512 CPUs). The memory base law learns from its training
 #: rows which one its platform follows (``BaseLaw.alloc_block``).

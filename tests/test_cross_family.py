@@ -299,3 +299,52 @@ def test_on_reference_scale_puts_two_campaigns_on_one_scale():
         on_reference_scale(rows.drop(columns="latency_norm_ms"), ref, 10.0)
     with pytest.raises(ValueError, match="expected one reference config"):
         on_reference_scale(rows, ref.assign(config_id=["a", "b"]), 10.0)
+
+
+@pytest.fixture(scope="module")
+def kernel_rows(rows):
+    """The rows with the kernel characterization's ``kernel_ms`` (the shipped benchmark)."""
+    from carb_lib import kernels
+
+    bench = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen3_2c.parquet")
+    km = kernels.KernelModel(n_estimators=200).fit(bench)
+    src, tgt = rows
+    return kernels.with_kernel_column(src, km), kernels.with_kernel_column(tgt, km)
+
+
+def test_kernel_latency_law_is_fitted_and_needs_its_column(kernel_rows):
+    src, tgt = kernel_rows
+    params = {**preset("test", targets=TARGETS), "feature_set": "shared", "latency_law": "kernel"}
+    m = CARBRegressor(**params).fit(prepare_rows(src, TARGETS))
+    assert m.base_laws_["latency_ms"].kind == "kernel"
+    assert m.base_laws_["peak_mem_mib"].kind == "memory"  # the memory law is untouched
+    terms = m.base_laws_["latency_ms"].constants()
+    assert (terms.loc[terms["term"] == "kernel_ms", "coef"] > 0).all()
+    pred = m.predict(prepare_rows(tgt, TARGETS))
+    assert np.isfinite(pred["latency_ms"]).all() and (pred["latency_ms"] > 0).all()
+    with pytest.raises(ValueError, match="the kernel law needs column 'kernel_ms'"):
+        m.predict(prepare_rows(tgt, TARGETS).drop(columns=["kernel_ms"]))
+    with pytest.raises(ValueError, match="latency_law"):
+        CARBRegressor(latency_law="flops").fit(prepare_rows(src, TARGETS))
+
+
+def test_law_comparison_puts_both_laws_side_by_side(kernel_rows):
+    from carb_lib.evaluation import law_comparison
+
+    src, tgt = kernel_rows
+    res = {law: cross_family_evaluation(src, tgt, ks=(10,), n_seeds=1, preset="test",
+                                        latency_law=law, own_model=False, progress=False)
+           for law in ("roofline", "kernel")}
+    assert res["kernel"].params["latency_law"] == "kernel"
+    mem = [r.scores[r.scores["target"] == "peak_mem_mib"].reset_index(drop=True)
+           for r in res.values()]
+    pd.testing.assert_frame_equal(mem[0], mem[1])  # the latency law leaves memory alone
+    c = law_comparison({law: r.summary for law, r in res.items()})
+    assert list(c.columns[:3]) == ["family", "model", "k"]
+    assert {"roofline_spearman", "kernel_spearman", "kernel_mape_pct"} <= set(c.columns)
+    assert set(c["model"]) == {"zero_shot", "blend", "loglinear"}
+    lat = res["kernel"].summary.query("target == 'latency_ms' and model == 'zero_shot'")
+    got = c[c["model"] == "zero_shot"].set_index("family")["kernel_spearman"]
+    np.testing.assert_allclose(got.loc[lat["family"]].to_numpy(), lat["spearman_mean"])
+    with pytest.raises(ValueError, match="at least one law"):
+        law_comparison({})

@@ -58,6 +58,22 @@ def test_notebook_05_quick(run_notebook):
         assert rec[f"{fam}/latency_ms/remeasure/mape_pct"] == pytest.approx(
             want.loc[("latency_ms", "all"), "mape_pct"], rel=1e-12)
         assert rec[f"{fam}/peak_mem_mib/remeasure/mape_pct"] == 0.0  # memory re-measures exactly
+    # the kernel latency law beside the roofline law, from the committed operator benchmark
+    assert rec["have_kernels"] is True and rec["kernels/n_ops"] == 3000
+    assert 0 < rec["kernels/holdout_mape_pct"] < 100 and rec["kernels/holdout_spearman"] > 0.9
+    k = pd.read_csv(out / "results/cross_family/summary_kernel_law.csv").set_index(
+        ["family", "target", "model", "k"])
+    laws = pd.read_csv(out / "results/cross_family/law_comparison.csv")
+    assert set(laws["family"]) == set(NEW)
+    for fam in NEW:
+        key = (fam, "latency_ms", "zero_shot", 0)
+        assert rec[f"kernel/{fam}/zero_shot@0/spearman"] == pytest.approx(
+            k.loc[key, "spearman_mean"], rel=1e-12)
+        row = laws[(laws["family"] == fam) & (laws["model"] == "zero_shot")].iloc[0]
+        assert row["kernel_spearman"] == pytest.approx(k.loc[key, "spearman_mean"])
+        assert row["roofline_spearman"] == pytest.approx(s.loc[key, "spearman_mean"])
+    checks_k = pd.read_csv(out / "results/cross_family/issue_targets_kernel_law.csv")
+    assert rec["kernel/n_targets_met"] == int(checks_k["met"].sum()) and len(checks_k) == 9
     # one front across the four families
     by_fam = pd.read_csv(out / "results/cross_family/screening_by_family.csv", index_col=0)
     assert set(by_fam.index) == {"resnet", *NEW}
@@ -68,7 +84,8 @@ def test_notebook_05_quick(run_notebook):
     figs = {p.name for p in (out / "figures").glob("*.png")}
     assert {"05_cross_family_summary.png", "05_cross_family_latency_ms.png",
             "05_cross_family_peak_mem_mib.png", "05_cross_family_front.png",
-            "05_cross_family_summary_drift_normalised.png"} <= figs
+            "05_cross_family_summary_drift_normalised.png",
+            "05_cross_family_summary_kernel_law.png"} <= figs
 
 
 def test_notebook_05_is_in_both_profiles_with_known_parameters(check_profiles):

@@ -91,3 +91,15 @@ def test_cross_family_table_shows_the_re_measurement_when_audited(copy):
     assert lines["latency Spearman"].endswith("| 0.988 |")
     assert lines["memory MAPE %"].endswith("| – |")  # no memory row in this audit
     assert "cross_family/noise_floor.csv" in text
+
+
+def test_cross_family_laws_block_puts_the_kernel_law_beside_the_roofline(copy):
+    c = pd.read_csv(copy / "results/cross_family/law_comparison.csv")
+    k = pd.read_csv(copy / "results/cross_family/issue_targets_kernel_law.csv")
+    text = readme.cross_family_laws(copy / "results")
+    r = c[(c["family"] == "efficientnet") & (c["model"] == "blend") & (c["k"] == 10)].iloc[0]
+    assert (f"{r['roofline_spearman']:.3f} → **{r['kernel_spearman']:.3f} ± "
+            f"{r['kernel_spearman_sd']:.3f}**") in text
+    assert f"kernel law: **{int(k['met'].sum())} of {len(k)}**" in text
+    (copy / "results/cross_family/law_comparison.csv").unlink()
+    assert "Not computed" in readme.cross_family_laws(copy / "results")

@@ -103,6 +103,11 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         The memory base law: with the allocator model's peak (``alloc_peak_bytes``, exact on
         the project's CPUs; the law learns the platform's oneDNN channel block, 8 or 16) or
         only the parameter and activation bytes (the ablation); :mod:`carb_lib.base_models`.
+    latency_law : {"roofline", "kernel"}, default="roofline"
+        The latency base law: the roofline law (FLOPs, bytes, layers) or the ``kernel`` law,
+        whose main term is the row's summed microbenchmarked kernel time
+        (:data:`~carb_lib.vocab.KERNEL_FEATURE`, added by
+        :func:`carb_lib.kernels.with_kernel_column`; fit and predict frames need it).
     learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
         alone. The default (ExtraTrees alone, 30 trees) won the choice of
@@ -234,6 +239,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "feature_set": [StrOptions(set(FEATURE_SETS))],
         "base": ["boolean"],
         "memory_law": [StrOptions({"allocator", "bytes"})],
+        "latency_law": [StrOptions({"roofline", "kernel"})],
         "learners": [_Names(LEARNERS)],
         "blend": [StrOptions({"nnls", "fixed"})],
         "cascade": ["boolean"],
@@ -270,6 +276,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         feature_set: str = "static",
         base: bool = True,
         memory_law: str = "allocator",
+        latency_law: str = "roofline",
         learners: Sequence[str] = ("et",),
         blend: str = "nnls",
         cascade: bool = True,
@@ -302,6 +309,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.feature_set = feature_set
         self.base = base
         self.memory_law = memory_law
+        self.latency_law = latency_law
         self.learners = learners
         self.blend = blend
         self.cascade = cascade
@@ -345,6 +353,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
 
         if base_kind(target) == "memory" and self.memory_law == "bytes":
             return "memory_bytes"
+        if target == "latency_ms" and self.latency_law == "kernel":
+            return "kernel"
         return None
 
     def _check_params(self) -> None:

@@ -44,6 +44,7 @@ from carb_lib.evaluation.cross_family import (
     cross_family_evaluation,
     family_candidates,
     issue_targets,
+    law_comparison,
 )
 from carb_lib.evaluation.intervals import coverage_rows, interval_coverage
 from carb_lib.evaluation.models import (
@@ -122,6 +123,7 @@ __all__ = [
     "interval_coverage",
     "issue_targets",
     "latency_proxy_baseline",
+    "law_comparison",
     "leave_one_batch_tier_out",
     "leave_one_depth_out",
     "merge_claims",

@@ -55,6 +55,7 @@ __all__ = [
     "cross_family_evaluation",
     "family_candidates",
     "issue_targets",
+    "law_comparison",
     "on_reference_scale",
     "prepare_rows",
 ]
@@ -145,6 +146,7 @@ def cross_family_evaluation(
     test_fraction: float = 0.3,
     own_model: bool = True,
     default_method: str = "blend",
+    latency_law: str = "roofline",
     progress: bool = True,
 ) -> CrossFamilyResult:
     """Zero-shot, few-shot and own-model accuracy on families the source model never saw.
@@ -172,6 +174,9 @@ def cross_family_evaluation(
         Also fit each family's own model on its training part.
     default_method : str, default="blend"
         Few-shot method whose predictions go into ``predictions``.
+    latency_law : {"roofline", "kernel"}, default="roofline"
+        The latency base law of the source and own models (``CARBRegressor(latency_law=...)``;
+        ``"kernel"`` needs :data:`~carb_lib.vocab.KERNEL_FEATURE` in both frames).
     progress : bool, default=True
         A tqdm bar over seeds x families.
 
@@ -221,7 +226,8 @@ def cross_family_evaluation(
     notes: list[str] = []
     bar = tqdm(total=n_seeds * len(families), desc="cross-family", disable=not progress)
     for seed in range(n_seeds):
-        params = _preset(preset, targets=targets, random_state=seed)
+        params = {**_preset(preset, targets=targets, random_state=seed),
+                  "latency_law": latency_law}
         src_model = fit_quiet({**params, "feature_set": "shared"}, src)
         for family in families:
             rows_f = tgt[tgt["family"].astype(str) == family].reset_index(drop=True)
@@ -278,6 +284,7 @@ def cross_family_evaluation(
         params={"families": list(families), "ks": ks, "n_seeds": n_seeds, "preset": preset,
                 "targets": list(targets), "methods": list(methods),
                 "default_method": default_method, "test_fraction": test_fraction,
+                "latency_law": latency_law,
                 "source_rows": src["family"].astype(str).value_counts().to_dict(),
                 "target_rows": tgt["family"].astype(str).value_counts().to_dict(),
                 "notes": notes},
@@ -292,6 +299,43 @@ def _pred_frame(test: pd.DataFrame, family: str, target: str, model: str, k: int
         "batch": test["batch"].to_numpy(), "measured": test[target].to_numpy(float),
         "predicted": np.asarray(pred, dtype=float),
     })  # fmt: skip
+
+
+def law_comparison(summaries: dict[str, pd.DataFrame], *, target: str = "latency_ms",
+                   models: Sequence[str] = ("zero_shot", "blend", "loglinear", "own_model"),
+                   ) -> pd.DataFrame:
+    """Each base law's cross-family accuracy side by side.
+
+    Parameters
+    ----------
+    summaries : dict
+        Law name -> :attr:`CrossFamilyResult.summary` of a run with that law (same families,
+        ks and seeds).
+    target : str, default="latency_ms"
+    models : sequence of str
+        Models (rows) to keep, in this order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``family``, ``model``, ``k`` and, per law, ``<law>_mape_pct``, ``<law>_within_10pct``,
+        ``<law>_spearman`` (means over seeds) and ``<law>_spearman_sd``.
+    """
+    if not summaries:
+        raise ValueError("give at least one law's summary")
+    keys = ["family", "model", "k"]
+    out = None
+    for law, s in summaries.items():
+        part = s[(s["target"] == target) & s["model"].isin(models)]
+        part = part[[*keys, "mape_pct_mean", "within_10pct_mean", "spearman_mean",
+                     "spearman_sd"]].rename(columns={
+                         "mape_pct_mean": f"{law}_mape_pct",
+                         "within_10pct_mean": f"{law}_within_10pct",
+                         "spearman_mean": f"{law}_spearman", "spearman_sd": f"{law}_spearman_sd"})
+        out = part if out is None else out.merge(part, on=keys, how="outer")
+    order = {m: i for i, m in enumerate(models)}
+    out = out.assign(_o=out["model"].map(order)).sort_values(["family", "_o", "k"])
+    return out.drop(columns="_o").reset_index(drop=True)
 
 
 def issue_targets(result: CrossFamilyResult, k: int = 10) -> pd.DataFrame:

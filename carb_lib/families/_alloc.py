@@ -189,6 +189,19 @@ def uses_onednn(precision: str, n: int, cin: int, kernel: tuple[int, int],
     )
 
 
+def uses_onednn_array(precision: np.ndarray, n: np.ndarray, cin: np.ndarray, k: np.ndarray,
+                      stride: np.ndarray, groups: np.ndarray, hw_in: np.ndarray,
+                      threads: int = 1) -> np.ndarray:
+    """:func:`uses_onednn` over arrays of square kernels and strides (the same rule,
+    vectorised for the kernel characterization's operator tables)."""
+    n, cin, k, stride, groups, hw_in = (np.asarray(a, dtype=np.int64)
+                                        for a in (n, cin, k, stride, groups, hw_in))
+    pointwise, strided = k == 1, stride != 1
+    return ((np.asarray(precision) == "fp32")
+            & (strided | (n >= 16) | ~pointwise | (threads > 1))
+            & ((groups > 1) | (k > 3) | (n > 1) | (n * cin * hw_in > 20480)))
+
+
 def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, int],
                 stride: tuple[int, int], padding: tuple[int, int], groups: int, hw_in: int,
                 hw_out: int, *, bias: bool = False, threads: int = 1,

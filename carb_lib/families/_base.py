@@ -110,6 +110,9 @@ class Family(ABC):
     arch_features(frame) -> DataFrame
         Numeric architecture descriptors beyond the static features, for the few-shot
         transfer models (default: none).
+    op_list(row) -> list or None
+        The network's operators from an analytic pass, for the kernel characterization
+        (default None: recorded on the ``meta`` device, :func:`carb_lib.kernels.network_ops`).
     """
 
     name: ClassVar[str]
@@ -193,6 +196,12 @@ class Family(ABC):
         split: the family name for every row (families without a depth tier are one stratum).
         """
         return np.full(len(df), self.name, dtype=object)
+
+    def op_list(self, row: Mapping[str, Any]) -> list[tuple] | None:
+        """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`)
+        from an analytic pass, or None: :func:`carb_lib.kernels.network_ops` then records them
+        on the model built on the ``meta`` device."""
+        return None
 
     def arch_features(self, df: pd.DataFrame) -> pd.DataFrame:
         """Numeric architecture descriptors of every row of ``df`` (rows of this family)

@@ -94,7 +94,11 @@ class Tally:
     tensor (a block or SE input) and :meth:`pop` releases it.
     """
 
-    def __init__(self, resolution: int, channels: int = 3) -> None:
+    def __init__(self, resolution: int, channels: int = 3, act: str = "relu") -> None:
+        #: The operators of the pass, per image (:data:`carb_lib.kernels.OP_COLUMNS`), for the
+        #: kernel characterization; ``act`` names the in-place activation's kernel.
+        self.ops: list[tuple] = []
+        self.act_kind = act
         self.n = dict.fromkeys(("conv", "bn", "act", "fc", "dwconv", "pool", "add", "se"), 0)
         self.macs = self.dw_macs = self.se_macs = self.params = self.act = self.mb = 0
         self.max_c = 0
@@ -133,6 +137,8 @@ class Tally:
         if se:
             self.se_macs += m
         self.max_c = max(self.max_c, cout)
+        self.ops.append(("dwconv" if groups > 1 and groups == cin else "conv", cin, cout, k,
+                         stride, (k - 1) // 2, groups, self.h, ho))
         self.mem.conv(self.live, cin, cout, k, stride, (k - 1) // 2, groups, self.h, ho,
                       bias=bias)
         self._new(cout, ho)
@@ -150,13 +156,16 @@ class Tally:
     def bn(self) -> None:
         """``BatchNorm2d`` (affine; not in place)."""
         self.n["bn"] += 1
+        self.ops.append(("bn", self.c, self.c, 1, 1, 0, 1, self.h, self.h))
         self.params += 2 * self.c
         self.mem.bn(self.live, self.c, self.elems)
         self._new(self.c, self.h, mb=True)
 
-    def activation(self, inplace: bool = True) -> None:
-        """Any activation (ReLU, ReLU6, SiLU in place; Sigmoid writes a new tensor)."""
+    def activation(self, inplace: bool = True, kind: str | None = None) -> None:
+        """Any activation (ReLU, ReLU6, SiLU in place; Sigmoid writes a new tensor); ``kind``:
+        its kernel (default: the pass's ``act``)."""
         self.n["act"] += 1
+        self.ops.append((kind or self.act_kind, self.c, self.c, 1, 1, 0, 1, self.h, self.h))
         if inplace:
             self.act += self.elems
             self.mb += 2 * self.elems
@@ -169,6 +178,8 @@ class Tally:
         """``MaxPool2d(k, stride)`` without padding, or the global average pool (``k=None``)."""
         self.n["pool"] += 1
         h = 1 if k is None else (self.h - k) // stride + 1
+        self.ops.append(("avgpool", self.c, self.c, 1, 1, 0, 1, self.h, 1) if k is None else
+                        ("maxpool", self.c, self.c, k, stride, 0, 1, self.h, h))
         if k is None:
             self.mem.global_pool(self.live, self.c, self.elems)
         else:
@@ -179,6 +190,7 @@ class Tally:
         """``Linear(c * h * h, cout)`` with bias on the flattened current tensor."""
         cin = self.elems
         self.n["fc"] += 1
+        self.ops.append(("linear", cin, cout, 1, 1, 0, 1, 1, 1))
         self.macs += cin * cout
         self.params += cin * cout + cout
         self.mem.new(self.live, cout)
@@ -195,6 +207,7 @@ class Tally:
         held, _, _ = self.stack.pop()
         if add:
             self.n["add"] += 1
+            self.ops.append(("add", self.c, self.c, 1, 1, 0, 1, self.h, self.h))
             self.mb += 3 * self.elems
             self.mem.new(self.live, self.elems)
             self._new(self.c, self.h, layer=False)
@@ -204,6 +217,7 @@ class Tally:
         """The SE gating multiply: held SE input x current gate (``c`` x 1 x 1), new tensor."""
         held, c, h = self.stack.pop()
         self.n["se"] += 1
+        self.ops.append(("mul", c, c, 1, 1, 0, 1, h, h))
         self.mb += 2 * c * h * h + self.elems
         self.mem.new(self.live, c * h * h)
         self._live(c * h * h)

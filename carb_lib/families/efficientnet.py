@@ -191,12 +191,11 @@ def build_model(config: EfficientNetConfig):
 
 
 # --------------------------------------------------------------------------- features
-@lru_cache(maxsize=16384)
-def _unit(width: float, depth_mult: float, resolution: int,
-          num_classes: int) -> tuple[int, ...]:
-    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
+def _walk(width: float, depth_mult: float, resolution: int,
+          num_classes: int) -> L.Tally:
+    """The analytic forward pass of one architecture at one resolution: counts and operators."""
     blocks = block_plan(width, depth_mult)
-    t = L.Tally(resolution)
+    t = L.Tally(resolution, act="silu")
     t.conv(blocks[0][0], 3, 2)
     t.bn()
     t.activation()
@@ -214,7 +213,7 @@ def _unit(width: float, depth_mult: float, resolution: int,
         t.conv(squeeze, 1, bias=True, se=True)
         t.activation()
         t.conv(hidden, 1, bias=True, se=True)
-        t.activation(inplace=False)
+        t.activation(inplace=False, kind="sigmoid")
         t.scale()
         t.conv(cout, 1)
         t.bn()
@@ -224,7 +223,21 @@ def _unit(width: float, depth_mult: float, resolution: int,
     t.activation()
     t.pool()
     t.fc(num_classes)
-    return t.unit()
+    return t
+
+
+@lru_cache(maxsize=16384)
+def _unit(width: float, depth_mult: float, resolution: int,
+          num_classes: int) -> tuple[int, ...]:
+    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
+    return _walk(width, depth_mult, resolution, num_classes).unit()
+
+
+def op_list(row: Mapping[str, Any]) -> list[tuple]:
+    """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`),
+    from the analytic pass (equal to those recorded on the built model)."""
+    c = config_from_row({**row, "batch": 1, "precision": "fp32"})
+    return _walk(c.width, c.depth_mult, c.resolution, c.num_classes).ops
 
 
 def static_features(df: pd.DataFrame) -> pd.DataFrame:
@@ -308,6 +321,7 @@ class EfficientNetFamily(Family):
     static_features = staticmethod(static_features)
     measured_features = staticmethod(measured_features)
     encode_config = staticmethod(encode_config)
+    op_list = staticmethod(op_list)
 
 
 #: The family object (registered by :mod:`carb_lib.families`).

@@ -189,11 +189,10 @@ def build_model(config: MobileNetV2Config):
 
 
 # --------------------------------------------------------------------------- features
-@lru_cache(maxsize=16384)
-def _unit(expansion: int, kernel: int, width: float, depth_mult: float, resolution: int,
-          num_classes: int) -> tuple[int, ...]:
-    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
-    t = L.Tally(resolution)
+def _walk(expansion: int, kernel: int, width: float, depth_mult: float, resolution: int,
+          num_classes: int) -> L.Tally:
+    """The analytic forward pass of one architecture at one resolution: counts and operators."""
+    t = L.Tally(resolution, act="relu6")
     t.conv(C.make_divisible(STEM_CHANNELS * width), 3, 2)
     t.bn()
     t.activation()
@@ -214,7 +213,21 @@ def _unit(expansion: int, kernel: int, width: float, depth_mult: float, resoluti
     t.activation()
     t.pool()
     t.fc(num_classes)
-    return t.unit()
+    return t
+
+
+@lru_cache(maxsize=16384)
+def _unit(expansion: int, kernel: int, width: float, depth_mult: float, resolution: int,
+          num_classes: int) -> tuple[int, ...]:
+    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
+    return _walk(expansion, kernel, width, depth_mult, resolution, num_classes).unit()
+
+
+def op_list(row: Mapping[str, Any]) -> list[tuple]:
+    """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`),
+    from the analytic pass (equal to those recorded on the built model)."""
+    c = config_from_row({**row, "batch": 1, "precision": "fp32"})
+    return _walk(c.expansion, c.kernel, c.width, c.depth_mult, c.resolution, c.num_classes).ops
 
 
 def static_features(df: pd.DataFrame) -> pd.DataFrame:
@@ -298,6 +311,7 @@ class MobileNetV2Family(Family):
     static_features = staticmethod(static_features)
     measured_features = staticmethod(measured_features)
     encode_config = staticmethod(encode_config)
+    op_list = staticmethod(op_list)
 
 
 #: The family object (registered by :mod:`carb_lib.families`).

@@ -438,6 +438,61 @@ def _resnet_unit(
             0, n["pool"], n["add"], 0, 0, 0, mb, *mem.unit())
 
 
+def resnet_op_list(row: Mapping[str, Any]) -> list[tuple]:
+    """The operators of ``row``'s ResNet per image (:data:`carb_lib.kernels.OP_COLUMNS`), in
+    the order of the eager forward of :mod:`carb_lib.families._resnet_torch` (equal to those
+    recorded on the built model)."""
+    cfg = resnet_from_row({**row, "batch": 1, "precision": "fp32"})
+    blocks, widths = cfg.stage_blocks, cfg.stage_widths
+    exp = EXPANSION[cfg.block]
+    ops: list[tuple] = []
+
+    def conv(cin: int, cout: int, k: int, s: int, p: int, h: int) -> int:
+        ho = _out(h, k, s, p)
+        ops.append(("conv", cin, cout, k, s, p, 1, h, ho))
+        return ho
+
+    def eltwise(kind: str, c: int, h: int) -> None:
+        ops.append((kind, c, c, 1, 1, 0, 1, h, h))
+
+    c0 = widths[0]
+    stem = (7, 2, 3) if cfg.early_downsample else (3, 1, 1)
+    h = conv(3, c0, *stem, cfg.resolution)
+    eltwise("bn", c0, h)
+    eltwise("relu", c0, h)
+    if cfg.early_downsample:
+        h2 = _out(h, 3, 2, 1)
+        ops.append(("maxpool", c0, c0, 3, 2, 1, 1, h, h2))
+        h = h2
+    cin = c0
+    for i, (nb, w) in enumerate(zip(blocks, widths, strict=True)):
+        for j in range(nb):
+            s = 2 if (i > 0 and j == 0) else 1
+            cout = w * exp
+            if s != 1 or cin != cout:
+                eltwise("bn", cout, conv(cin, cout, 1, s, 0, h))
+            if cfg.block == "basic":
+                h1 = conv(cin, w, 3, s, 1, h)
+                eltwise("bn", w, h1)
+                eltwise("relu", w, h1)
+                h2 = conv(w, cout, 3, 1, 1, h1)
+            else:
+                h1 = conv(cin, w, 1, 1, 0, h)
+                eltwise("bn", w, h1)
+                eltwise("relu", w, h1)
+                hm = conv(w, w, 3, s, 1, h1)
+                eltwise("bn", w, hm)
+                eltwise("relu", w, hm)
+                h2 = conv(w, cout, 1, 1, 0, hm)
+            eltwise("bn", cout, h2)
+            eltwise("add", cout, h2)
+            eltwise("relu", cout, h2)
+            h, cin = h2, cout
+    ops.append(("avgpool", cin, cin, 1, 1, 0, 1, h, 1))
+    ops.append(("linear", cin, cfg.num_classes, 1, 1, 0, 1, 1, 1))
+    return ops
+
+
 #: Per-sample quantities of :func:`_resnet_unit`.
 RESNET_UNIT_COLUMNS: tuple[str, ...] = (*UNIT_COLUMNS, *EXTRA_UNIT_COLUMNS)
 
@@ -686,6 +741,7 @@ class ResNetFamily(Family):
     build_model = staticmethod(build_resnet)
     static_features = staticmethod(resnet_static_features)
     measured_features = staticmethod(measured_resnet_features)
+    op_list = staticmethod(resnet_op_list)
     encode_config = staticmethod(encode_resnet_config)
 
     def depth_label(self, df: pd.DataFrame) -> np.ndarray:

@@ -158,11 +158,10 @@ def build_model(config: VGGConfig):
 
 
 # --------------------------------------------------------------------------- features
-@lru_cache(maxsize=4096)
-def _unit(depth: int, width: float, batch_norm: bool, resolution: int,
-          num_classes: int) -> tuple[int, ...]:
-    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
-    t = L.Tally(resolution)
+def _walk(depth: int, width: float, batch_norm: bool, resolution: int,
+          num_classes: int) -> L.Tally:
+    """The analytic forward pass of one architecture at one resolution: counts and operators."""
+    t = L.Tally(resolution, act="relu")
     for v in layer_plan(depth, width):
         if v == "M":
             t.pool(2, 2)
@@ -173,7 +172,21 @@ def _unit(depth: int, width: float, batch_norm: bool, resolution: int,
         t.activation()
     t.pool()
     t.fc(num_classes)
-    return t.unit()
+    return t
+
+
+@lru_cache(maxsize=16384)
+def _unit(depth: int, width: float, batch_norm: bool, resolution: int,
+          num_classes: int) -> tuple[int, ...]:
+    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
+    return _walk(depth, width, batch_norm, resolution, num_classes).unit()
+
+
+def op_list(row: Mapping[str, Any]) -> list[tuple]:
+    """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`),
+    from the analytic pass (equal to those recorded on the built model)."""
+    c = config_from_row({**row, "batch": 1, "precision": "fp32"})
+    return _walk(c.depth, c.width, c.batch_norm, c.resolution, c.num_classes).ops
 
 
 def static_features(df: pd.DataFrame) -> pd.DataFrame:
@@ -257,6 +270,7 @@ class VGGFamily(Family):
     static_features = staticmethod(static_features)
     measured_features = staticmethod(measured_features)
     encode_config = staticmethod(encode_config)
+    op_list = staticmethod(op_list)
 
 
 #: The family object (registered by :mod:`carb_lib.families`).

@@ -1,0 +1,605 @@
+"""Kernel characterization: every operator a network runs, timed alone, predicted, summed.
+
+The roofline law (:mod:`carb_lib.base_models`) reads a network through four numbers (FLOPs,
+bytes, layers, batch) whose constants are fitted on measured networks. It cannot know what a
+family it never saw costs per FLOP (a depthwise convolution in float16 runs at ~1 GFLOP/s on
+this project's CPU, a dense one at ~6) nor the kernel regime of a batch it never saw (PyTorch
+sends a one-image 3x3 convolution to a different kernel than a batch of two). This module
+characterizes the platform at the level where those differences live, the operator:
+
+1. :func:`sample_kernels` draws operators from a *generic* grid (dense, depthwise and
+   pointwise convolutions, linear layers, batch norm, activations, residual adds, SE scaling,
+   pooling; channels, spatial sizes, strides, batch sizes and precisions) — from no network
+   family's configs;
+2. :func:`bench_kernels` times each alone on the platform (the profiler's thread count,
+   ``torch.inference_mode()``, warm-up, median of timed windows): ``carb kernels``;
+3. :class:`KernelModel` learns log time from the operator's shape (LightGBM);
+4. :func:`network_ops` lists the operators of any family's network (the family's analytic pass,
+   ``Family.op_list``, else a dispatch mode on the ``meta`` device; once per architecture and
+   resolution) and :func:`with_kernel_column` adds their predicted times, summed, as
+   :data:`~carb_lib.vocab.KERNEL_FEATURE`.
+
+The ``kernel`` latency law (``CARBRegressor(latency_law="kernel")``) then fits ``network time
+~ a * kernel_ms + ...`` per precision: the per-operator costs come from the characterization,
+not from the measured networks, so they carry to families and batch sizes those never showed.
+
+Examples
+--------
+>>> from carb_lib import kernels
+>>> ops = kernels.sample_kernels(20, seed=0)
+>>> bench = kernels.bench_kernels(ops, progress=False)            # doctest: +SKIP
+>>> model = kernels.KernelModel().fit(bench)                       # doctest: +SKIP
+>>> rows = kernels.with_kernel_column(rows, model)                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
+
+__all__ = [
+    "BENCH_COLUMNS", "KERNEL_KINDS", "OP_COLUMNS", "KernelCheck", "KernelModel", "bench_kernels",
+    "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
+    "sample_kernels",
+    "with_kernel_column",
+]  # fmt: skip
+
+logger = logging.getLogger(__name__)
+
+#: Operator kinds: convolutions (dense and depthwise), linear layers, and the memory-bound
+#: operators between them.
+KERNEL_KINDS: tuple[str, ...] = ("conv", "dwconv", "linear", "bn", "relu", "relu6", "silu",
+                                 "sigmoid", "add", "mul", "maxpool", "avgpool")
+#: An operator's shape, per image: channels in and out, square kernel, stride, padding, groups,
+#: spatial size in and out (1 for linear layers and global pooling).
+OP_COLUMNS: tuple[str, ...] = ("kind", "cin", "cout", "k", "stride", "pad", "groups", "h_in",
+                               "h_out")
+#: Columns of a kernel benchmark (:func:`bench_kernels`), besides its provenance columns.
+BENCH_COLUMNS: tuple[str, ...] = (*OP_COLUMNS, "batch", "precision", "time_ms", "cv", "n_iter")
+_ELTWISE = ("bn", "relu", "relu6", "silu", "sigmoid", "add", "mul", "maxpool", "avgpool")
+_SPATIAL = (1, 2, 4, 7, 8, 12, 14, 16, 24, 28, 32, 48, 56, 64, 96, 112, 128, 160, 192, 224)
+_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Largest operator the sampler draws (FLOPs per precision; elements in and out).
+_FLOP_CAP = {"fp32": 3e9, "fp16": 3e8}
+_ELEM_CAP = 6e7
+
+
+# --------------------------------------------------------------------------- sampling
+def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35) -> pd.DataFrame:
+    """``n`` operators from the generic grid (no family's configs), with batch and precision.
+
+    Kinds: 45 % dense convolutions (1x1, 3x3, a few 5x5 and 7x7 stems), 15 % depthwise 3x3/5x5,
+    5 % linear layers, 35 % memory-bound operators; channels log-uniform (multiples of 8 above
+    8), spatial sizes of common feature maps, stride 1 or 2, batch 1-256; operators above
+    3 GFLOP (fp32) / 0.3 GFLOP (fp16) or 6e7 elements are redrawn.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if not 0 <= fp16_share <= 1:
+        raise ValueError(f"fp16_share must be in [0, 1], got {fp16_share}")
+    rng = np.random.default_rng(seed)
+
+    def ch(lo: int, hi: int) -> int:
+        c = int(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+        return c if c <= 8 else int(round(c / 8) * 8)
+
+    rows: list[dict[str, Any]] = []
+    while len(rows) < n:
+        prec = "fp16" if rng.random() < fp16_share else "fp32"
+        b = int(rng.choice(_BATCHES))
+        u = rng.random()
+        h = int(rng.choice(_SPATIAL))
+        if u < 0.45:
+            k = int(rng.choice([1, 3, 5, 7], p=[0.45, 0.45, 0.03, 0.07]))
+            cin = 3 if (k == 7 or rng.random() < 0.04) else ch(8, 2048)
+            r = dict(kind="conv", cin=cin, cout=ch(8, 2048), k=k, groups=1,
+                     stride=int(rng.choice([1, 2], p=[0.75, 0.25])))
+        elif u < 0.60:
+            c = ch(8, 1536)
+            r = dict(kind="dwconv", cin=c, cout=c, k=int(rng.choice([3, 5])), groups=c,
+                     stride=int(rng.choice([1, 2], p=[0.7, 0.3])))
+        elif u < 0.65:
+            r = dict(kind="linear", cin=ch(16, 2048), cout=ch(8, 1280), k=1, groups=1, stride=1)
+            h = 1
+        else:
+            kind = str(rng.choice(_ELTWISE))
+            c = ch(8, 2048)
+            r = dict(kind=kind, cin=c, cout=c, k=1, groups=1, stride=1)
+            if kind == "maxpool":
+                r.update(k=3, stride=2)
+        r["pad"] = r["k"] // 2
+        if r["kind"] in ("conv", "dwconv", "maxpool") and h < r["k"] and h < 2:
+            continue
+        r["h_in"] = h
+        r["h_out"] = 1 if r["kind"] == "avgpool" else (h + 2 * r["pad"] - r["k"]) // r["stride"] + 1
+        flops = float(_flops(pd.DataFrame([r]).assign(batch=b))[0])
+        elems = b * (r["cin"] * h * h + r["cout"] * r["h_out"] ** 2)
+        if r["h_out"] < 1 or flops > _FLOP_CAP[prec] or elems > _ELEM_CAP:
+            continue
+        rows.append({**r, "batch": b, "precision": prec})
+    return pd.DataFrame(rows, columns=[*OP_COLUMNS, "batch", "precision"])
+
+
+def _flops(ops: pd.DataFrame) -> np.ndarray:
+    """FLOPs (2 per multiply-add) of convolutions and linear layers; elements otherwise."""
+    f = {c: ops[c].to_numpy(dtype=float) for c in ("cin", "cout", "k", "groups", "h_out", "batch")}
+    conv = 2 * f["batch"] * f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2 * f["h_out"] ** 2
+    kind = ops["kind"].astype(str).to_numpy()
+    elems = f["batch"] * f["cout"] * f["h_out"] ** 2
+    return np.where(np.isin(kind, ("conv", "dwconv", "linear")), conv, elems)
+
+
+# --------------------------------------------------------------------------- timing
+def _module(r: pd.Series | dict, dtype: Any) -> tuple[Callable[[], Any], int]:
+    """A no-argument call running operator ``r`` on random input, and its input elements."""
+    import torch
+
+    nn = torch.nn
+    kind, b, cin, cout = str(r["kind"]), int(r["batch"]), int(r["cin"]), int(r["cout"])
+    h, k, s, p = int(r["h_in"]), int(r["k"]), int(r["stride"]), int(r["pad"])
+    if kind == "linear":
+        m, x = nn.Linear(cin, cout), torch.randn(b, cin)
+    else:
+        x = torch.randn(b, cin, h, h)
+        m = {
+            "conv": lambda: nn.Conv2d(cin, cout, k, s, p, bias=False),
+            "dwconv": lambda: nn.Conv2d(cin, cout, k, s, p, groups=int(r["groups"]), bias=False),
+            "bn": lambda: nn.BatchNorm2d(cin),
+            "relu": lambda: nn.ReLU(inplace=True),
+            "relu6": lambda: nn.ReLU6(inplace=True),
+            "silu": lambda: nn.SiLU(inplace=True),
+            "sigmoid": lambda: nn.Sigmoid(),
+            "maxpool": lambda: nn.MaxPool2d(k, s, p),
+            "avgpool": lambda: nn.AdaptiveAvgPool2d(1),
+        }.get(kind, lambda: None)()
+    x = x.to(dtype)
+    if kind == "add":
+        y = torch.randn_like(x)
+        return (lambda: x + y), x.numel()
+    if kind == "mul":
+        scale = torch.rand(b, cin, 1, 1).to(dtype)
+        return (lambda: x * scale), x.numel()
+    if m is None:
+        raise ValueError(f"unknown kernel kind {kind!r}; valid: {list(KERNEL_KINDS)}")
+    m = m.to(dtype).eval()
+    return (lambda: m(x)), x.numel()
+
+
+def _time_call(call: Callable[[], Any], window_s: float, n_windows: int) -> tuple[float, float, int]:
+    """Median seconds per call over ``n_windows`` windows of >= ``window_s`` each (after two
+    warm-up calls), the windows' CV, and the calls per window."""
+    import torch
+
+    with torch.inference_mode():
+        t0 = time.perf_counter()
+        call()
+        first = time.perf_counter() - t0
+        call()
+        n = max(1, int(window_s / max(first, 1e-7)))
+        ws = np.empty(n_windows)
+        for i in range(n_windows):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            ws[i] = (time.perf_counter() - t0) / n
+    return float(np.median(ws)), float(ws.std() / ws.mean()), n
+
+
+def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02,
+                  n_windows: int = 5, platform: str | None = None, progress: bool = True,
+                  on_chunk: Callable[[pd.DataFrame], None] | None = None,
+                  chunk: int = 200) -> pd.DataFrame:
+    """Time every operator of ``ops`` alone on this CPU.
+
+    Parameters
+    ----------
+    ops : pandas.DataFrame
+        :data:`OP_COLUMNS`, ``batch`` and ``precision`` (e.g. :func:`sample_kernels`).
+    threads : int, default=1
+        Intra-op threads (the profiler's protocol uses 1).
+    window_s : float, default=0.02
+        Least duration of one timed window (calls are repeated to fill it).
+    n_windows : int, default=5
+        Timed windows; ``time_ms`` is their median, ``cv`` their coefficient of variation.
+    platform : str, optional
+        Platform name of the rows (default: the CPU device's).
+    progress : bool, default=True
+        A tqdm bar.
+    on_chunk : callable, optional
+        Called with the rows measured so far every ``chunk`` operators (save them: an
+        interrupted benchmark keeps what it measured).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`BENCH_COLUMNS` and provenance (``platform``, ``threads``, ``torch_version``,
+        ``measured_at``, ``carb_version``, ``git_commit``).
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from carb_lib.devices import CpuDevice
+    from carb_lib.interference import code_version
+
+    _check_ops(ops, need=("batch", "precision"))
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        plat = platform or CpuDevice().platform
+        prov = {"platform": plat, "threads": int(threads), "torch_version": torch.__version__,
+                **code_version()}
+        rows: list[dict[str, Any]] = []
+        for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels", disable=not progress):
+            dtype = torch.float16 if r["precision"] == "fp16" else torch.float32
+            call, _ = _module(r, dtype)
+            t, cv, n = _time_call(call, window_s, n_windows)
+            rows.append({**{c: r[c] for c in (*OP_COLUMNS, "batch", "precision")},
+                         "time_ms": 1e3 * t, "cv": cv, "n_iter": n,
+                         "measured_at": pd.Timestamp.now(tz="UTC"), **prov})
+            if on_chunk is not None and len(rows) % chunk == 0:
+                on_chunk(pd.DataFrame(rows))
+    finally:
+        torch.set_num_threads(before)
+    return pd.DataFrame(rows)
+
+
+def _check_ops(ops: pd.DataFrame, need: tuple[str, ...] = ()) -> None:
+    missing = [c for c in (*OP_COLUMNS, *need) if c not in ops.columns]
+    if missing:
+        raise ValueError(f"operator table lacks column(s) {missing}")
+    bad = ~ops["kind"].astype(str).isin(KERNEL_KINDS)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(f"row {i}: kind={_v(ops['kind'].iloc[i])} is not one of "
+                         f"{list(KERNEL_KINDS)}")
+    if "precision" in need:
+        bad = ~ops["precision"].astype(str).isin(PRECISIONS)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(f"row {i}: precision={_v(ops['precision'].iloc[i])} is not one of "
+                             f"{list(PRECISIONS)}")
+    for c in ("cin", "cout", "k", "stride", "groups", "h_in", "h_out", *(
+            ("batch",) if "batch" in need else ())):
+        v = pd.to_numeric(ops[c], errors="coerce").to_numpy(dtype=float)
+        bad = ~(np.isfinite(v) & (v >= 1))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"row {i}: {c}={_v(ops[c].iloc[i])} must be an integer >= 1")
+
+
+def _v(x: Any) -> str:
+    """A value as an error message shows it (strings quoted, numbers plain)."""
+    return repr(x) if isinstance(x, str) else str(x)
+
+
+def read_bench(path: Any) -> pd.DataFrame:
+    """A kernel benchmark file (:func:`bench_kernels`' rows), checked: one clear error for a
+    missing file, a missing column or an invalid row."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such kernel benchmark file (carb kernels --out ...)")
+    df = pd.read_parquet(p)
+    missing = [c for c in BENCH_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{p}: not a kernel benchmark, column(s) {missing} missing")
+    _check_ops(df, need=("batch", "precision"))
+    t = pd.to_numeric(df["time_ms"], errors="coerce").to_numpy(dtype=float)
+    bad = ~(np.isfinite(t) & (t > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{p}: row {i}: time_ms={_v(df['time_ms'].iloc[i])} must be > 0")
+    return df
+
+
+# --------------------------------------------------------------------------- the model
+def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
+    """The kernel model's inputs: kind indicators, log shapes, FLOPs and bytes, precision, and
+    whether PyTorch's ``use_mkldnn`` rule sends a float32 convolution to oneDNN (one thread)."""
+    from carb_lib.families._alloc import uses_onednn_array
+
+    _check_ops(ops, need=("batch", "precision"))
+    f = {c: ops[c].to_numpy(dtype=float) for c in ("batch", "cin", "cout", "k", "stride",
+                                                    "groups", "h_in", "h_out")}
+    kind = ops["kind"].astype(str).to_numpy()
+    prec = ops["precision"].astype(str).to_numpy()
+    bpe = np.where(prec == "fp16", 2.0, 4.0)
+    conv = np.isin(kind, ("conv", "dwconv"))
+    onednn = (conv & uses_onednn_array(prec, f["batch"], f["cin"], f["k"], f["stride"],
+                                       f["groups"], f["h_in"] ** 2)).astype(float)
+    out = {f"is_{k}": (kind == k).astype(float) for k in KERNEL_KINDS}
+    b = f["batch"]
+    out.update({
+        "log_batch": np.log(b), "log_cin": np.log(f["cin"]), "log_cout": np.log(f["cout"]),
+        "k": f["k"], "stride": f["stride"], "log_h_in": np.log(f["h_in"]),
+        "log_h_out": np.log(f["h_out"]), "fp16": (prec == "fp16").astype(float),
+        "log_flops": np.log(np.maximum(_flops(ops), 1.0)),
+        "log_in_bytes": np.log(b * f["cin"] * f["h_in"] ** 2 * bpe),
+        "log_out_bytes": np.log(b * f["cout"] * f["h_out"] ** 2 * bpe),
+        "log_w_bytes": np.log(np.where(conv | (kind == "linear"),
+                                       f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2, 1) * bpe),
+        "onednn": onednn, "batch1": (b == 1).astype(float),
+    })  # fmt: skip
+    return pd.DataFrame(out, index=ops.index)
+
+
+class KernelModel(RegressorMixin, BaseEstimator):
+    """Predict one operator's time (ms) on a platform from its shape: LightGBM on log time.
+
+    Parameters
+    ----------
+    n_estimators : int, default=600
+    learning_rate : float, default=0.05
+    num_leaves : int, default=31
+    random_state : int, default=0
+
+    Attributes
+    ----------
+    model_ : lightgbm.LGBMRegressor
+    platform_ : str or None
+        The benchmark's platform (None if it has no ``platform`` column).
+    n_ops_ : int
+        Operators it was fitted on.
+
+    Examples
+    --------
+    >>> from carb_lib.kernels import KernelModel, read_bench
+    >>> model = KernelModel().fit(read_bench("data/kernels/cpu_epyc_zen3_2c.parquet"))  # doctest: +SKIP
+    >>> model.predict(ops)  # ms per operator                              # doctest: +SKIP
+    """
+
+    _parameter_constraints: dict = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "num_leaves": [Interval(Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, n_estimators: int = 600, *, learning_rate: float = 0.05,
+                 num_leaves: int = 31, random_state: int = 0) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.random_state = random_state
+
+    def fit(self, bench: pd.DataFrame, y: Any = None) -> KernelModel:
+        """Fit on a kernel benchmark (``time_ms`` of each operator; ``y`` is ignored)."""
+        from lightgbm import LGBMRegressor
+
+        self._validate_params()
+        if "time_ms" not in bench.columns:
+            raise ValueError("the kernel benchmark lacks column 'time_ms'")
+        t = pd.to_numeric(bench["time_ms"], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(t) & (t > 0)
+        if ok.sum() < 20:
+            raise ValueError(f"a kernel model needs >= 20 timed operators, got {int(ok.sum())}")
+        X = kernel_features(bench.loc[ok])
+        self.model_ = LGBMRegressor(
+            n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves, min_child_samples=5, subsample=0.8, subsample_freq=1,
+            colsample_bytree=0.9, n_jobs=1, verbose=-1, random_state=self.random_state,
+        ).fit(X, np.log(t[ok]))
+        plats = bench["platform"].dropna().astype(str).unique() if "platform" in bench else []
+        self.platform_ = str(plats[0]) if len(plats) == 1 else None
+        self.n_ops_ = int(ok.sum())
+        return self
+
+    def predict(self, ops: pd.DataFrame) -> np.ndarray:
+        """Predicted time (ms) of each operator (:data:`OP_COLUMNS`, ``batch``, ``precision``)."""
+        check_is_fitted(self)
+        if len(ops) == 0:
+            return np.zeros(0)
+        return np.exp(self.model_.predict(kernel_features(ops)))
+
+
+@dataclass
+class KernelCheck:
+    """How well a kernel model predicts operators it was not fitted on (:func:`holdout_check`).
+
+    Attributes
+    ----------
+    n_train, n_test : int
+    metrics : carb_lib.metrics.RegressionMetrics
+        On the held-out operators (MAPE %, share within +-10 %, Spearman, ...).
+    by_kind : pandas.DataFrame
+        ``kind``, ``precision``, ``n``, ``mape_pct``, ``median_ape_pct`` of the held-out
+        operators.
+    """
+
+    n_train: int
+    n_test: int
+    metrics: Any
+    by_kind: pd.DataFrame
+
+
+def holdout_check(bench: pd.DataFrame, *, test_fraction: float = 0.2, random_state: int = 0,
+                  **model_params: Any) -> KernelCheck:
+    """Fit a :class:`KernelModel` on a random ``1 - test_fraction`` of the timed operators and
+    score it on the rest."""
+    from carb_lib.metrics import regression_metrics
+
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    test = np.random.default_rng(random_state).random(len(bench)) < test_fraction
+    tr, te = bench[~test], bench[test]
+    if len(te) < 2:
+        raise ValueError(f"{len(bench)} operators leave {len(te)} to test; need >= 2")
+    pred = KernelModel(random_state=random_state, **model_params).fit(tr).predict(te)
+    y = te["time_ms"].to_numpy(dtype=float)
+    ape = 100 * np.abs(pred / y - 1)
+    by = (pd.DataFrame({"kind": te["kind"].astype(str).to_numpy(),
+                        "precision": te["precision"].astype(str).to_numpy(), "ape": ape})
+          .groupby(["kind", "precision"])["ape"]
+          .agg(n="size", mape_pct="mean", median_ape_pct="median").reset_index())
+    return KernelCheck(len(tr), len(te), regression_metrics(y, pred), by)
+
+
+# --------------------------------------------------------------------------- networks
+_ACT = {"relu": "relu", "relu_": "relu", "hardtanh": "relu6", "hardtanh_": "relu6",
+        "silu": "silu", "silu_": "silu", "sigmoid": "sigmoid", "sigmoid_": "sigmoid"}
+_ARCH_CACHE: dict[tuple, list[tuple]] = {}
+
+
+def _recorder():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: list[tuple] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            rec = _classify(func.overloadpacket.__name__, args, out, torch)
+            if rec is not None:
+                self.ops.append(rec)
+            return out
+
+    return Recorder()
+
+
+def _classify(name: str, args: tuple, out: Any, torch: Any) -> tuple | None:
+    """One recorded aten call as an operator row (per image), or None (views, copies...)."""
+    x = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    if name == "convolution":
+        w, stride, pad, groups = args[1], args[3], args[4], int(args[8])
+        cin = int(x.shape[1])
+        kind = "dwconv" if groups > 1 and groups == cin else "conv"
+        return (kind, cin, int(w.shape[0]), int(w.shape[-1]), int(stride[0]), int(pad[0]),
+                groups, int(x.shape[-1]), int(out.shape[-1]))
+    if name in ("addmm", "mm"):
+        a = args[1] if name == "addmm" else args[0]
+        return ("linear", int(a.shape[1]), int(out.shape[1]), 1, 1, 0, 1, 1, 1)
+    if x is None or x.dim() != 4:
+        return None
+    c, h = int(x.shape[1]), int(x.shape[-1])
+    if "batch_norm" in name:
+        return ("bn", c, c, 1, 1, 0, 1, h, h)
+    if name in _ACT:
+        return (_ACT[name], c, c, 1, 1, 0, 1, h, h)
+    if name in ("add", "add_") and len(args) > 1 and isinstance(args[1], torch.Tensor):
+        return ("add", c, c, 1, 1, 0, 1, h, h)
+    if name in ("mul", "mul_") and isinstance(out, torch.Tensor) and out.dim() == 4:
+        return ("mul", int(out.shape[1]), int(out.shape[1]), 1, 1, 0, 1, int(out.shape[-1]),
+                int(out.shape[-1]))
+    if name.startswith("max_pool2d"):
+        k, s = args[1], args[2] if len(args) > 2 and args[2] else args[1]
+        p = args[3] if len(args) > 3 else [0]
+        return ("maxpool", c, c, int(k[0]), int(s[0]), int(p[0]), 1, h,
+                int(out[0].shape[-1] if isinstance(out, tuple) else out.shape[-1]))
+    if name in ("mean", "_adaptive_avg_pool2d", "avg_pool2d", "adaptive_avg_pool2d"):
+        return ("avgpool", c, c, 1, 1, 0, 1, h, 1)
+    return None
+
+
+def recorded_ops(family: Any, row: dict) -> list[tuple]:
+    """The operators of ``row``'s network recorded on the model built on the ``meta`` device
+    (the reference the analytic passes are checked against)."""
+    return _arch_ops(family, row, {}, ())
+
+
+def _arch_ops(family: Any, row: dict, models: dict[tuple, Any], model_key: tuple) -> list[tuple]:
+    """The operators of ``row``'s network at batch 1; ``models`` caches the meta-device
+    networks by ``model_key`` (the key without the resolution: one build serves them all)."""
+    import torch
+
+    from carb_lib.families._common import meta_model
+
+    config = family.from_row({**row, "batch": 1, "precision": "fp32"})
+    if model_key not in models:
+        models[model_key] = meta_model(config)
+    model = models[model_key]
+    x = torch.empty(1, 3, config.resolution, config.resolution, device="meta")
+    rec = _recorder()
+    with torch.no_grad(), rec:  # (inference_mode would show conv2d / linear undecomposed)
+        model(x)
+    return rec.ops
+
+
+def network_ops(df: pd.DataFrame, *, progress: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
+    """The operators of every row's network, once per architecture and resolution.
+
+    A family's analytic pass (``Family.op_list``: ResNet, MobileNetV2, VGG, EfficientNet) lists
+    them in microseconds; otherwise (NB201, a user module) a dispatch mode records the aten
+    calls of one forward pass on the ``meta`` device at batch 1 (:func:`recorded_ops`). A
+    row's batch and precision apply at prediction.
+
+    Returns
+    -------
+    ops : pandas.DataFrame
+        ``arch_id`` and :data:`OP_COLUMNS`, one row per operator call.
+    arch_id : numpy.ndarray
+        Each row's ``arch_id``.
+    """
+    from tqdm.auto import tqdm
+
+    from carb_lib.families import get_family
+
+    if "family" not in df.columns:
+        raise ValueError("rows need a 'family' column to list their networks' operators")
+    keys: list[tuple] = [()] * len(df)
+    pos = {i: j for j, i in enumerate(df.index)}
+    for name, g in df.groupby(df["family"].astype(str), sort=False):
+        fam = get_family(name)
+        cols = [c for c in fam.config_columns if c in df.columns and c not in ("batch",
+                                                                               "precision")]
+        for i, vals in zip(g.index, g[cols].astype(str).itertuples(index=False, name=None),
+                           strict=True):
+            keys[pos[i]] = (name, *zip(cols, vals, strict=True))
+    first: dict[tuple, int] = {}
+    for j, k in enumerate(keys):
+        first.setdefault(k, j)
+    todo = [k for k in first if k not in _ARCH_CACHE]
+    models: dict[tuple, Any] = {}
+    for key in tqdm(todo, desc="operators", disable=not progress):
+        fam, row = get_family(key[0]), df.iloc[first[key]].to_dict()
+        ops = fam.op_list(row)  # the family's analytic pass, else recorded on the meta device
+        if ops is None:
+            model_key = tuple(kv for kv in key
+                              if not (isinstance(kv, tuple) and kv[0] == "resolution"))
+            ops = _arch_ops(fam, row, models, model_key)
+        _ARCH_CACHE[key] = ops
+    arch = {k: j for j, k in enumerate(first)}
+    ops = pd.DataFrame(
+        [(arch[k], *op) for k in first for op in _ARCH_CACHE[k]],
+        columns=["arch_id", *OP_COLUMNS],
+    )
+    return ops, np.array([arch[k] for k in keys], dtype=np.int64)
+
+
+def with_kernel_column(df: pd.DataFrame, model: KernelModel, *,
+                       progress: bool = False) -> pd.DataFrame:
+    """``df`` with :data:`~carb_lib.vocab.KERNEL_FEATURE`: the predicted times of its
+    network's operators at its batch and precision, summed (ms). ``df`` is not modified."""
+    check_is_fitted(model)
+    for c in ("batch", "precision"):
+        if c not in df.columns:
+            raise ValueError(f"rows need column {c!r} for their kernel times")
+    ops, arch_id = network_ops(df, progress=progress)
+    key = pd.DataFrame({"arch_id": arch_id, "batch": df["batch"].to_numpy(dtype=np.int64),
+                        "precision": df["precision"].astype(str).to_numpy()})
+    uniq = key.drop_duplicates().reset_index(drop=True)
+    uniq["uid"] = np.arange(len(uniq))
+    o = ops.merge(uniq, on="arch_id")
+    # each distinct operator (shape, batch, precision) is predicted once
+    sig = [*OP_COLUMNS, "batch", "precision"]
+    codes = o.groupby(sig, sort=False).ngroup().to_numpy()  # numbered by first appearance
+    o["t"] = model.predict(o[sig].drop_duplicates())[codes]
+    total = o.groupby("uid")["t"].sum().reindex(uniq["uid"]).fillna(0.0).to_numpy()
+    uniq[KERNEL_FEATURE] = total
+    per_row = key.merge(uniq, on=["arch_id", "batch", "precision"], how="left")
+    return df.assign(**{KERNEL_FEATURE: per_row[KERNEL_FEATURE].to_numpy()})

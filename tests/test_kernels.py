@@ -1,0 +1,229 @@
+"""Kernel characterization (carb_lib.kernels) and the kernel latency law."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from carb_lib import kernels
+from carb_lib.base_models import fit_base_law, law_columns
+from carb_lib.families import efficientnet, mobilenetv2, resnet, vgg
+from carb_lib.features import static_features
+from carb_lib.vocab import KERNEL_FEATURE
+
+
+def _configs() -> pd.DataFrame:
+    """A few configs of every family with operators, extremes of the ResNet grid included."""
+    frames = [resnet.sample_configs(6, seed=1), mobilenetv2.sample_configs(5, seed=2),
+              vgg.sample_configs(5, seed=3), efficientnet.sample_configs(5, seed=4)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _synthetic_bench(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """SYNTHETIC timings with a known law: 20 µs per call + 1 ns per FLOP (2 in fp16)."""
+    ops = kernels.sample_kernels(n, seed=seed)
+    flops = kernels._flops(ops)
+    per = np.where(ops["precision"] == "fp16", 2e-6, 1e-6)
+    return ops.assign(time_ms=0.02 + flops * per * 1e-3, cv=0.0, n_iter=1)
+
+
+def test_sample_kernels_is_seeded_valid_and_capped():
+    a = kernels.sample_kernels(300, seed=5)
+    assert a.equals(kernels.sample_kernels(300, seed=5))
+    assert not a.equals(kernels.sample_kernels(300, seed=6))
+    assert list(a.columns) == [*kernels.OP_COLUMNS, "batch", "precision"]
+    assert set(a["kind"]) <= set(kernels.KERNEL_KINDS)
+    assert {"conv", "dwconv", "linear", "bn", "add"} <= set(a["kind"])
+    flops = kernels._flops(a)
+    cap = np.where(a["precision"] == "fp16", 3e8, 3e9)
+    assert (flops <= cap).all() and (a["h_out"] >= 1).all()
+    dw = a[a["kind"] == "dwconv"]
+    assert (dw["groups"] == dw["cin"]).all() and (dw["cin"] == dw["cout"]).all()
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        kernels.sample_kernels(0)
+
+
+def test_network_ops_count_every_layer_the_static_features_count():
+    df = _configs()
+    ops, arch_id = kernels.network_ops(df)
+    assert len(arch_id) == len(df)
+    counts = ops.groupby(["arch_id", "kind"]).size().unstack(fill_value=0).reindex(arch_id)
+    counts = counts.reset_index(drop=True)
+    sf = static_features(df)
+
+    def n(*kinds):
+        return sum(counts[k] if k in counts else 0 for k in kinds).to_numpy()
+
+    np.testing.assert_array_equal(n("conv", "dwconv"), sf["n_conv"])
+    np.testing.assert_array_equal(n("dwconv"), sf["n_dwconv"])
+    np.testing.assert_array_equal(n("bn"), sf["n_bn"])
+    np.testing.assert_array_equal(n("relu", "relu6", "silu", "sigmoid"), sf["n_act"])
+    np.testing.assert_array_equal(n("linear"), sf["n_fc"])
+    np.testing.assert_array_equal(n("add"), sf["n_add"])
+    np.testing.assert_array_equal(n("maxpool", "avgpool"), sf["n_pool"])
+    np.testing.assert_array_equal(n("mul"), sf["n_se"])
+    # the convolutions' FLOPs at batch 1 add up to the network's (FlopCounterMode's) FLOPs
+    conv = ops[ops["kind"].isin(["conv", "dwconv", "linear"])].assign(batch=1)
+    per_arch = pd.Series(kernels._flops(conv), index=conv.index).groupby(conv["arch_id"]).sum()
+    fl1 = static_features(df.assign(batch=1))["flops"].to_numpy(dtype=float)
+    np.testing.assert_allclose(per_arch.reindex(arch_id).to_numpy(), fl1, rtol=1e-9)
+
+
+def test_bench_kernels_times_each_operator_and_restores_threads():
+    import torch
+
+    ops = pd.DataFrame([
+        dict(kind="conv", cin=8, cout=8, k=3, stride=1, pad=1, groups=1, h_in=8, h_out=8,
+             batch=2, precision="fp32"),
+        dict(kind="dwconv", cin=8, cout=8, k=3, stride=2, pad=1, groups=8, h_in=8, h_out=4,
+             batch=1, precision="fp16"),
+        dict(kind="linear", cin=16, cout=4, k=1, stride=1, pad=0, groups=1, h_in=1, h_out=1,
+             batch=3, precision="fp32"),
+        dict(kind="mul", cin=8, cout=8, k=1, stride=1, pad=0, groups=1, h_in=4, h_out=4,
+             batch=2, precision="fp32"),
+        dict(kind="maxpool", cin=8, cout=8, k=3, stride=2, pad=1, groups=1, h_in=8, h_out=4,
+             batch=1, precision="fp32"),
+    ])  # fmt: skip
+    before = torch.get_num_threads()
+    seen = []
+    out = kernels.bench_kernels(ops, window_s=0.001, n_windows=2, platform="test_cpu",
+                                progress=False, on_chunk=seen.append, chunk=2)
+    assert torch.get_num_threads() == before
+    assert list(out.columns[: len(kernels.BENCH_COLUMNS)]) == list(kernels.BENCH_COLUMNS)
+    assert (out["time_ms"] > 0).all() and (out["n_iter"] >= 1).all()
+    assert (out["platform"] == "test_cpu").all() and (out["threads"] == 1).all()
+    assert [len(c) for c in seen] == [2, 4]  # the rows so far, every 2 operators
+    with pytest.raises(ValueError, match="row 0: kind='pool'"):
+        kernels.bench_kernels(ops.assign(kind="pool"), progress=False)
+
+
+def test_kernel_model_learns_a_known_law_and_sums_it_per_network():
+    bench = _synthetic_bench(600)
+    model = kernels.KernelModel(n_estimators=300).fit(bench)
+    test = _synthetic_bench(200, seed=9)
+    pred = model.predict(test)
+    err = np.abs(pred / test["time_ms"].to_numpy() - 1)
+    assert np.median(err) < 0.10
+    assert model.n_ops_ == 600 and model.predict(test.iloc[:0]).shape == (0,)
+
+    df = _configs()
+    out = kernels.with_kernel_column(df, model)
+    assert KERNEL_FEATURE not in df.columns and (out[KERNEL_FEATURE] > 0).all()
+    # the column is the sum of the model's predictions over the row's operators
+    ops, arch_id = kernels.network_ops(df.iloc[[0]])
+    expect = model.predict(ops.assign(batch=df["batch"].iloc[0],
+                                      precision=df["precision"].iloc[0])).sum()
+    assert out[KERNEL_FEATURE].iloc[0] == pytest.approx(expect)
+    # more images cost more kernel time
+    big = kernels.with_kernel_column(df.assign(batch=64), model)[KERNEL_FEATURE]
+    one = kernels.with_kernel_column(df.assign(batch=1), model)[KERNEL_FEATURE]
+    assert (big.to_numpy() > one.to_numpy()).all()
+
+
+def test_kernel_model_refuses_too_few_operators_and_bad_parameters():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(ValueError, match=">= 20 timed operators, got 5"):
+        kernels.KernelModel().fit(_synthetic_bench(5))
+    with pytest.raises(TypeError):
+        kernels.KernelModel(100, 0.1)  # everything after n_estimators is keyword-only
+    for name, bad in {"n_estimators": 0, "learning_rate": 0.0, "num_leaves": 1}.items():
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+            kernels.KernelModel(**{name: bad}).fit(_synthetic_bench(30))
+
+
+def test_read_bench_one_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such kernel benchmark"):
+        kernels.read_bench(tmp_path / "nope.parquet")
+    bench = _synthetic_bench(30)
+    p = tmp_path / "b.parquet"
+    bench.drop(columns=["time_ms"]).to_parquet(p)
+    with pytest.raises(ValueError, match=r"column\(s\) \['time_ms'\] missing"):
+        kernels.read_bench(p)
+    bad = bench.copy()
+    bad.loc[3, "time_ms"] = -1.0
+    bad.to_parquet(p)
+    with pytest.raises(ValueError, match="row 3: time_ms=-1.0 must be > 0"):
+        kernels.read_bench(p)
+    bad = bench.copy()
+    bad.loc[4, "precision"] = "int8"
+    bad.to_parquet(p)
+    with pytest.raises(ValueError, match="row 4: precision='int8'"):
+        kernels.read_bench(p)
+    bench.to_parquet(p)
+    assert len(kernels.read_bench(p)) == 30
+
+
+def test_kernel_law_recovers_its_constants_and_needs_its_column():
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({
+        "batch": rng.choice([1, 4, 16, 64], n), "precision": rng.choice(["fp32", "fp16"], n),
+        KERNEL_FEATURE: rng.uniform(1, 100, n), "param_bytes": rng.uniform(1e6, 1e8, n),
+        "activation_bytes": rng.uniform(1e6, 1e8, n), "memory_bound_bytes": rng.uniform(1e5, 1e7, n),
+        "n_conv": 20, "n_bn": 20, "n_act": 20, "n_fc": 1,
+    })  # fmt: skip
+    df["latency_ms"] = 0.5 + np.where(df["precision"] == "fp16", 2.0, 1.5) * df[KERNEL_FEATURE]
+    law = fit_base_law(df, "latency_ms", kind="kernel")
+    i = law_columns("kernel").index("kernel_ms")
+    assert law.coef["fp32"][i] == pytest.approx(1.5, rel=1e-3)
+    assert law.coef["fp16"][i] == pytest.approx(2.0, rel=1e-3)
+    np.testing.assert_allclose(law.predict(df), df["latency_ms"], rtol=1e-3)
+    c = law.constants()
+    assert set(c.loc[c["term"] == "kernel_ms", "unit"]) == {"ms per ms"}
+    with pytest.raises(ValueError, match="the kernel law needs column 'kernel_ms'"):
+        fit_base_law(df.drop(columns=[KERNEL_FEATURE]), "latency_ms", kind="kernel")
+
+
+def test_cli_kernels_refuses_an_existing_or_non_parquet_out(tmp_path):
+    from carb_lib.cli import app
+
+    runner = CliRunner()
+    p = tmp_path / "k.parquet"
+    p.write_bytes(b"")
+    r = runner.invoke(app, ["kernels", "--n", "2", "--out", str(p)])
+    assert r.exit_code == 1 and "exists; give a new file" in r.output
+    r = runner.invoke(app, ["kernels", "--n", "2", "--out", str(tmp_path / "k.csv")])
+    assert r.exit_code == 1 and "must end in .parquet" in r.output
+    out = tmp_path / "new.parquet"
+    r = runner.invoke(app, ["kernels", "--n", "3", "--out", str(out), "--no-progress",
+                            "--platform", "test_cpu"])
+    assert r.exit_code == 0, r.output
+    assert len(kernels.read_bench(out)) == 3
+
+
+def test_analytic_operator_lists_equal_the_recorded_ones():
+    """Every family's analytic pass lists exactly the operators recorded on its built model
+    (as a multiset: the sum of kernel times does not depend on their order), extremes of each
+    family's space included."""
+    from carb_lib.families import get_family
+    from carb_lib.families._config import check_sample
+
+    frames = [resnet.sample_configs(12, seed=7)]
+    for mod in (mobilenetv2, vgg, efficientnet):
+        frames.append(check_sample(mod.FAMILY, mod.SPACE, 6, seed=1).head(14))
+    df = pd.concat(frames, ignore_index=True)
+    # the lists are per image at batch 1: one check per architecture and resolution
+    df = df.drop_duplicates([c for c in df.columns
+                             if c not in ("config_id", "batch", "precision")])
+    for _, r in df.iterrows():
+        row = r.to_dict()
+        fam = get_family(row["family"])
+        analytic = fam.op_list(row)
+        assert analytic is not None
+        assert sorted(analytic) == sorted(kernels.recorded_ops(fam, row)), row["config_id"]
+
+
+def test_vectorised_onednn_rule_is_the_scalar_rule():
+    from itertools import product
+
+    from carb_lib.families._alloc import uses_onednn, uses_onednn_array
+
+    grid = list(product(["fp32", "fp16"], [1, 2, 16], [3, 8, 64], [1, 3, 5], [1, 2], [1, 8],
+                        [1, 49, 3136]))
+    want = [uses_onednn(p, n, c, (k, k), (s, s), g, hw) for p, n, c, k, s, g, hw in grid]
+    cols = list(zip(*grid, strict=True))
+    got = uses_onednn_array(np.array(cols[0]), *(np.array(c) for c in cols[1:]))
+    assert got.tolist() == want and any(want) and not all(want)
