@@ -509,7 +509,8 @@ def kernels_cmd(
         raise ValueError(f"--n and --threads must be >= 1, got {n} and {threads}")
     out.parent.mkdir(parents=True, exist_ok=True)
     ops = sample_kernels(n, seed=seed)
-    # every 200 operators the rows so far are written (atomically): an interrupted run keeps them
+    # every 200 operators and on Ctrl-C the rows so far are written (atomically): an
+    # interrupted run keeps every operator it measured
     rows = bench_kernels(ops, threads=threads, platform=platform, progress=progress,
                          on_chunk=lambda df: atomic_write_parquet(df, out))
     atomic_write_parquet(rows, out)

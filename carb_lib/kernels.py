@@ -142,8 +142,8 @@ def _flops(ops: pd.DataFrame) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- timing
-def _module(r: pd.Series | dict, dtype: Any) -> tuple[Callable[[], Any], int]:
-    """A no-argument call running operator ``r`` on random input, and its input elements."""
+def _module(r: pd.Series | dict, dtype: Any) -> Callable[[], Any]:
+    """A no-argument call running operator ``r`` on random input."""
     import torch
 
     nn = torch.nn
@@ -167,14 +167,14 @@ def _module(r: pd.Series | dict, dtype: Any) -> tuple[Callable[[], Any], int]:
     x = x.to(dtype)
     if kind == "add":
         y = torch.randn_like(x)
-        return (lambda: x + y), x.numel()
+        return lambda: x + y
     if kind == "mul":
         scale = torch.rand(b, cin, 1, 1).to(dtype)
-        return (lambda: x * scale), x.numel()
+        return lambda: x * scale
     if m is None:
         raise ValueError(f"unknown kernel kind {kind!r}; valid: {list(KERNEL_KINDS)}")
     m = m.to(dtype).eval()
-    return (lambda: m(x)), x.numel()
+    return lambda: m(x)
 
 
 def _time_call(call: Callable[[], Any], window_s: float, n_windows: int) -> tuple[float, float, int]:
@@ -218,8 +218,8 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     progress : bool, default=True
         A tqdm bar.
     on_chunk : callable, optional
-        Called with the rows measured so far every ``chunk`` operators (save them: an
-        interrupted benchmark keeps what it measured).
+        Called with the rows measured so far every ``chunk`` operators and on Ctrl-C (save
+        them: an interrupted benchmark keeps every operator it measured).
 
     Returns
     -------
@@ -241,15 +241,20 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
         prov = {"platform": plat, "threads": int(threads), "torch_version": torch.__version__,
                 **code_version()}
         rows: list[dict[str, Any]] = []
-        for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels", disable=not progress):
-            dtype = torch.float16 if r["precision"] == "fp16" else torch.float32
-            call, _ = _module(r, dtype)
-            t, cv, n = _time_call(call, window_s, n_windows)
-            rows.append({**{c: r[c] for c in (*OP_COLUMNS, "batch", "precision")},
-                         "time_ms": 1e3 * t, "cv": cv, "n_iter": n,
-                         "measured_at": pd.Timestamp.now(tz="UTC"), **prov})
-            if on_chunk is not None and len(rows) % chunk == 0:
+        try:
+            for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels",
+                             disable=not progress):
+                dtype = torch.float16 if r["precision"] == "fp16" else torch.float32
+                t, cv, n = _time_call(_module(r, dtype), window_s, n_windows)
+                rows.append({**{c: r[c] for c in (*OP_COLUMNS, "batch", "precision")},
+                             "time_ms": 1e3 * t, "cv": cv, "n_iter": n,
+                             "measured_at": pd.Timestamp.now(tz="UTC"), **prov})
+                if on_chunk is not None and len(rows) % chunk == 0:
+                    on_chunk(pd.DataFrame(rows))
+        except KeyboardInterrupt:  # Ctrl-C: hand over every row measured, then stop
+            if on_chunk is not None and rows:
                 on_chunk(pd.DataFrame(rows))
+            raise
     finally:
         torch.set_num_threads(before)
     return pd.DataFrame(rows)
@@ -589,6 +594,11 @@ def with_kernel_column(df: pd.DataFrame, model: KernelModel, *,
     for c in ("batch", "precision"):
         if c not in df.columns:
             raise ValueError(f"rows need column {c!r} for their kernel times")
+    if model.platform_ is not None and "platform" in df.columns:
+        other = sorted(set(df["platform"].dropna().astype(str)) - {model.platform_})
+        if other:
+            raise ValueError(f"the kernel model times operators of platform {model.platform_!r}; "
+                             f"rows of {other} need their own (carb kernels on that machine)")
     ops, arch_id = network_ops(df, progress=progress)
     key = pd.DataFrame({"arch_id": arch_id, "batch": df["batch"].to_numpy(dtype=np.int64),
                         "precision": df["precision"].astype(str).to_numpy()})

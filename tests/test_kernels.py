@@ -99,6 +99,25 @@ def test_bench_kernels_times_each_operator_and_restores_threads():
         kernels.bench_kernels(ops.assign(kind="pool"), progress=False)
 
 
+def test_an_interrupted_bench_hands_over_every_measured_row(monkeypatch):
+    ops = kernels.sample_kernels(5, seed=3)
+    calls = []
+
+    def fake(call, window_s, n_windows):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return 1e-3, 0.0, 1
+
+    monkeypatch.setattr(kernels, "_module", lambda r, dtype: (lambda: None))
+    monkeypatch.setattr(kernels, "_time_call", fake)
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        kernels.bench_kernels(ops, platform="t", progress=False, on_chunk=seen.append, chunk=2)
+    assert [len(c) for c in seen] == [2, 3]  # the chunk of 2, then all 3 at the interrupt
+    assert seen[-1]["time_ms"].tolist() == [1.0, 1.0, 1.0]
+
+
 def test_kernel_model_learns_a_known_law_and_sums_it_per_network():
     bench = _synthetic_bench(600)
     model = kernels.KernelModel(n_estimators=300).fit(bench)
@@ -120,6 +139,12 @@ def test_kernel_model_learns_a_known_law_and_sums_it_per_network():
     big = kernels.with_kernel_column(df.assign(batch=64), model)[KERNEL_FEATURE]
     one = kernels.with_kernel_column(df.assign(batch=1), model)[KERNEL_FEATURE]
     assert (big.to_numpy() > one.to_numpy()).all()
+    # a platform's operator timings are not another platform's
+    timed = kernels.KernelModel(n_estimators=50).fit(bench.assign(platform="cpu_a"))
+    assert timed.platform_ == "cpu_a"
+    kernels.with_kernel_column(df.assign(platform="cpu_a"), timed)
+    with pytest.raises(ValueError, match=r"platform 'cpu_a'; rows of \['gpu_b'\] need"):
+        kernels.with_kernel_column(df.assign(platform="gpu_b"), timed)
 
 
 def test_kernel_model_refuses_too_few_operators_and_bad_parameters():

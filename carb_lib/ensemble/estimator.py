@@ -353,7 +353,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
 
         if base_kind(target) == "memory" and self.memory_law == "bytes":
             return "memory_bytes"
-        if target == "latency_ms" and self.latency_law == "kernel":
+        if target == "latency_ms" and getattr(self, "latency_law", "roofline") == "kernel":
             return "kernel"
         return None
 

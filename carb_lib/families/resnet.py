@@ -439,9 +439,10 @@ def _resnet_unit(
 
 
 def resnet_op_list(row: Mapping[str, Any]) -> list[tuple]:
-    """The operators of ``row``'s ResNet per image (:data:`carb_lib.kernels.OP_COLUMNS`), in
-    the order of the eager forward of :mod:`carb_lib.families._resnet_torch` (equal to those
-    recorded on the built model)."""
+    """The operators of ``row``'s ResNet per image (:data:`carb_lib.kernels.OP_COLUMNS`): those
+    of the eager forward of :mod:`carb_lib.families._resnet_torch`, equal as a multiset to those
+    recorded on the built model (a projection shortcut is listed before its block's branch;
+    summed kernel times do not depend on the order)."""
     cfg = resnet_from_row({**row, "batch": 1, "precision": "fp32"})
     blocks, widths = cfg.stage_blocks, cfg.stage_widths
     exp = EXPANSION[cfg.block]
