@@ -553,37 +553,40 @@ def network_ops(df: pd.DataFrame, *, progress: bool = False) -> tuple[pd.DataFra
     from tqdm.auto import tqdm
 
     from carb_lib.families import get_family
+    from carb_lib.families._common import factorize_rows
 
     if "family" not in df.columns:
         raise ValueError("rows need a 'family' column to list their networks' operators")
-    keys: list[tuple] = [()] * len(df)
-    pos = {i: j for j, i in enumerate(df.index)}
-    for name, g in df.groupby(df["family"].astype(str), sort=False):
-        fam = get_family(name)
-        cols = [c for c in fam.config_columns if c in df.columns and c not in ("batch",
-                                                                               "precision")]
-        for i, vals in zip(g.index, g[cols].astype(str).itertuples(index=False, name=None),
-                           strict=True):
-            keys[pos[i]] = (name, *zip(cols, vals, strict=True))
-    first: dict[tuple, int] = {}
-    for j, k in enumerate(keys):
-        first.setdefault(k, j)
-    todo = [k for k in first if k not in _ARCH_CACHE]
+    arch_id = np.empty(len(df), dtype=np.int64)
+    keys: list[tuple] = []  # one per distinct architecture and resolution, in arch_id order
+    rows: list[pd.Series] = []  # the first row of each
+    family = df["family"].astype(str).to_numpy()
+    for name in pd.unique(family):
+        at = np.flatnonzero(family == name)
+        cols = [c for c in get_family(name).config_columns
+                if c in df.columns and c not in ("batch", "precision")]
+        codes, uniq = factorize_rows(df.iloc[at].reset_index(drop=True), cols)
+        arch_id[at] = len(keys) + codes
+        for pos, vals in zip(uniq.index, uniq.astype(str).itertuples(index=False, name=None),
+                             strict=True):
+            keys.append((name, *zip(cols, vals, strict=True)))
+            rows.append(df.iloc[at[pos]])
+    todo = [j for j, k in enumerate(keys) if k not in _ARCH_CACHE]
     models: dict[tuple, Any] = {}
-    for key in tqdm(todo, desc="operators", disable=not progress):
-        fam, row = get_family(key[0]), df.iloc[first[key]].to_dict()
+    for j in tqdm(todo, desc="operators", disable=not progress):
+        key, row = keys[j], rows[j].to_dict()
+        fam = get_family(key[0])
         ops = fam.op_list(row)  # the family's analytic pass, else recorded on the meta device
         if ops is None:
             model_key = tuple(kv for kv in key
                               if not (isinstance(kv, tuple) and kv[0] == "resolution"))
             ops = _arch_ops(fam, row, models, model_key)
         _ARCH_CACHE[key] = ops
-    arch = {k: j for j, k in enumerate(first)}
     ops = pd.DataFrame(
-        [(arch[k], *op) for k in first for op in _ARCH_CACHE[k]],
+        [(j, *op) for j, k in enumerate(keys) for op in _ARCH_CACHE[k]],
         columns=["arch_id", *OP_COLUMNS],
     )
-    return ops, np.array([arch[k] for k in keys], dtype=np.int64)
+    return ops, arch_id
 
 
 def with_kernel_column(df: pd.DataFrame, model: KernelModel, *,
