@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from fast_protocol import FAST_SETTINGS
 
 from carb_lib import campaign as cp
 from carb_lib.dataset import empty_row, read_dataset
@@ -23,11 +24,7 @@ from carb_lib.space import paper_grid
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
-# short windows, interference detector off: these tests are about bookkeeping, not timing (the
-# detector has its own tests in test_interference.py)
-NO_DETECTOR = dict(min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)
-FAST = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.01,
-                **NO_DETECTOR)
+FAST = Protocol(threads=1, **FAST_SETTINGS)  # short windows, detector off
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +33,14 @@ def small_configs() -> pd.DataFrame:
     return cp.sample_configs(12, seed=3, max_gflops=0.02, sample_under_cap=True)
 
 
-CHILD = """
+# the fast settings with 150 ms windows: a campaign slow enough to be killed mid-way
+CHILD = f"""
 import sys, torch
 torch.set_num_threads(1)
 from carb_lib import campaign as cp
 from carb_lib.profiling import Protocol
 cfg = cp.sample_configs(12, seed=3, max_gflops=0.02, sample_under_cap=True)
-proto = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.15,
-                 min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)
+proto = Protocol(threads=1, **{ {**FAST_SETTINGS, "cpu_min_window_s": 0.15}!r})
 cp.run_campaign(cfg, sys.argv[1], "cpu", proto, platform="synthetic_cpu", seed=1,
                 ref_every=4, progress=False)
 """

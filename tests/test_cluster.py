@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from fast_protocol import FAST_SETTINGS
 from typer.testing import CliRunner
 
 from carb_lib import campaign as cp
@@ -37,9 +38,7 @@ from carb_lib.profiling import Protocol
 
 pytest.importorskip("distributed", reason="the dask extra: pip install 'carb_lib[dask]'")
 
-NO_DETECTOR = dict(min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)
-FAST = Protocol(threads=1, cpu_warmup_iters=1, cpu_min_iters=2, cpu_min_window_s=0.01,
-                **NO_DETECTOR)
+FAST = Protocol(threads=1, **FAST_SETTINGS)  # short windows, detector off
 #: Columns that may differ between two measurements of one config: timing and its quality.
 TIMING = {"latency_ms", "latency_mean_ms", "latency_p10_ms", "latency_p90_ms", "latency_cv",
           "energy_j", "energy_dynamic_j", "avg_power_w", "idle_power_w", "n_iters", "window_s",
