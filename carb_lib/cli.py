@@ -495,28 +495,54 @@ def kernels_cmd(
     seed: int = typer.Option(0, "--seed", help="Sample seed."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
+    append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, threads and PyTorch; a seed it does not hold)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
-    from carb_lib.dataset import atomic_write_parquet
-    from carb_lib.kernels import bench_kernels, sample_kernels
+    import pandas as pd
+    import torch
 
-    if out.exists():
-        raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never overwritten)")
+    from carb_lib.dataset import atomic_write_parquet
+    from carb_lib.devices import CpuDevice
+    from carb_lib.kernels import (
+        SAMPLER_VERSION,
+        bench_kernels,
+        check_append,
+        read_bench,
+        sample_kernels,
+    )
+
     if out.suffix != ".parquet":
         raise ValueError(f"--out {out} must end in .parquet")
+    if out.exists() and not append:
+        raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never "
+                              "overwritten) or --append to add operators to it")
+    if append and not out.exists():
+        raise FileNotFoundError(f"--append: {out} does not exist")
     if n < 1 or threads < 1:
         raise ValueError(f"--n and --threads must be >= 1, got {n} and {threads}")
+    plat = platform or CpuDevice().platform
+    old = read_bench(out) if append else None
+    if old is not None:
+        check_append(old, platform=plat, threads=threads, seed=seed,
+                     torch_version=torch.__version__)
     out.parent.mkdir(parents=True, exist_ok=True)
     ops = sample_kernels(n, seed=seed)
-    # every 200 operators and on Ctrl-C the rows so far are written (atomically): an
-    # interrupted run keeps every operator it measured
-    rows = bench_kernels(ops, threads=threads, platform=platform, progress=progress,
-                         on_chunk=lambda df: atomic_write_parquet(df, out))
-    atomic_write_parquet(rows, out)
+
+    def save(rows: pd.DataFrame) -> None:
+        rows = rows.assign(sample_seed=seed, sampler=SAMPLER_VERSION)
+        atomic_write_parquet(rows if old is None else pd.concat([old, rows], ignore_index=True),
+                             out)
+
+    # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside the
+    # benchmark's earlier rows): an interrupted run keeps every operator it measured
+    rows = bench_kernels(ops, threads=threads, platform=plat, progress=progress, on_chunk=save)
+    save(rows)
     med = rows.groupby(["kind", "precision"])["time_ms"].median().unstack()
     typer.echo(f"median ms per operator:\n{med.round(3).to_string()}")
-    typer.echo(f"wrote {out}: {len(rows)} operators, platform {rows['platform'].iloc[0]}")
+    total = len(rows) + (0 if old is None else len(old))
+    typer.echo(f"wrote {out}: {len(rows)} operators (seed {seed}, sampler v{SAMPLER_VERSION}), "
+               f"{total} in all, platform {plat}")
 
 
 # --- end measurement ---

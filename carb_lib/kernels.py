@@ -50,7 +50,8 @@ from sklearn.utils.validation import check_is_fitted
 from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
 
 __all__ = [
-    "BENCH_COLUMNS", "KERNEL_KINDS", "OP_COLUMNS", "KernelCheck", "KernelModel", "bench_kernels",
+    "BENCH_COLUMNS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION", "KernelCheck", "KernelModel",
+    "bench_kernels", "check_append",
     "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
     "sample_kernels",
     "with_kernel_column",
@@ -74,24 +75,39 @@ _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: Largest operator the sampler draws (FLOPs per precision; elements in and out).
 _FLOP_CAP = {"fp32": 3e9, "fp16": 3e8}
 _ELEM_CAP = 6e7
+#: :func:`sample_kernels`' current version (a benchmark's ``sampler`` column says which drew
+#: each operator, ``sample_seed`` with which seed).
+SAMPLER_VERSION = 2
 
 
 # --------------------------------------------------------------------------- sampling
-def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35) -> pd.DataFrame:
+def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35,
+                   version: int = SAMPLER_VERSION) -> pd.DataFrame:
     """``n`` operators from the generic grid (no family's configs), with batch and precision.
 
-    Kinds: 45 % dense convolutions (1x1, 3x3, a few 5x5 and 7x7 stems), 15 % depthwise 3x3/5x5,
-    5 % linear layers, 35 % memory-bound operators; channels log-uniform (multiples of 8 above
-    8), spatial sizes of common feature maps, stride 1 or 2, batch 1-256; operators above
-    3 GFLOP (fp32) / 0.3 GFLOP (fp16) or 6e7 elements are redrawn.
+    Version 2 (the default): 55 % dense convolutions (1x1, 3x3, a few 5x5 and 7x7 stems),
+    15 % depthwise 3x3/5x5, 5 % linear layers, 25 % memory-bound operators; channels
+    log-uniform (multiples of 8 above 8); of the dense convolutions (besides 3-channel stems)
+    15 % have 512-2048 channels in and out (the large weights that dominate wide networks and
+    run far below peak at small feature maps), 40 % output channels within a factor 4 of
+    their input channels, the rest both independent; spatial sizes of common feature maps, down to 1 px for padded 3x3 and 5x5
+    kernels; stride 1 or 2, batch 1-256; operators above 3 GFLOP (fp32) / 0.3 GFLOP (fp16) or
+    6e7 elements are redrawn.
+
+    Version 1 (the first 3,000 operators of ``data/kernels/cpu_epyc_zen3_2c.parquet``): 45 %
+    dense convolutions with independent channels, 35 % memory-bound operators, and no 3x3 or
+    5x5 kernel at 1 px; kept so that a seed reproduces the operators it drew.
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if not 0 <= fp16_share <= 1:
         raise ValueError(f"fp16_share must be in [0, 1], got {fp16_share}")
+    if version not in (1, 2):
+        raise ValueError(f"version must be 1 or 2, got {version}")
     rng = np.random.default_rng(seed)
+    p_conv = 0.45 if version == 1 else 0.55
 
-    def ch(lo: int, hi: int) -> int:
+    def ch(lo: float, hi: float) -> int:
         c = int(np.exp(rng.uniform(np.log(lo), np.log(hi))))
         return c if c <= 8 else int(round(c / 8) * 8)
 
@@ -101,16 +117,23 @@ def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35) -> pd.Dat
         b = int(rng.choice(_BATCHES))
         u = rng.random()
         h = int(rng.choice(_SPATIAL))
-        if u < 0.45:
+        if u < p_conv:
             k = int(rng.choice([1, 3, 5, 7], p=[0.45, 0.45, 0.03, 0.07]))
             cin = 3 if (k == 7 or rng.random() < 0.04) else ch(8, 2048)
-            r = dict(kind="conv", cin=cin, cout=ch(8, 2048), k=k, groups=1,
+            v = rng.random() if version == 2 and cin > 3 else 1.0
+            if v < 0.15:  # a wide stage: large in, large out
+                cin, cout = ch(512, 2048), ch(512, 2048)
+            elif v < 0.55:  # output channels within a factor 4 of the input's
+                cout = ch(max(8.0, cin / 4), min(2048.0, cin * 4))
+            else:
+                cout = ch(8, 2048)
+            r = dict(kind="conv", cin=cin, cout=cout, k=k, groups=1,
                      stride=int(rng.choice([1, 2], p=[0.75, 0.25])))
-        elif u < 0.60:
+        elif u < p_conv + 0.15:
             c = ch(8, 1536)
             r = dict(kind="dwconv", cin=c, cout=c, k=int(rng.choice([3, 5])), groups=c,
                      stride=int(rng.choice([1, 2], p=[0.7, 0.3])))
-        elif u < 0.65:
+        elif u < p_conv + 0.20:
             r = dict(kind="linear", cin=ch(16, 2048), cout=ch(8, 1280), k=1, groups=1, stride=1)
             h = 1
         else:
@@ -120,7 +143,7 @@ def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35) -> pd.Dat
             if kind == "maxpool":
                 r.update(k=3, stride=2)
         r["pad"] = r["k"] // 2
-        if r["kind"] in ("conv", "dwconv", "maxpool") and h < r["k"] and h < 2:
+        if version == 1 and r["kind"] in ("conv", "dwconv", "maxpool") and h < r["k"] and h < 2:
             continue
         r["h_in"] = h
         r["h_out"] = 1 if r["kind"] == "avgpool" else (h + 2 * r["pad"] - r["k"]) // r["stride"] + 1
@@ -308,6 +331,23 @@ def read_bench(path: Any) -> pd.DataFrame:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{p}: row {i}: time_ms={_v(df['time_ms'].iloc[i])} must be > 0")
     return df
+
+
+def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
+                 torch_version: str) -> None:
+    """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
+    thread count or PyTorch, or a sample seed it already holds (one clear ``ValueError``)."""
+    for col, value in (("platform", platform), ("threads", threads),
+                       ("torch_version", torch_version)):
+        have = sorted({str(v) for v in old[col].dropna().unique()}) if col in old else []
+        if have and have != [str(value)]:
+            raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
+                             "measure into a new file instead")
+    seeds = set(pd.to_numeric(old.get("sample_seed", pd.Series(dtype=float)),
+                              errors="coerce").dropna().astype(int))
+    if int(seed) in seeds:
+        raise ValueError(f"the benchmark already holds the operators of --seed {seed} "
+                         f"(seeds {sorted(seeds)}); give another seed")
 
 
 # --------------------------------------------------------------------------- the model
