@@ -615,6 +615,8 @@ def fit(
     quick: bool = typer.Option(False, "--quick", help="Small models (PRESETS['quick']: 40 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
     preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick | test (unit-test size, not for results). Ignored with --quick."),
+    latency_law: str = typer.Option("roofline", "--latency-law", help="Latency base law: roofline (FLOPs, bytes, layers; the default, chosen on validation) | kernel (the platform's operators timed alone, summed; extrapolates to unseen batches and families; needs --kernel-bench)."),
+    kernel_bench: Path | None = typer.Option(None, "--kernel-bench", help="Timed operators of this platform (carb kernels --out FILE) for --latency-law kernel; the model keeps what it learned from them."),
 ) -> None:
     """Fit CARB on a measured dataset and save it (one model per platform)."""
     import warnings
@@ -639,7 +641,16 @@ def fit(
         df = fill_static_features(df, EXTRA_STATIC_FEATURES)
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    if latency_law not in ("roofline", "kernel"):
+        raise ValueError(f"--latency-law must be roofline or kernel, got {latency_law!r}")
+    if (latency_law == "kernel") != (kernel_bench is not None):
+        raise ValueError("--latency-law kernel and --kernel-bench FILE go together (the kernel "
+                         "law sums this platform's timed operators: carb kernels --out FILE)")
     params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
+    if kernel_bench is not None:
+        from carb_lib.kernels import read_bench
+
+        params.update(latency_law="kernel", kernel_bench=read_bench(kernel_bench))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = CARBRegressor(feature_set=feature_set, **params).fit(df)
@@ -649,7 +660,7 @@ def fit(
     typer.echo(
         f"wrote {out} (+ {out.name}.json): platform {model.platform_}, targets {model.targets_}, "
         f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}, "
-        f"preset {'quick' if quick else preset}"
+        f"preset {'quick' if quick else preset}, latency law {latency_law}"
     )
 
 

@@ -164,6 +164,17 @@ def _flops(ops: pd.DataFrame) -> np.ndarray:
     return np.where(np.isin(kind, ("conv", "dwconv", "linear")), conv, elems)
 
 
+def _twos(values: pd.Series) -> np.ndarray:
+    """How many times each positive integer divides by 2 (its trailing zero bits, <= 16)."""
+    v = values.to_numpy(dtype=np.int64)
+    return np.log2(np.minimum(v & -v, 1 << 16)).astype(float)
+
+
+def _work(ops: pd.DataFrame) -> np.ndarray:
+    """An operator's work, the unit of the kernel model's rate: FLOPs or elements (>= 1)."""
+    return np.maximum(_flops(ops), 1.0)
+
+
 # --------------------------------------------------------------------------- timing
 def _module(r: pd.Series | dict, dtype: Any) -> Callable[[], Any]:
     """A no-argument call running operator ``r`` on random input."""
@@ -352,8 +363,10 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
 
 # --------------------------------------------------------------------------- the model
 def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
-    """The kernel model's inputs: kind indicators, log shapes, FLOPs and bytes, precision, and
-    whether PyTorch's ``use_mkldnn`` rule sends a float32 convolution to oneDNN (one thread)."""
+    """The kernel model's inputs: kind indicators, log shapes, FLOPs and bytes, precision,
+    whether PyTorch's ``use_mkldnn`` rule sends a float32 convolution to oneDNN (one thread),
+    the dimensions of the matrix product a convolution becomes, with its column buffer, and the
+    power-of-two alignment of channels and spatial sizes."""
     from carb_lib.families._alloc import uses_onednn_array
 
     _check_ops(ops, need=("batch", "precision"))
@@ -377,12 +390,23 @@ def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
         "log_w_bytes": np.log(np.where(conv | (kind == "linear"),
                                        f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2, 1) * bpe),
         "onednn": onednn, "batch1": (b == 1).astype(float),
+        # the matrix product a convolution becomes (im2col: M out channels, N output pixels of
+        # the batch, K inputs per output) and its column buffer, where CPU kernels change regime
+        "log_gemm_m": np.log(f["cout"] / f["groups"]), "log_gemm_n": np.log(f["h_out"] ** 2 * b),
+        "log_gemm_k": np.log(f["cin"] / f["groups"] * f["k"] ** 2),
+        "log_cols_bytes": np.log(b * f["cin"] * f["k"] ** 2 * f["h_out"] ** 2 * bpe),
+        # power-of-two alignment of the sizes (cache-set aliasing: float16 3x3 convolutions
+        # at 16, 32 or 64 px run at a third of the rate they reach at 14, 28 or 56)
+        **{f"align_{c}": _twos(ops[c]) for c in ("cin", "cout", "h_in", "h_out")},
     })  # fmt: skip
     return pd.DataFrame(out, index=ops.index)
 
 
 class KernelModel(RegressorMixin, BaseEstimator):
-    """Predict one operator's time (ms) on a platform from its shape: LightGBM on log time.
+    """Predict one operator's time (ms) on a platform from its shape: LightGBM on log time per
+    unit of work (FLOPs of convolutions and linear layers, elements of the others), so that an
+    operator larger than any timed one keeps the rate of its largest neighbours and its time
+    grows with its work (trees on log time would stop at the largest timed time).
 
     Parameters
     ----------
@@ -432,11 +456,13 @@ class KernelModel(RegressorMixin, BaseEstimator):
         if ok.sum() < 20:
             raise ValueError(f"a kernel model needs >= 20 timed operators, got {int(ok.sum())}")
         X = kernel_features(bench.loc[ok])
+        # the trees learn log time per unit of work (FLOPs; elements for memory-bound
+        # operators): beyond the largest timed operator the rate stays, the time scales
         self.model_ = LGBMRegressor(
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             num_leaves=self.num_leaves, min_child_samples=5, subsample=0.8, subsample_freq=1,
             colsample_bytree=0.9, n_jobs=1, verbose=-1, random_state=self.random_state,
-        ).fit(X, np.log(t[ok]))
+        ).fit(X, np.log(t[ok]) - np.log(_work(bench.loc[ok])))
         plats = bench["platform"].dropna().astype(str).unique() if "platform" in bench else []
         self.platform_ = str(plats[0]) if len(plats) == 1 else None
         self.n_ops_ = int(ok.sum())
@@ -447,7 +473,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         if len(ops) == 0:
             return np.zeros(0)
-        return np.exp(self.model_.predict(kernel_features(ops)))
+        return np.exp(self.model_.predict(kernel_features(ops)) + np.log(_work(ops)))
 
 
 @dataclass

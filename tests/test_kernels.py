@@ -252,3 +252,109 @@ def test_vectorised_onednn_rule_is_the_scalar_rule():
     cols = list(zip(*grid, strict=True))
     got = uses_onednn_array(np.array(cols[0]), *(np.array(c) for c in cols[1:]))
     assert got.tolist() == want and any(want) and not all(want)
+
+
+def test_sampler_v2_reaches_one_pixel_and_wide_convolutions_v1_stays_reproducible():
+    v2 = kernels.sample_kernels(3000, seed=1)
+    assert v2.equals(kernels.sample_kernels(3000, seed=1, version=kernels.SAMPLER_VERSION))
+    conv = v2[v2["kind"] == "conv"]
+    # padded 3x3 kernels at 1 px (the last stage of a wide ResNet at 32 px) are drawn ...
+    assert ((conv["k"] == 3) & (conv["h_in"] == 1)).sum() >= 20
+    # ... and wide convolutions (>= 512 channels in and out) a visible share, about 4x
+    # the share of independent draws (the FLOP cap redraws many of them)
+    wide = (conv["cin"] >= 512) & (conv["cout"] >= 512)
+    assert wide.mean() > 0.06
+    assert (v2["h_out"] >= 1).all()
+    v1 = kernels.sample_kernels(3000, seed=1, version=1)
+    c1 = v1[v1["kind"].isin(["conv", "dwconv"])]
+    assert not ((c1["k"] >= 3) & (c1["h_in"] == 1)).any()
+    d1 = c1[c1["kind"] == "conv"]
+    assert ((d1["cin"] >= 512) & (d1["cout"] >= 512)).mean() < wide.mean() / 3
+    with pytest.raises(ValueError, match="version must be 1 or 2, got 3"):
+        kernels.sample_kernels(5, version=3)
+
+
+def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
+    from carb_lib.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "b.parquet"
+    base = ["kernels", "--out", str(out), "--no-progress", "--platform", "test_cpu"]
+    assert runner.invoke(app, [*base, "--n", "2"]).exit_code == 0
+    r = runner.invoke(app, [*base, "--n", "3", "--seed", "1", "--append"])
+    assert r.exit_code == 0, r.output
+    assert "3 operators (seed 1, sampler v2), 5 in all" in r.output
+    b = kernels.read_bench(out)
+    assert b["sample_seed"].tolist() == [0, 0, 1, 1, 1] and set(b["sampler"]) == {2}
+    before = out.read_bytes()
+    for args, msg in [(["--seed", "1", "--append"], "already holds the operators of --seed 1"),
+                      (["--seed", "2", "--append", "--threads", "2"], "holds threads ['1']"),
+                      (["--seed", "2"], "exists; give a new file")]:
+        r = runner.invoke(app, [*base, "--n", "2", *args])
+        assert r.exit_code == 1 and msg in r.output, r.output
+    r = runner.invoke(app, ["kernels", "--out", str(out), "--n", "2", "--seed", "2",
+                            "--append", "--platform", "other_cpu", "--no-progress"])
+    assert r.exit_code == 1 and "holds platform ['test_cpu']; this run's is 'other_cpu'" in r.output
+    assert out.read_bytes() == before  # nothing written by a refused run
+    r = runner.invoke(app, ["kernels", "--out", str(tmp_path / "none.parquet"), "--n", "2",
+                            "--append", "--no-progress"])
+    assert r.exit_code == 1 and "does not exist" in r.output
+
+
+def _kernel_rows():
+    """SYNTHETIC ResNet rows whose latency follows their summed synthetic operator times."""
+    from carb_lib.synthetic import make_synthetic_dataset
+
+    df = make_synthetic_dataset(216, seed=3, platform="synthetic_cpu", with_energy=False,
+                                with_telemetry=False, error_rate=0.0)
+    model = kernels.KernelModel(n_estimators=200).fit(_synthetic_bench(600))
+    k = kernels.with_kernel_column(df, model)[KERNEL_FEATURE].to_numpy()
+    return df.assign(latency_ms=0.3 + 1.2 * k), model
+
+
+def test_estimator_learns_the_kernel_model_from_a_bench_and_predicts_alone(tmp_path):
+    from carb_lib.ensemble import CARBRegressor, load_model, preset, save_model
+
+    df, _ = _kernel_rows()
+    bench = _synthetic_bench(600)
+    params = preset("test", targets=("peak_mem_mib", "latency_ms"), latency_law="kernel")
+    with_bench = CARBRegressor(**params, kernel_bench=bench).fit(df)
+    assert with_bench.kernel_model_.n_ops_ == 600
+    # the same as a model fitted and asked with the column added beforehand
+    col = kernels.with_kernel_column(df, kernels.KernelModel().fit(bench))
+    with_column = CARBRegressor(**params).fit(col)
+    a, b = with_bench.predict(df), with_column.predict(col)
+    np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-9)
+    law = with_bench.base_constants().query("term == 'kernel_ms' and precision == 'fp32'")
+    assert law["value"].iloc[0] == pytest.approx(1.2, rel=0.02)
+    with pytest.raises(ValueError, match="the kernel law needs column 'kernel_ms'"):
+        with_column.predict(df)  # without a bench the column is the caller's
+    path = save_model(with_bench, tmp_path / "m.joblib")
+    again = load_model(path)
+    np.testing.assert_allclose(again.predict(df).to_numpy(), a.to_numpy())
+    assert "<600 timed operators>" in (tmp_path / "m.joblib.json").read_text()
+    with pytest.raises(ValueError, match="kernel_bench is read by latency_law='kernel' only"):
+        CARBRegressor(**{**params, "latency_law": "roofline"}, kernel_bench=bench).fit(df)
+
+
+def test_cli_fit_kernel_law_needs_its_bench_and_predicts_new_configs(tmp_path):
+    from carb_lib.cli import app
+
+    df, _ = _kernel_rows()
+    data, bench = tmp_path / "d.parquet", tmp_path / "k.parquet"
+    df.drop(columns="config_id").to_parquet(data)  # the SYNTHETIC ids are not the family's
+    _synthetic_bench(600).assign(platform="synthetic_cpu").to_parquet(bench)
+    runner = CliRunner()
+    fit = ["fit", "--data", str(data), "--out", str(tmp_path / "m.joblib"), "--preset", "test"]
+    r = runner.invoke(app, [*fit, "--latency-law", "kernel"])
+    assert r.exit_code == 1 and "--latency-law kernel and --kernel-bench FILE go together" in r.output
+    r = runner.invoke(app, [*fit, "--latency-law", "kernel", "--kernel-bench", str(bench)])
+    assert r.exit_code == 0 and "latency law kernel" in r.output, r.output
+    configs = tmp_path / "c.csv"
+    resnet.sample_configs(4, seed=11).to_csv(configs, index=False)
+    r = runner.invoke(app, ["predict", "--model", str(tmp_path / "m.joblib"), "--configs",
+                            str(configs), "--out", str(tmp_path / "p.csv")])
+    assert r.exit_code == 0, r.output
+    p = pd.read_csv(tmp_path / "p.csv")
+    assert len(p) == 4 and (p["latency_ms_pred"] > 0).all()
+    assert (p["latency_ms_pred_lo"] <= p["latency_ms_pred"]).all()

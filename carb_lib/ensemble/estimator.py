@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -106,8 +107,15 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     latency_law : {"roofline", "kernel"}, default="roofline"
         The latency base law: the roofline law (FLOPs, bytes, layers) or the ``kernel`` law,
         whose main term is the row's summed microbenchmarked kernel time
-        (:data:`~carb_lib.vocab.KERNEL_FEATURE`, added by
-        :func:`carb_lib.kernels.with_kernel_column`; fit and predict frames need it).
+        (:data:`~carb_lib.vocab.KERNEL_FEATURE`): from ``kernel_bench`` when given, else
+        fit and predict frames need the column (:func:`carb_lib.kernels.with_kernel_column`).
+    kernel_bench : str, pathlib.Path, pandas.DataFrame or None, default=None
+        The platform's timed operators (``carb kernels``; a file or its rows), for
+        ``latency_law="kernel"`` only. :meth:`fit` learns a
+        :class:`~carb_lib.kernels.KernelModel` from them (``kernel_model_``) and adds
+        ``kernel_ms`` to every frame it fits or predicts (replacing a column given), so the
+        saved model predicts any config, of any family, by itself (``carb fit --latency-law
+        kernel --kernel-bench FILE``). Rows of another platform are refused.
     learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
         alone. The default (ExtraTrees alone, 30 trees) won the choice of
@@ -240,6 +248,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "base": ["boolean"],
         "memory_law": [StrOptions({"allocator", "bytes"})],
         "latency_law": [StrOptions({"roofline", "kernel"})],
+        "kernel_bench": [str, Path, pd.DataFrame, None],
         "learners": [_Names(LEARNERS)],
         "blend": [StrOptions({"nnls", "fixed"})],
         "cascade": ["boolean"],
@@ -277,6 +286,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         base: bool = True,
         memory_law: str = "allocator",
         latency_law: str = "roofline",
+        kernel_bench: str | Path | pd.DataFrame | None = None,
         learners: Sequence[str] = ("et",),
         blend: str = "nnls",
         cascade: bool = True,
@@ -310,6 +320,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.base = base
         self.memory_law = memory_law
         self.latency_law = latency_law
+        self.kernel_bench = kernel_bench
         self.learners = learners
         self.blend = blend
         self.cascade = cascade
@@ -361,6 +372,22 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         """Cross-parameter checks (each parameter alone: ``_parameter_constraints``)."""
         if not tuple(self.learners) and not self.base:
             raise ValueError("learners may be empty only with base=True (the base law alone)")
+        if self.kernel_bench is not None and self.latency_law != "kernel":
+            raise ValueError("kernel_bench is read by latency_law='kernel' only; got "
+                             f"latency_law={self.latency_law!r}")
+
+    def _with_kernel_column(self, X, *, fit: bool = False):
+        """``X`` with :data:`~carb_lib.vocab.KERNEL_FEATURE` from the kernel model learned on
+        ``kernel_bench`` (fitted here when ``fit``); ``X`` itself without a bench."""
+        if getattr(self, "kernel_bench", None) is None or not is_frame_input(X):
+            return X
+        from carb_lib.kernels import KernelModel, read_bench, with_kernel_column
+
+        if fit:
+            bench = self.kernel_bench
+            bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
+            self.kernel_model_ = KernelModel().fit(bench)
+        return with_kernel_column(X, self.kernel_model_)
 
     @property
     def _uses_base(self) -> bool:
@@ -398,7 +425,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         """
         self._check_params()
         if is_frame_input(X):
-            mm, Y, batch, groups, df = prepare_frame(self, X, y)
+            mm, Y, batch, groups, df = prepare_frame(self, self._with_kernel_column(X, fit=True),
+                                                     y)
         else:
             mm, Y = prepare_array(self, X, y)
             batch, groups, df = None, None, None
@@ -531,6 +559,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     def _learning_scale(self, X) -> tuple[dict[str, np.ndarray], np.ndarray, Any, np.ndarray]:
         """Predictions on the learning (log) scale, small-batch mask, index, model matrix."""
         Xb, regime, index = self._matrix(X)
+        if self._uses_base:
+            X = self._with_kernel_column(X)
         preds: dict[str, np.ndarray] = {}
         for j, t in enumerate(self.targets_):
             upstream = self.targets_[:j] if self.cascade else []

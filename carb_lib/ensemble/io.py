@@ -74,8 +74,14 @@ def _metadata(model: CARBRegressor) -> dict[str, Any]:
         "base_constants": model.base_constants().to_dict(orient="records"),
         "conformal_method": model.conformal_method_,
         "params": {
-            k: (list(v) if isinstance(v, tuple) else v) for k, v in model.get_params().items()
+            k: (list(v) if isinstance(v, tuple) else
+                f"<{len(v)} timed operators>" if isinstance(v, pd.DataFrame) else v)
+            for k, v in model.get_params().items()
         },
+        "kernel_model": (
+            {"platform": model.kernel_model_.platform_, "n_ops": model.kernel_model_.n_ops_}
+            if hasattr(model, "kernel_model_") else None
+        ),
         "versions": _versions(),
     }
 

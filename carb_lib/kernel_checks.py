@@ -1,0 +1,172 @@
+"""Is a network the sum of its operators? The kernel law's assumption, measured.
+
+The kernel latency law (:mod:`carb_lib.kernels`) predicts a network from its operators *timed
+alone* and summed. Two things can make it wrong, and they call for different fixes:
+
+* **additivity**: a network is not the sum of its operators timed alone (caches warm or cold
+  between operators, allocator traffic, Python dispatch between modules);
+* **the kernel model**: the operators are additive, but the model trained on the generic grid
+  predicts some of them badly (a regime the grid samples too thinly).
+
+:func:`additivity_check` separates them on measured rows: for each, it times the network now
+and every one of its operators alone, with the same harness (one thread,
+``torch.inference_mode()``, warm-up, median of timed windows), and puts beside them the
+kernel model's sum (``kernel_ms``) and the stored measurement. Run it on a quiet machine: it
+is a measurement.
+
+Examples
+--------
+>>> from carb_lib.kernel_checks import additivity_check
+>>> check = additivity_check(rows.head(5), model)                 # doctest: +SKIP
+>>> check.summary()                                                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from carb_lib.kernels import OP_COLUMNS, KernelModel, _time_call, bench_kernels, network_ops
+from carb_lib.vocab import KERNEL_FEATURE
+
+__all__ = ["AdditivityCheck", "additivity_check"]
+
+logger = logging.getLogger(__name__)
+
+#: Per-row columns of an :class:`AdditivityCheck` besides the row's config.
+CHECK_COLUMNS = ("latency_ms", "network_ms", "ops_alone_ms", KERNEL_FEATURE, "n_ops")
+
+
+@dataclass
+class AdditivityCheck:
+    """Networks timed whole and operator by operator (:func:`additivity_check`).
+
+    Attributes
+    ----------
+    rows : pandas.DataFrame
+        One row per network: its config columns, ``latency_ms`` (stored measurement),
+        ``network_ms`` (timed now), ``ops_alone_ms`` (its operators timed alone now, summed
+        with their multiplicity), ``kernel_ms`` (the kernel model's sum) and ``n_ops``.
+    """
+
+    rows: pd.DataFrame
+
+    def summary(self, by: tuple[str, ...] = ("family", "precision")) -> pd.DataFrame:
+        """Median ratios and MAPEs per group and over all rows.
+
+        ``additivity`` = ops_alone_ms / network_ms (1: the network is the sum of its
+        operators), ``model`` = kernel_ms / ops_alone_ms (1: the kernel model is exact on these
+        operators), ``law_input`` = kernel_ms / network_ms (both together), ``repeat`` =
+        network_ms / latency_ms (today's timing against the stored one). ``*_mape_pct``: mean
+        absolute percentage error of the numerator against the denominator.
+        """
+        r = self.rows
+        pairs = {"additivity": ("ops_alone_ms", "network_ms"),
+                 "model": (KERNEL_FEATURE, "ops_alone_ms"),
+                 "law_input": (KERNEL_FEATURE, "network_ms"),
+                 "repeat": ("network_ms", "latency_ms")}
+
+        def one(g: pd.DataFrame) -> pd.Series:
+            out: dict[str, float] = {"n": float(len(g))}
+            for name, (a, b) in pairs.items():
+                ratio = g[a].to_numpy(dtype=float) / g[b].to_numpy(dtype=float)
+                out[f"{name}_median"] = float(np.nanmedian(ratio))
+                out[f"{name}_mape_pct"] = float(100 * np.nanmean(np.abs(ratio - 1)))
+            return pd.Series(out)
+
+        keys = [c for c in by if c in r.columns]
+        parts = [one(g).rename(k if isinstance(k, tuple) else (k,))
+                 for k, g in r.groupby(keys, sort=True)] if keys else []
+        total = one(r).rename(("all",) + ("",) * (len(keys) - 1) if keys else ("all",))
+        out = pd.DataFrame([*parts, total])
+        out.index = pd.MultiIndex.from_tuples(out.index, names=keys or ["rows"])
+        out["n"] = out["n"].astype(int)
+        return out
+
+
+def _network_call(row: dict, dtype: Any) -> Any:
+    """A no-argument call running the row's network on random input (eval, its dtype)."""
+    import torch
+
+    from carb_lib.families import get_family
+
+    fam = get_family(str(row["family"]))
+    model = fam.build_model(fam.from_row(row)).to(dtype).eval()
+    res = int(row["resolution"])
+    x = torch.randn(int(row["batch"]), 3, res, res).to(dtype)
+    return lambda: model(x)
+
+
+def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, threads: int = 1,
+                     window_s: float = 0.02, n_windows: int = 5,
+                     progress: bool = True) -> AdditivityCheck:
+    """Time each row's network whole and operator by operator, with the same harness.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Measured rows (family config columns, ``batch``, ``precision``, ``latency_ms``) of
+        families that build a network (``build_model``; 3-channel square input).
+    model : KernelModel, optional
+        A fitted kernel model: adds its summed prediction, ``kernel_ms`` (NaN without one).
+    threads : int, default=1
+        Intra-op threads (the profiler's protocol uses 1).
+    window_s, n_windows : float, int
+        Timing windows, as :func:`~carb_lib.kernels.bench_kernels`.
+    progress : bool, default=True
+        A tqdm bar over the rows.
+
+    Returns
+    -------
+    AdditivityCheck
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from carb_lib.kernels import with_kernel_column
+
+    if len(rows) == 0:
+        raise ValueError("additivity_check needs at least one row")
+    missing = [c for c in ("family", "resolution", "batch", "precision", "latency_ms")
+               if c not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lack column(s) {missing}")
+    rows = rows.reset_index(drop=True)
+    ops, arch_id = network_ops(rows)
+    kern = (with_kernel_column(rows, model)[KERNEL_FEATURE].to_numpy() if model is not None
+            else np.full(len(rows), np.nan))
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    out = []
+    try:
+        for i in tqdm(range(len(rows)), desc="networks", disable=not progress):
+            row = rows.iloc[i].to_dict()
+            dtype = torch.float16 if row["precision"] == "fp16" else torch.float32
+            net_s = _time_call(_network_call(row, dtype), window_s, n_windows)[0]
+            mine = ops[ops["arch_id"] == arch_id[i]]
+            count = mine.groupby(list(OP_COLUMNS), sort=False).size().rename("count")
+            distinct = count.reset_index().assign(batch=int(row["batch"]),
+                                                  precision=row["precision"])
+            timed = bench_kernels(distinct.drop(columns="count"), threads=threads,
+                                  window_s=window_s, n_windows=n_windows, progress=False,
+                                  platform="check")
+            alone = float((timed["time_ms"].to_numpy() * distinct["count"].to_numpy()).sum())
+            out.append({"network_ms": 1e3 * net_s, "ops_alone_ms": alone,
+                        "n_ops": int(count.sum())})
+    finally:
+        torch.set_num_threads(before)
+    res = pd.DataFrame(out)
+    res[KERNEL_FEATURE] = kern
+    from carb_lib.families import get_family
+
+    cfg_cols: list[str] = []
+    for name in pd.unique(rows["family"].astype(str)):
+        for c in ("family", *get_family(name).config_columns):
+            if c in rows.columns and c not in cfg_cols:
+                cfg_cols.append(c)
+    frame = pd.concat([rows[cfg_cols], rows[["latency_ms"]], res], axis=1)
+    return AdditivityCheck(frame[[*cfg_cols, *CHECK_COLUMNS]])

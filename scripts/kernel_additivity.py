@@ -1,0 +1,59 @@
+"""Is a network the sum of its operators timed alone? And is the kernel model right on them?
+
+Draws a sample of measured rows (``--per-group`` per family and precision, stored latency at
+most ``--max-ms``), times each network now and each of its operators alone with the same
+harness (:func:`carb_lib.kernel_checks.additivity_check`), and writes the per-row table and a
+summary: ``additivity`` = operators alone / network (the kernel law's assumption), ``model`` =
+kernel model / operators alone (the kernel model's error on real networks' operators),
+``law_input`` = both together, ``repeat`` = network now / stored. A measurement: run it on a
+quiet machine, nothing else running.
+
+``python scripts/kernel_additivity.py data/kernels/cpu_epyc_zen3_2c.parquet
+data/cpu_epyc_zen3_2c.parquet data/new_families/cpu_epyc_zen3_2c.parquet
+--out results/carb/kernel_additivity``
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from carb_lib import kernels
+from carb_lib.dataset import read_dataset
+from carb_lib.kernel_checks import additivity_check
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bench", type=Path, help="the platform's timed operators (carb kernels)")
+    ap.add_argument("datasets", type=Path, nargs="+", help="measured rows of that platform")
+    ap.add_argument("--out", type=Path, required=True, help="output stem (.csv and .txt)")
+    ap.add_argument("--per-group", type=int, default=5)
+    ap.add_argument("--max-ms", type=float, default=400.0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    df = pd.concat([read_dataset(p) for p in args.datasets], ignore_index=True)
+    df = df[(df["status"] == "ok") & (df["latency_ms"] <= args.max_ms)]
+    sample = df.groupby(["family", "precision"]).sample(n=args.per_group, random_state=args.seed)
+    bench = kernels.read_bench(args.bench)
+    model = kernels.KernelModel().fit(bench)
+    check = additivity_check(sample, model, window_s=0.01, n_windows=3)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    check.rows.to_csv(args.out.with_suffix(".csv"), index=False)
+    cmd = "python scripts/kernel_additivity.py " + " ".join(
+        [str(args.bench), *map(str, args.datasets), "--out", str(args.out),
+         "--per-group", str(args.per_group), "--max-ms", str(args.max_ms), "--seed",
+         str(args.seed)])
+    text = (f"# {cmd}\n{len(sample)} measured rows, {model.n_ops_} timed operators in the "
+            "kernel model; one thread, median of 3 windows >= 10 ms each\n\n"
+            f"{check.summary().round(3).to_string()}\n")
+    args.out.with_suffix(".txt").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
