@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
@@ -170,9 +170,30 @@ def _twos(values: pd.Series) -> np.ndarray:
     return np.log2(np.minimum(v & -v, 1 << 16)).astype(float)
 
 
-def _work(ops: pd.DataFrame) -> np.ndarray:
-    """An operator's work, the unit of the kernel model's rate: FLOPs or elements (>= 1)."""
-    return np.maximum(_flops(ops), 1.0)
+#: Prefixes of the :func:`kernel_features` that ``KernelModel(features="shape")`` leaves out.
+_REGIME_FEATURES = ("log_gemm_", "log_cols_bytes", "align_")
+#: Nominal rates of :func:`_roofline_ms` (FLOP/s of convolutions and linear layers, bytes/s):
+#: the kernel model learns each operator's time *relative* to them, so they only decide where
+#: an operator larger than any timed one switches from compute- to memory-bound.
+NOMINAL_FLOPS, NOMINAL_BYTES = 5e10, 1e10
+
+
+def _bytes(ops: pd.DataFrame) -> np.ndarray:
+    """Bytes an operator reads and writes once: input, output and weights."""
+    f = {c: ops[c].to_numpy(dtype=float) for c in ("cin", "cout", "k", "groups", "h_in",
+                                                    "h_out", "batch")}
+    bpe = np.where(ops["precision"].astype(str).to_numpy() == "fp16", 2.0, 4.0)
+    weighted = np.isin(ops["kind"].astype(str).to_numpy(), ("conv", "dwconv", "linear"))
+    w = np.where(weighted, f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2, 0.0)
+    return (f["batch"] * (f["cin"] * f["h_in"] ** 2 + f["cout"] * f["h_out"] ** 2) + w) * bpe
+
+
+def _roofline_ms(ops: pd.DataFrame) -> np.ndarray:
+    """An operator's nominal roofline time (ms), the unit of the kernel model's target: the
+    larger of its FLOPs at :data:`NOMINAL_FLOPS` and its bytes at :data:`NOMINAL_BYTES`."""
+    weighted = np.isin(ops["kind"].astype(str).to_numpy(), ("conv", "dwconv", "linear"))
+    compute = np.where(weighted, _flops(ops) / NOMINAL_FLOPS, 0.0)
+    return 1e3 * np.maximum(compute, _bytes(ops) / NOMINAL_BYTES)
 
 
 # --------------------------------------------------------------------------- timing
@@ -403,21 +424,33 @@ def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 class KernelModel(RegressorMixin, BaseEstimator):
-    """Predict one operator's time (ms) on a platform from its shape: LightGBM on log time per
-    unit of work (FLOPs of convolutions and linear layers, elements of the others), so that an
-    operator larger than any timed one keeps the rate of its largest neighbours and its time
-    grows with its work (trees on log time would stop at the largest timed time).
+    """Predict one operator's time (ms) on a platform from its shape (LightGBM).
+
+    By default the trees learn the log ratio of an operator's time to its nominal roofline
+    time (the larger of its FLOPs at 50 GFLOP/s and its bytes at 10 GB/s): an operator larger
+    than any timed one keeps the ratio of its largest neighbours, and its time grows with its
+    FLOPs or bytes. Trees on log time stop at the largest time they saw. The target and the
+    feature set were chosen on held-out *operators* (``scripts/kernel_model_choice.py``,
+    ``results/carb/kernel_model_choice.txt``), never on network rows.
 
     Parameters
     ----------
     n_estimators : int, default=600
     learning_rate : float, default=0.05
     num_leaves : int, default=31
+    target : {"roofline", "flops", "time"}, default="roofline"
+        What the trees learn: log(time / nominal roofline time), log(time / FLOPs) (elements
+        for memory-bound operators), or log time (session 9's model).
+    features : {"all", "shape"}, default="all"
+        :func:`kernel_features` whole, or without the matrix-product dimensions and
+        power-of-two alignments (``"shape"``: session 9's set).
     random_state : int, default=0
 
     Attributes
     ----------
     model_ : lightgbm.LGBMRegressor
+    features_ : list of str
+        The columns of :func:`kernel_features` the trees read.
     platform_ : str or None
         The benchmark's platform (None if it has no ``platform`` column).
     n_ops_ : int
@@ -434,15 +467,32 @@ class KernelModel(RegressorMixin, BaseEstimator):
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "num_leaves": [Interval(Integral, 2, None, closed="left")],
+        "target": [StrOptions({"roofline", "flops", "time"})],
+        "features": [StrOptions({"all", "shape"})],
         "random_state": ["random_state"],
     }
 
     def __init__(self, n_estimators: int = 600, *, learning_rate: float = 0.05,
-                 num_leaves: int = 31, random_state: int = 0) -> None:
+                 num_leaves: int = 31, target: str = "roofline", features: str = "all",
+                 random_state: int = 0) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
+        self.target = target
+        self.features = features
         self.random_state = random_state
+
+    def _unit(self, ops: pd.DataFrame) -> np.ndarray:
+        """Log of the unit the trees' target is relative to (0 for ``target="time"``)."""
+        if self.target == "roofline":
+            return np.log(_roofline_ms(ops))
+        if self.target == "flops":
+            return np.log(np.maximum(_flops(ops), 1.0))
+        return np.zeros(len(ops))
+
+    def _X(self, ops: pd.DataFrame) -> pd.DataFrame:
+        X = kernel_features(ops)
+        return X[self.features_] if hasattr(self, "features_") else X
 
     def fit(self, bench: pd.DataFrame, y: Any = None) -> KernelModel:
         """Fit on a kernel benchmark (``time_ms`` of each operator; ``y`` is ignored)."""
@@ -455,14 +505,16 @@ class KernelModel(RegressorMixin, BaseEstimator):
         ok = np.isfinite(t) & (t > 0)
         if ok.sum() < 20:
             raise ValueError(f"a kernel model needs >= 20 timed operators, got {int(ok.sum())}")
-        X = kernel_features(bench.loc[ok])
-        # the trees learn log time per unit of work (FLOPs; elements for memory-bound
-        # operators): beyond the largest timed operator the rate stays, the time scales
+        rows = bench.loc[ok]
+        X = kernel_features(rows)
+        if self.features == "shape":
+            X = X[[c for c in X.columns if not c.startswith(_REGIME_FEATURES)]]
+        self.features_ = list(X.columns)
         self.model_ = LGBMRegressor(
             n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             num_leaves=self.num_leaves, min_child_samples=5, subsample=0.8, subsample_freq=1,
             colsample_bytree=0.9, n_jobs=1, verbose=-1, random_state=self.random_state,
-        ).fit(X, np.log(t[ok]) - np.log(_work(bench.loc[ok])))
+        ).fit(X, np.log(t[ok]) - self._unit(rows))
         plats = bench["platform"].dropna().astype(str).unique() if "platform" in bench else []
         self.platform_ = str(plats[0]) if len(plats) == 1 else None
         self.n_ops_ = int(ok.sum())
@@ -473,7 +525,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         if len(ops) == 0:
             return np.zeros(0)
-        return np.exp(self.model_.predict(kernel_features(ops)) + np.log(_work(ops)))
+        return np.exp(self.model_.predict(self._X(ops)) + self._unit(ops))
 
 
 @dataclass

@@ -358,3 +358,12 @@ def test_cli_fit_kernel_law_needs_its_bench_and_predicts_new_configs(tmp_path):
     p = pd.read_csv(tmp_path / "p.csv")
     assert len(p) == 4 and (p["latency_ms_pred"] > 0).all()
     assert (p["latency_ms_pred_lo"] <= p["latency_ms_pred"]).all()
+    # screening with that model: kernel_ms is the model's own business
+    cands = tmp_path / "cands.csv"
+    resnet.sample_configs(40, seed=12).to_csv(cands, index=False)
+    r = runner.invoke(app, ["screen", "--model", str(tmp_path / "m.joblib"), "--candidates",
+                            str(cands), "--objective", "latency_ms", "--no-quality", "--k", "3",
+                            "--out", str(tmp_path / "short.csv")])
+    assert r.exit_code == 0, r.output
+    short = pd.read_csv(tmp_path / "short.csv")
+    assert 1 <= len(short) <= 3 and KERNEL_FEATURE not in short.columns

@@ -1,0 +1,69 @@
+"""Which kernel model? Chosen on held-out *operators* only (no network row is read).
+
+Variants of :class:`carb_lib.kernels.KernelModel` (``target`` x ``features``) are scored on
+two operator hold-outs of a kernel benchmark:
+
+* ``random``: a random 20 % of the operators (3 split seeds; MAPE mean +- sd);
+* ``largest``: the largest 15 % of each operator kind and precision (by nominal roofline time)
+  held out, the rest fitted (MAPE and the median predicted / measured ratio): how the model
+  extrapolates to operators bigger than any it saw, which networks at large batch, width or
+  resolution contain.
+
+The rule: the lowest mean of the two MAPEs. It picked ``target="roofline", features="all"``,
+the default.
+
+``python scripts/kernel_model_choice.py data/kernels/cpu_epyc_zen3_2c.parquet``
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from carb_lib import kernels
+
+VARIANTS = [("time", "shape"), ("time", "all"), ("flops", "all"), ("roofline", "shape"),
+            ("roofline", "all")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bench", type=Path)
+    ap.add_argument("--seeds", type=int, default=3)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    bench = kernels.read_bench(args.bench).reset_index(drop=True)
+    size = kernels._roofline_ms(bench)
+    largest = np.zeros(len(bench), dtype=bool)
+    for _, g in bench.groupby(["kind", "precision"]):
+        i = g.index.to_numpy()
+        largest[i] = size[i] > np.quantile(size[i], 0.85)
+    rows = []
+    for target, features in VARIANTS:
+        params = {"target": target, "features": features}
+        rand = [kernels.holdout_check(bench, random_state=s, **params).metrics.mape_pct
+                for s in range(args.seeds)]
+        m = kernels.KernelModel(**params).fit(bench[~largest])
+        ratio = m.predict(bench[largest]) / bench.loc[largest, "time_ms"].to_numpy()
+        big = float(100 * np.mean(np.abs(ratio - 1)))
+        rows.append({"target": target, "features": features,
+                     "random_mape_pct": f"{np.mean(rand):.2f} ± {np.std(rand, ddof=1):.2f}",
+                     "largest_mape_pct": round(big, 2),
+                     "largest_median_ratio": round(float(np.median(ratio)), 3),
+                     "criterion": round((np.mean(rand) + big) / 2, 2)})
+    out = pd.DataFrame(rows)
+    best = out.loc[out["criterion"].idxmin()]
+    print(f"# python scripts/kernel_model_choice.py {args.bench}")
+    print(f"{len(bench):,} timed operators; random: {args.seeds} split seeds, 20 % held out; "
+          f"largest: {int(largest.sum()):,} operators held out\n")
+    print(out.to_string(index=False))
+    print(f"\nchosen (lowest criterion = mean of the two MAPEs): target={best['target']!r}, "
+          f"features={best['features']!r}")
+
+
+if __name__ == "__main__":
+    main()
