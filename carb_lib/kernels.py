@@ -13,7 +13,8 @@ characterizes the platform at the level where those differences live, the operat
    family's configs;
 2. :func:`bench_kernels` times each alone on the platform (the profiler's thread count,
    ``torch.inference_mode()``, warm-up, median of timed windows): ``carb kernels``;
-3. :class:`KernelModel` learns log time from the operator's shape (LightGBM);
+3. :class:`KernelModel` learns, from the operator's shape, its log time relative to a nominal
+   roofline time (LightGBM);
 4. :func:`network_ops` lists the operators of any family's network (the family's analytic pass,
    ``Family.op_list``, else a dispatch mode on the ``meta`` device; once per architecture and
    resolution) and :func:`with_kernel_column` adds their predicted times, summed, as
