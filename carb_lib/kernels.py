@@ -148,7 +148,11 @@ def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35,
             continue
         r["h_in"] = h
         r["h_out"] = 1 if r["kind"] == "avgpool" else (h + 2 * r["pad"] - r["k"]) // r["stride"] + 1
-        flops = float(_flops(pd.DataFrame([r]).assign(batch=b))[0])
+        if r["kind"] in ("conv", "dwconv", "linear"):  # as _flops, without a frame per draw
+            flops = (2 * float(b) * r["cout"] * r["cin"] / r["groups"] * float(r["k"]) ** 2
+                     * float(r["h_out"]) ** 2)
+        else:
+            flops = float(b) * r["cout"] * float(r["h_out"]) ** 2
         elems = b * (r["cin"] * h * h + r["cout"] * r["h_out"] ** 2)
         if r["h_out"] < 1 or flops > _FLOP_CAP[prec] or elems > _ELEM_CAP:
             continue
