@@ -88,16 +88,18 @@ class AdditivityCheck:
         return out
 
 
-def _network_call(row: dict, dtype: Any) -> Any:
-    """A no-argument call running the row's network on random input (eval, its dtype)."""
-    import torch
-
+def _network_call(row: dict) -> Any:
+    """A no-argument call running the row's network, in eval mode and its precision, on the
+    input the profiler gives it (:meth:`carb_lib.devices.CpuDevice.prepare`)."""
+    from carb_lib.devices import _dtype, _make_input
     from carb_lib.families import get_family
+    from carb_lib.protocol import Protocol
 
     fam = get_family(str(row["family"]))
-    model = fam.build_model(fam.from_row(row)).to(dtype).eval()
-    res = int(row["resolution"])
-    x = torch.randn(int(row["batch"]), 3, res, res).to(dtype)
+    config = fam.from_row(row)
+    dtype = _dtype(config.precision)
+    model = fam.build_model(config).to(dtype).eval()
+    x = _make_input(config, Protocol(), "cpu", dtype)
     return lambda: model(x)
 
 
@@ -145,8 +147,7 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
     try:
         for i in tqdm(range(len(rows)), desc="networks", disable=not progress):
             row = rows.iloc[i].to_dict()
-            dtype = torch.float16 if row["precision"] == "fp16" else torch.float32
-            net_s = _time_call(_network_call(row, dtype), window_s, n_windows)[0]
+            net_s = _time_call(_network_call(row), window_s, n_windows)[0]
             mine = ops[ops["arch_id"] == arch_id[i]]
             count = mine.groupby(list(OP_COLUMNS), sort=False).size().rename("count")
             distinct = count.reset_index().assign(batch=int(row["batch"]),

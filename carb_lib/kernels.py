@@ -70,6 +70,8 @@ OP_COLUMNS: tuple[str, ...] = ("kind", "cin", "cout", "k", "stride", "pad", "gro
                                "h_out")
 #: Columns of a kernel benchmark (:func:`bench_kernels`), besides its provenance columns.
 BENCH_COLUMNS: tuple[str, ...] = (*OP_COLUMNS, "batch", "precision", "time_ms", "cv", "n_iter")
+#: Operator kinds with weights (FLOPs are counted for them, output elements for the others).
+_WEIGHTED = ("conv", "dwconv", "linear")
 _ELTWISE = ("bn", "relu", "relu6", "silu", "sigmoid", "add", "mul", "maxpool", "avgpool")
 _SPATIAL = (1, 2, 4, 7, 8, 12, 14, 16, 24, 28, 32, 48, 56, 64, 96, 112, 128, 160, 192, 224)
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -148,11 +150,8 @@ def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35,
             continue
         r["h_in"] = h
         r["h_out"] = 1 if r["kind"] == "avgpool" else (h + 2 * r["pad"] - r["k"]) // r["stride"] + 1
-        if r["kind"] in ("conv", "dwconv", "linear"):  # as _flops, without a frame per draw
-            flops = (2 * float(b) * r["cout"] * r["cin"] / r["groups"] * float(r["k"]) ** 2
-                     * float(r["h_out"]) ** 2)
-        else:
-            flops = float(b) * r["cout"] * float(r["h_out"]) ** 2
+        flops = float(_op_flops(r["kind"] in _WEIGHTED, b, r["cin"], r["cout"], r["k"],
+                                r["groups"], r["h_out"]))
         elems = b * (r["cin"] * h * h + r["cout"] * r["h_out"] ** 2)
         if r["h_out"] < 1 or flops > _FLOP_CAP[prec] or elems > _ELEM_CAP:
             continue
@@ -160,13 +159,24 @@ def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35,
     return pd.DataFrame(rows, columns=[*OP_COLUMNS, "batch", "precision"])
 
 
+def _op_flops(weighted: Any, batch: Any, cin: Any, cout: Any, k: Any, groups: Any,
+              h_out: Any) -> np.ndarray:
+    """FLOPs (2 per multiply-add) where ``weighted`` (convolutions, linear layers), output
+    elements elsewhere; arrays or one operator's scalars."""
+    conv = 2 * batch * cout * cin / groups * k ** 2 * h_out ** 2
+    return np.where(weighted, conv, batch * cout * h_out ** 2)
+
+
+def _weighted(ops: pd.DataFrame) -> np.ndarray:
+    """Which operators have weights (:data:`_WEIGHTED`)."""
+    return np.isin(ops["kind"].astype(str).to_numpy(), _WEIGHTED)
+
+
 def _flops(ops: pd.DataFrame) -> np.ndarray:
-    """FLOPs (2 per multiply-add) of convolutions and linear layers; elements otherwise."""
+    """:func:`_op_flops` of every operator of ``ops``."""
     f = {c: ops[c].to_numpy(dtype=float) for c in ("cin", "cout", "k", "groups", "h_out", "batch")}
-    conv = 2 * f["batch"] * f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2 * f["h_out"] ** 2
-    kind = ops["kind"].astype(str).to_numpy()
-    elems = f["batch"] * f["cout"] * f["h_out"] ** 2
-    return np.where(np.isin(kind, ("conv", "dwconv", "linear")), conv, elems)
+    return _op_flops(_weighted(ops), f["batch"], f["cin"], f["cout"], f["k"], f["groups"],
+                     f["h_out"])
 
 
 def _twos(values: pd.Series) -> np.ndarray:
@@ -183,22 +193,21 @@ _REGIME_FEATURES = ("log_gemm_", "log_cols_bytes", "align_")
 NOMINAL_FLOPS, NOMINAL_BYTES = 5e10, 1e10
 
 
-def _bytes(ops: pd.DataFrame) -> np.ndarray:
-    """Bytes an operator reads and writes once: input, output and weights."""
+def _byte_parts(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bytes an operator reads and writes once: input, output, weights (0 without weights)."""
     f = {c: ops[c].to_numpy(dtype=float) for c in ("cin", "cout", "k", "groups", "h_in",
                                                     "h_out", "batch")}
     bpe = np.where(ops["precision"].astype(str).to_numpy() == "fp16", 2.0, 4.0)
-    weighted = np.isin(ops["kind"].astype(str).to_numpy(), ("conv", "dwconv", "linear"))
-    w = np.where(weighted, f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2, 0.0)
-    return (f["batch"] * (f["cin"] * f["h_in"] ** 2 + f["cout"] * f["h_out"] ** 2) + w) * bpe
+    w = np.where(_weighted(ops), f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2 * bpe, 0.0)
+    return (f["batch"] * f["cin"] * f["h_in"] ** 2 * bpe,
+            f["batch"] * f["cout"] * f["h_out"] ** 2 * bpe, w)
 
 
 def _roofline_ms(ops: pd.DataFrame) -> np.ndarray:
     """An operator's nominal roofline time (ms), the unit of the kernel model's target: the
     larger of its FLOPs at :data:`NOMINAL_FLOPS` and its bytes at :data:`NOMINAL_BYTES`."""
-    weighted = np.isin(ops["kind"].astype(str).to_numpy(), ("conv", "dwconv", "linear"))
-    compute = np.where(weighted, _flops(ops) / NOMINAL_FLOPS, 0.0)
-    return 1e3 * np.maximum(compute, _bytes(ops) / NOMINAL_BYTES)
+    compute = np.where(_weighted(ops), _flops(ops) / NOMINAL_FLOPS, 0.0)
+    return 1e3 * np.maximum(compute, sum(_byte_parts(ops)) / NOMINAL_BYTES)
 
 
 # --------------------------------------------------------------------------- timing
@@ -402,6 +411,7 @@ def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
     prec = ops["precision"].astype(str).to_numpy()
     bpe = np.where(prec == "fp16", 2.0, 4.0)
     conv = np.isin(kind, ("conv", "dwconv"))
+    in_bytes, out_bytes, w_bytes = _byte_parts(ops)
     onednn = (conv & uses_onednn_array(prec, f["batch"], f["cin"], f["k"], f["stride"],
                                        f["groups"], f["h_in"] ** 2)).astype(float)
     out = {f"is_{k}": (kind == k).astype(float) for k in KERNEL_KINDS}
@@ -411,10 +421,8 @@ def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
         "k": f["k"], "stride": f["stride"], "log_h_in": np.log(f["h_in"]),
         "log_h_out": np.log(f["h_out"]), "fp16": (prec == "fp16").astype(float),
         "log_flops": np.log(np.maximum(_flops(ops), 1.0)),
-        "log_in_bytes": np.log(b * f["cin"] * f["h_in"] ** 2 * bpe),
-        "log_out_bytes": np.log(b * f["cout"] * f["h_out"] ** 2 * bpe),
-        "log_w_bytes": np.log(np.where(conv | (kind == "linear"),
-                                       f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2, 1) * bpe),
+        "log_in_bytes": np.log(in_bytes), "log_out_bytes": np.log(out_bytes),
+        "log_w_bytes": np.log(np.where(w_bytes > 0, w_bytes, bpe)),  # log(bpe): no weights
         "onednn": onednn, "batch1": (b == 1).astype(float),
         # the matrix product a convolution becomes (im2col: M out channels, N output pixels of
         # the batch, K inputs per output) and its column buffer, where CPU kernels change regime
