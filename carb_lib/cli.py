@@ -493,6 +493,7 @@ def kernels_cmd(
     out: Path = typer.Option(..., "--out", help="New Parquet file for the timed operators, e.g. data/kernels/<platform>.parquet."),
     n: int = typer.Option(3000, "--n", help="Operators drawn from the generic grid (conv, depthwise, linear, memory-bound)."),
     seed: int = typer.Option(0, "--seed", help="Sample seed."),
+    sampler: int | None = typer.Option(None, "--sampler", help="Sampler version (default: the current one; 1 and 2 reproduce earlier draws)."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
     append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, threads and PyTorch; a seed it does not hold)."),
@@ -521,16 +522,19 @@ def kernels_cmd(
         raise FileNotFoundError(f"--append: {out} does not exist")
     if n < 1 or threads < 1:
         raise ValueError(f"--n and --threads must be >= 1, got {n} and {threads}")
+    version = SAMPLER_VERSION if sampler is None else sampler
+    if version not in range(1, SAMPLER_VERSION + 1):
+        raise ValueError(f"--sampler must be 1-{SAMPLER_VERSION}, got {version}")
     plat = platform or CpuDevice().platform
     old = read_bench(out) if append else None
     if old is not None:
         check_append(old, platform=plat, threads=threads, seed=seed,
                      torch_version=torch.__version__)
     out.parent.mkdir(parents=True, exist_ok=True)
-    ops = sample_kernels(n, seed=seed)
+    ops = sample_kernels(n, seed=seed, version=version)
 
     def save(rows: pd.DataFrame) -> None:
-        rows = rows.assign(sample_seed=seed, sampler=SAMPLER_VERSION)
+        rows = rows.assign(sample_seed=seed, sampler=version)
         atomic_write_parquet(rows if old is None else pd.concat([old, rows], ignore_index=True),
                              out)
 
@@ -541,7 +545,7 @@ def kernels_cmd(
     med = rows.groupby(["kind", "precision"])["time_ms"].median().unstack()
     typer.echo(f"median ms per operator:\n{med.round(3).to_string()}")
     total = len(rows) + (0 if old is None else len(old))
-    typer.echo(f"wrote {out}: {len(rows)} operators (seed {seed}, sampler v{SAMPLER_VERSION}), "
+    typer.echo(f"wrote {out}: {len(rows)} operators (seed {seed}, sampler v{version}), "
                f"{total} in all, platform {plat}")
 
 

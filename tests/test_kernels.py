@@ -255,8 +255,7 @@ def test_vectorised_onednn_rule_is_the_scalar_rule():
 
 
 def test_sampler_v2_reaches_one_pixel_and_wide_convolutions_v1_stays_reproducible():
-    v2 = kernels.sample_kernels(3000, seed=1)
-    assert v2.equals(kernels.sample_kernels(3000, seed=1, version=kernels.SAMPLER_VERSION))
+    v2 = kernels.sample_kernels(3000, seed=1, version=2)
     conv = v2[v2["kind"] == "conv"]
     # padded 3x3 kernels at 1 px (the last stage of a wide ResNet at 32 px) are drawn ...
     assert ((conv["k"] == 3) & (conv["h_in"] == 1)).sum() >= 20
@@ -270,8 +269,32 @@ def test_sampler_v2_reaches_one_pixel_and_wide_convolutions_v1_stays_reproducibl
     assert not ((c1["k"] >= 3) & (c1["h_in"] == 1)).any()
     d1 = c1[c1["kind"] == "conv"]
     assert ((d1["cin"] >= 512) & (d1["cout"] >= 512)).mean() < wide.mean() / 3
-    with pytest.raises(ValueError, match="version must be 1 or 2, got 3"):
-        kernels.sample_kernels(5, version=3)
+    with pytest.raises(ValueError, match="version must be 1, 2 or 3, got 4"):
+        kernels.sample_kernels(5, version=4)
+
+
+def test_sampler_v3_draws_weights_past_the_cache_and_vgg_pools_v2_stays_reproducible():
+    v3 = kernels.sample_kernels(3000, seed=2)
+    assert v3.equals(kernels.sample_kernels(3000, seed=2, version=kernels.SAMPLER_VERSION))
+    assert kernels.SAMPLER_VERSION == 3
+    _, _, w = kernels._byte_parts(v3)
+    conv = (v3["kind"] == "conv").to_numpy()
+    small = (v3["h_in"] <= 8).to_numpy()
+    v2 = kernels.sample_kernels(3000, seed=2, version=2)
+    _, _, w2 = kernels._byte_parts(v2)
+    conv2, small2 = (v2["kind"] == "conv").to_numpy(), (v2["h_in"] <= 8).to_numpy()
+    # weights past the 32 MB L3 at small feature maps: at least 3x v2's count
+    past = int((conv & small & (w > 32e6)).sum())
+    assert past >= 40 and past >= 3 * int((conv2 & small2 & (w2 > 32e6)).sum())
+    # VGG's 2x2 stride-2 pool without padding, and ResNet's padded 3x3, both drawn
+    pool = v3[v3["kind"] == "maxpool"]
+    two = pool[pool["k"] == 2]
+    assert len(two) >= 20 and (two["pad"] == 0).all() and (two["stride"] == 2).all()
+    assert (two["h_out"] == two["h_in"] // 2).all()
+    three = pool[pool["k"] == 3]
+    assert len(three) >= 20 and (three["pad"] == 1).all()
+    assert not (v2[v2["kind"] == "maxpool"]["k"] == 2).any()
+    assert (v3["h_out"] >= 1).all()
 
 
 def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
@@ -283,9 +306,9 @@ def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
     assert runner.invoke(app, [*base, "--n", "2"]).exit_code == 0
     r = runner.invoke(app, [*base, "--n", "3", "--seed", "1", "--append"])
     assert r.exit_code == 0, r.output
-    assert "3 operators (seed 1, sampler v2), 5 in all" in r.output
+    assert "3 operators (seed 1, sampler v3), 5 in all" in r.output
     b = kernels.read_bench(out)
-    assert b["sample_seed"].tolist() == [0, 0, 1, 1, 1] and set(b["sampler"]) == {2}
+    assert b["sample_seed"].tolist() == [0, 0, 1, 1, 1] and set(b["sampler"]) == {3}
     before = out.read_bytes()
     for args, msg in [(["--seed", "1", "--append"], "already holds the operators of --seed 1"),
                       (["--seed", "2", "--append", "--threads", "2"], "holds threads ['1']"),
@@ -299,6 +322,12 @@ def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
     r = runner.invoke(app, ["kernels", "--out", str(tmp_path / "none.parquet"), "--n", "2",
                             "--append", "--no-progress"])
     assert r.exit_code == 1 and "does not exist" in r.output
+    r = runner.invoke(app, [*base, "--n", "2", "--seed", "3", "--append", "--sampler", "9"])
+    assert r.exit_code == 1 and "--sampler must be 1-3, got 9" in r.output
+    assert out.read_bytes() == before
+    r = runner.invoke(app, [*base, "--n", "2", "--seed", "3", "--append", "--sampler", "1"])
+    assert r.exit_code == 0 and "2 operators (seed 3, sampler v1), 7 in all" in r.output
+    assert kernels.read_bench(out)["sampler"].tolist() == [3] * 5 + [1] * 2
 
 
 def _kernel_rows():
