@@ -47,6 +47,7 @@ from carb_lib.campaign_parts import (  # noqa: F401  (re-exported)
     RESULTS_PREFIX,
     PartWriter,
     _part_files,
+    check_one_cpu,
     dedupe,
     done_ids,
     drift_summary,
@@ -54,6 +55,7 @@ from carb_lib.campaign_parts import (  # noqa: F401  (re-exported)
     merge_parts,
     normalise_latency,
     parse_shard,
+    part_cpu_ids,
     read_parts,
     reference_rows,
     shard_mask,
@@ -343,6 +345,15 @@ def _run_locked(
     cfg = cfg.iloc[rng.permutation(len(cfg))].reset_index(drop=True)
     res = CampaignResult(out_dir=str(out), platform=plat, n_total=len(cfg))
     done = done_ids(out, plat)
+    if dev.kind == "cpu":  # resuming another machine's campaign would mix two CPUs
+        from carb_lib.devices import cpu_identity
+
+        other = part_cpu_ids(out, plat) - {cpu_identity()}
+        if other:
+            raise ValueError(
+                f"{out} holds rows of platform {plat!r} measured on another CPU "
+                f"(cpu_id {sorted(other)}); this machine is {cpu_identity()!r}: give it its "
+                "own --platform and --out")
     todo = cfg[~cfg["config_id"].isin(done)].reset_index(drop=True)
     res.n_already_done = len(cfg) - len(todo)
     res.n_planned = len(todo)

@@ -103,6 +103,41 @@ def done_ids(folder: str | Path, platform: str | None = None) -> set[str]:
     return out
 
 
+def check_one_cpu(df: pd.DataFrame, where: str) -> None:
+    """Refuse CPU rows of one platform measured on two different CPUs (``cpu_id``).
+
+    Cloud VMs give one model name to CPUs generations apart; rows of both under one platform
+    name would silently become one platform. GPU rows (``cuda`` set) are not checked: their
+    platform is the GPU. Rows without ``cpu_id`` (measured before it was recorded) are not
+    compared."""
+    if "cpu_id" not in df.columns or "platform" not in df.columns:
+        return
+    cpu = df["cuda"].isna() if "cuda" in df.columns else pd.Series(True, index=df.index)
+    known = df.loc[cpu & df["cpu_id"].notna(), ["platform", "cpu_id"]].astype(str)
+    for plat, ids in known.groupby("platform", sort=False)["cpu_id"]:
+        seen = list(pd.unique(ids))
+        if len(seen) > 1:
+            raise ValueError(
+                f"{where}: platform {plat!r} holds rows of {len(seen)} different CPUs "
+                f"(cpu_id {seen}); one platform is one machine: give the other CPU's rows "
+                "their own --platform")
+
+
+def part_cpu_ids(folder: str | Path, platform: str) -> set[str]:
+    """The ``cpu_id`` values of ``platform``'s rows in a folder's result parts (parts written
+    before the column existed count for nothing)."""
+    import pyarrow.parquet as pq
+
+    out: set[str] = set()
+    for f in _part_files(Path(folder), RESULTS_PREFIX):
+        if "cpu_id" not in pq.read_schema(f).names:
+            continue
+        t = pq.read_table(f, columns=["platform", "cpu_id"]).to_pydict()
+        out |= {c for p, c in zip(t["platform"], t["cpu_id"], strict=True)
+                if p == platform and c is not None}
+    return out
+
+
 class PartWriter:
     """Writes rows as atomic Parquet parts ``<prefix>-<tag>-<seq>.parquet`` in ``folder``."""
 
@@ -311,6 +346,7 @@ def merge_parts(
             f"the parts in {folder} hold several platforms {sorted(plats)}; merge each into "
             "its own file, or pass --allow-mixed-platforms"
         )
+    check_one_cpu(df, f"merging {folder}" + (f" into {existing}" if n_old else ""))
     df = dedupe(df, n_existing=n_old)
 
     df = df.drop(columns=[c for c in STATIC_FEATURE_COLUMNS if c in df.columns])

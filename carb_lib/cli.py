@@ -504,7 +504,7 @@ def kernels_cmd(
     import torch
 
     from carb_lib.dataset import atomic_write_parquet
-    from carb_lib.devices import CpuDevice
+    from carb_lib.devices import CpuDevice, cpu_identity
     from carb_lib.kernels import (
         SAMPLER_VERSION,
         bench_kernels,
@@ -529,7 +529,11 @@ def kernels_cmd(
     old = read_bench(out) if append else None
     if old is not None:
         check_append(old, platform=plat, threads=threads, seed=seed,
-                     torch_version=torch.__version__)
+                     torch_version=torch.__version__, cpu_id=cpu_identity())
+        if "cpu_id" not in old.columns or old["cpu_id"].isna().any():
+            typer.echo(f"note: rows of {out} carry no cpu_id (timed before it was recorded); "
+                       f"this CPU is {cpu_identity()!r}: append only on the machine that "
+                       "timed them (its data card says which)")
     out.parent.mkdir(parents=True, exist_ok=True)
     ops = sample_kernels(n, seed=seed, version=version)
 

@@ -253,6 +253,8 @@ SCHEMA: tuple[Column, ...] = (
     _c("host", "str", "provenance"),
     _c("measured_at", "str", "provenance", doc="UTC ISO 8601"),
     _c("threads", "int", "provenance", nonneg=True, doc="torch intra-op threads"),
+    _c("cpu_id", "str", "provenance", False, "allowed",
+       doc="the host CPU: vendor, family, model, stepping, ISA, L3 (carb_lib.devices.cpu_identity)"),
     _c("carb_version", "str", "provenance", False, "allowed"),
     _c("git_commit", "str", "provenance", False, "allowed", doc="commit of the measuring code"),
     _c("git_dirty", "bool", "provenance", False, "allowed",

@@ -39,7 +39,8 @@ from carb_lib.telemetry import (
     TelemetrySampler,
 )
 
-__all__ = ["CpuDevice", "CudaDevice", "Device", "get_device", "idle_power_from_counter", "slug"]
+__all__ = ["CpuDevice", "CudaDevice", "Device", "cpu_identity", "get_device",
+           "idle_power_from_counter", "slug"]
 
 
 def _cpu_name() -> str:
@@ -51,6 +52,70 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return _platform.processor() or _platform.machine() or "cpu"
+
+
+def _read_cpuinfo() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _cpuinfo_fields(text: str) -> dict[str, str]:
+    """``key: value`` pairs of the first processor block of ``/proc/cpuinfo`` text."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if out:
+                break
+            continue
+        key, _, value = line.partition(":")
+        out.setdefault(key.strip().lower(), value.strip())
+    return out
+
+
+_CPU_ID: dict[str, str] = {}
+
+
+def cpu_identity(cpuinfo: str | None = None, *, isa: str | None = None,
+                 l3: str | None = None) -> str:
+    """What tells this CPU apart from another of the same model name: vendor, family, model
+    and stepping, the ISA PyTorch's CPU kernels use, and the L3 size, e.g.
+    ``"AuthenticAMD family 25 model 17 stepping 1 | AVX512 | L3 32768K"``.
+
+    Cloud VMs report one model name ("AMD EPYC") for processors three generations apart (Zen 3
+    without AVX-512, Zen 4 and Zen 5 with it), which run the same network 3x apart: rows of
+    two such machines under one platform name would be one platform to every model. The
+    profiler records this string in each row (``cpu_id``) and campaigns, merges and kernel
+    benchmarks refuse to mix two of them under one platform. Arguments replace what is read
+    from the machine (tests)."""
+    from_machine = cpuinfo is None and isa is None and l3 is None
+    if from_machine and "id" in _CPU_ID:
+        return _CPU_ID["id"]
+    if cpuinfo is None:
+        cpuinfo = _read_cpuinfo()
+    f = _cpuinfo_fields(cpuinfo or "")
+    parts = [f.get("vendor_id") or _platform.processor() or _platform.machine() or "cpu"]
+    parts += [f"{k} {f[k]}" for k in ("cpu family", "model", "stepping") if f.get(k)]
+    head = " ".join(parts).replace("cpu family", "family")
+    if isa is None:
+        try:
+            import torch
+
+            isa = str(torch.backends.cpu.get_cpu_capability())
+        except Exception:  # noqa: BLE001 - an older torch: no capability to report
+            isa = "unknown ISA"
+    if l3 is None:
+        try:
+            with open("/sys/devices/system/cpu/cpu0/cache/index3/size") as fh:
+                l3 = fh.read().strip()
+        except OSError:
+            l3 = "?"
+    out = f"{head} | {isa} | L3 {l3}"
+    if from_machine:
+        _CPU_ID["id"] = out
+    return out
 
 
 def slug(text: str) -> str:
@@ -110,6 +175,7 @@ class Device:
             "torch_version": torch.__version__,
             "host": socket.gethostname(),
             "threads": int(torch.get_num_threads()),
+            "cpu_id": cpu_identity(),
             **software_provenance(),
         }
 
@@ -166,7 +232,11 @@ class CpuDevice(Device):
     def default_platform(self) -> str:
         import torch
 
-        return f"cpu_{slug(self._name)[:40]}_{torch.get_num_threads()}t"
+        # family and model in the name: one model name ("AMD EPYC") covers CPUs 3x apart
+        f = _cpuinfo_fields(_read_cpuinfo())
+        gen = (f"_f{f['cpu family']}m{f['model']}" if f.get("cpu family") and f.get("model")
+               else "")
+        return f"cpu_{slug(self._name)[:40]}{gen}_{torch.get_num_threads()}t"
 
     def setup(self, protocol: Protocol) -> None:
         import torch

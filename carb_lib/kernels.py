@@ -307,13 +307,13 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     Returns
     -------
     pandas.DataFrame
-        :data:`BENCH_COLUMNS` and provenance (``platform``, ``threads``, ``torch_version``,
-        ``measured_at``, ``carb_version``, ``git_commit``).
+        :data:`BENCH_COLUMNS` and provenance (``platform``, ``cpu_id``, ``threads``,
+        ``torch_version``, ``measured_at``, ``carb_version``, ``git_commit``).
     """
     import torch
     from tqdm.auto import tqdm
 
-    from carb_lib.devices import CpuDevice
+    from carb_lib.devices import CpuDevice, cpu_identity
     from carb_lib.interference import code_version
 
     _check_ops(ops, need=("batch", "precision"))
@@ -321,8 +321,8 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     torch.set_num_threads(int(threads))
     try:
         plat = platform or CpuDevice().platform
-        prov = {"platform": plat, "threads": int(threads), "torch_version": torch.__version__,
-                **code_version()}
+        prov = {"platform": plat, "cpu_id": cpu_identity(), "threads": int(threads),
+                "torch_version": torch.__version__, **code_version()}
         rows: list[dict[str, Any]] = []
         try:
             for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels",
@@ -394,11 +394,14 @@ def read_bench(path: Any) -> pd.DataFrame:
 
 
 def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
-                 torch_version: str) -> None:
+                 torch_version: str, cpu_id: str | None = None) -> None:
     """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
-    thread count or PyTorch, or a sample seed it already holds (one clear ``ValueError``)."""
-    for col, value in (("platform", platform), ("threads", threads),
+    CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, or a sample seed it
+    already holds (one clear ``ValueError``)."""
+    for col, value in (("platform", platform), ("cpu_id", cpu_id), ("threads", threads),
                        ("torch_version", torch_version)):
+        if value is None:
+            continue
         have = sorted({str(v) for v in old[col].dropna().unique()}) if col in old else []
         if have and have != [str(value)]:
             raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
