@@ -7,11 +7,13 @@ extended-dense space (:func:`carb_lib.screening.screen.load_candidates`, distinc
 the per-architecture operator lists are not all cached). Timed, median of ``--repeats`` runs:
 
 * ``kernel_column``: :func:`carb_lib.kernels.with_kernel_column` alone (operator lists +
-  kernel model), the first run with a cold operator-list cache reported separately;
+  kernel model on the estimator's ``n_jobs`` threads), the first run with a cold
+  operator-list cache reported separately;
 * ``predict_interval_kernel`` and ``predict_interval_roofline``: the whole prediction with
   intervals, kernel law against the default roofline law fitted on the same rows.
 
-Writes ``results/benchmarks/kernel_law.csv``. Do not run while a measurement campaign runs.
+Writes ``results/benchmarks/kernel_law.csv`` (with the host's ``cpu_id``: compare runs of one
+CPU only). Do not run while a measurement campaign runs.
 
 ``python benchmarks/bench_kernel_law.py`` (20,000 candidates: the kernel law costs milliseconds per
 distinct architecture, so a million would take most of an hour on 2 cores)
@@ -33,6 +35,7 @@ import pandas as pd  # noqa: E402
 
 from carb_lib import kernels  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
+from carb_lib.devices import cpu_identity  # noqa: E402
 from carb_lib.ensemble import CARBRegressor, preset  # noqa: E402
 from carb_lib.evaluation import prepare_dataset  # noqa: E402
 from carb_lib.features import with_static_features  # noqa: E402
@@ -66,8 +69,8 @@ def main() -> None:
     roof = CARBRegressor(**preset("default", targets=targets)).fit(df)
     cands = with_static_features(load_candidates("extended-dense", n_extended=args.n, seed=0))
     kernels._ARCH_CACHE.clear()
-    cold, warm = _timed(lambda: kernels.with_kernel_column(cands, kern.kernel_model_),
-                        args.repeats)
+    cold, warm = _timed(lambda: kernels.with_kernel_column(cands, kern.kernel_model_,
+                                                           n_jobs=kern.n_jobs), args.repeats)
     _, k_iv = _timed(lambda: kern.predict_interval(cands), args.repeats)
     _, r_iv = _timed(lambda: roof.predict_interval(cands), args.repeats)
     n_arch = int(kernels.network_ops(cands)[1].max() + 1)
@@ -75,7 +78,7 @@ def main() -> None:
             ("predict_interval_kernel_s", k_iv), ("predict_interval_roofline_s", r_iv),
             ("distinct_architectures", n_arch)]
     out = pd.DataFrame(rows, columns=["measure", "value"]).assign(
-        n_candidates=len(cands), repeats=args.repeats,
+        n_candidates=len(cands), repeats=args.repeats, cpu_id=cpu_identity(),
         measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out, index=False)

@@ -284,3 +284,20 @@ def test_a_memory_law_saved_without_the_allocator_term_still_predicts():
     saved = BaseLaw("peak_mem_mib", "memory", old.precisions, old.coef, old.floor, old.n)
     np.testing.assert_array_equal(saved.predict(df), old.predict(df))
     assert list(saved.constants()["term"].unique()) == list(old.constants()["term"].unique())
+
+
+def test_the_zen4_rows_are_one_cpu_and_equal_the_16_channel_peak():
+    """The second CPU of the kernel law's replication (data/other_cpus): AVX-512, so 16-channel
+    blocks; every row carries that CPU's ``cpu_id``; its configs are the Zen 3 plan's."""
+    from carb_lib.dataset import read_dataset
+    from carb_lib.features import static_features
+
+    df = read_dataset(ROOT / "data" / "other_cpus" / "cpu_epyc_zen4_2c.parquet")
+    assert (df["status"] == "ok").all() and len(df) == 2041
+    assert df["cpu_id"].nunique() == 1 and "family 25 model 17" in df["cpu_id"].iloc[0]
+    assert "AVX512" in df["cpu_id"].iloc[0]
+    f = static_features(df)
+    measured = df["peak_mem_mib"].to_numpy(dtype=float) * 2**20
+    assert np.abs(f[ALLOC_FEATURES[16]].to_numpy() - measured).max() <= 0.5
+    zen3 = pd.read_parquet(DATASETS[0], columns=["config_id"])
+    assert set(df["config_id"]) <= set(zen3["config_id"])

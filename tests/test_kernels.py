@@ -135,6 +135,12 @@ def test_kernel_model_learns_a_known_law_and_sums_it_per_network():
     expect = model.predict(ops.assign(batch=df["batch"].iloc[0],
                                       precision=df["precision"].iloc[0])).sum()
     assert out[KERNEL_FEATURE].iloc[0] == pytest.approx(expect)
+    # two threads give the same numbers; a cached second listing gives the same operators
+    np.testing.assert_array_equal(
+        kernels.with_kernel_column(df, model, n_jobs=2)[KERNEL_FEATURE], out[KERNEL_FEATURE])
+    again, arch_again = kernels.network_ops(df.iloc[[0]])
+    pd.testing.assert_frame_equal(again, ops)
+    assert ops.dtypes.drop("kind").eq("int64").all()
     # more images cost more kernel time
     big = kernels.with_kernel_column(df.assign(batch=64), model)[KERNEL_FEATURE]
     one = kernels.with_kernel_column(df.assign(batch=1), model)[KERNEL_FEATURE]

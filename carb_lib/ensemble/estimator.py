@@ -387,7 +387,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             bench = self.kernel_bench
             bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
             self.kernel_model_ = KernelModel().fit(bench)
-        return with_kernel_column(X, self.kernel_model_)
+        return with_kernel_column(X, self.kernel_model_, n_jobs=self.n_jobs)
 
     @property
     def _uses_base(self) -> bool:
