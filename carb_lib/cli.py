@@ -496,7 +496,7 @@ def kernels_cmd(
     sampler: int | None = typer.Option(None, "--sampler", help="Sampler version (default: the current one; 1 and 2 reproduce earlier draws)."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
-    append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, threads and PyTorch; a seed it does not hold)."),
+    append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, CPU, threads and PyTorch; a seed it does not hold)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +14,8 @@ from carb_lib.base_models import fit_base_law, law_columns
 from carb_lib.families import efficientnet, mobilenetv2, resnet, vgg
 from carb_lib.features import static_features
 from carb_lib.vocab import KERNEL_FEATURE
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _configs() -> pd.DataFrame:
@@ -138,7 +142,7 @@ def test_kernel_model_learns_a_known_law_and_sums_it_per_network():
     # two threads give the same numbers; a cached second listing gives the same operators
     np.testing.assert_array_equal(
         kernels.with_kernel_column(df, model, n_jobs=2)[KERNEL_FEATURE], out[KERNEL_FEATURE])
-    again, arch_again = kernels.network_ops(df.iloc[[0]])
+    again, _ = kernels.network_ops(df.iloc[[0]])
     pd.testing.assert_frame_equal(again, ops)
     assert ops.dtypes.drop("kind").eq("int64").all()
     # more images cost more kernel time
@@ -301,6 +305,13 @@ def test_sampler_v3_draws_weights_past_the_cache_and_vgg_pools_v2_stays_reproduc
     assert len(three) >= 20 and (three["pad"] == 1).all()
     assert not (v2[v2["kind"] == "maxpool"]["k"] == 2).any()
     assert (v3["h_out"] >= 1).all()
+    # the committed Zen 4 benchmark is v3's seed-0 draw, operator for operator
+    zen4 = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen4_2c.parquet")
+    cols = [*kernels.OP_COLUMNS, "batch", "precision"]
+    drawn = kernels.sample_kernels(len(zen4), seed=0)
+    assert set(zen4["sampler"]) == {3} and set(zen4["sample_seed"]) == {0}
+    pd.testing.assert_frame_equal(zen4[cols].astype(str).reset_index(drop=True),
+                                  drawn[cols].astype(str))
 
 
 def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
