@@ -178,13 +178,11 @@ def audit(
     platforms = df["platform"].astype(str).unique()
     if len(platforms) != 1:
         raise ValueError(f"audit one platform at a time; the dataset has {list(platforms)}")
-    if device == "cpu" and "cpu_id" in df.columns and df["cpu_id"].notna().any():
-        from carb_lib.devices import cpu_identity
+    if device == "cpu" and "cpu_id" in df.columns:
+        from carb_lib.devices import refuse_other_cpu
 
-        stored = sorted(set(df["cpu_id"].dropna().astype(str)))
-        if stored != [cpu_identity()]:
-            raise ValueError(f"the dataset was measured on CPU {stored}; this machine is "
-                             f"{cpu_identity()!r}: an audit re-measures on the same CPU")
+        refuse_other_cpu(df["cpu_id"].dropna().astype(str), "the dataset was",
+                         "an audit re-measures on the same CPU")
     threads = int(df["threads"].dropna().iloc[0]) if df["threads"].notna().any() else None
     protocol = protocol or Protocol(threads=threads)
     sample = sample_rows(df, n, seed)

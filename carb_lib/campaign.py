@@ -346,14 +346,10 @@ def _run_locked(
     res = CampaignResult(out_dir=str(out), platform=plat, n_total=len(cfg))
     done = done_ids(out, plat)
     if dev.kind == "cpu":  # resuming another machine's campaign would mix two CPUs
-        from carb_lib.devices import cpu_identity
+        from carb_lib.devices import refuse_other_cpu
 
-        other = part_cpu_ids(out, plat) - {cpu_identity()}
-        if other:
-            raise ValueError(
-                f"{out} holds rows of platform {plat!r} measured on another CPU "
-                f"(cpu_id {sorted(other)}); this machine is {cpu_identity()!r}: give it its "
-                "own --platform and --out")
+        refuse_other_cpu(part_cpu_ids(out, plat), f"{out} holds rows of platform {plat!r}",
+                         "give it its own --platform and --out")
     todo = cfg[~cfg["config_id"].isin(done)].reset_index(drop=True)
     res.n_already_done = len(cfg) - len(todo)
     res.n_planned = len(todo)

@@ -6,12 +6,14 @@ Tests subclass a device to inject failures. Every name is importable from
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import platform as _platform
 import re
 import socket
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -40,18 +42,7 @@ from carb_lib.telemetry import (
 )
 
 __all__ = ["CpuDevice", "CudaDevice", "Device", "cpu_identity", "get_device",
-           "idle_power_from_counter", "slug"]
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return _platform.processor() or _platform.machine() or "cpu"
+           "idle_power_from_counter", "refuse_other_cpu", "slug"]
 
 
 def _read_cpuinfo() -> str:
@@ -75,7 +66,32 @@ def _cpuinfo_fields(text: str) -> dict[str, str]:
     return out
 
 
-_CPU_ID: dict[str, str] = {}
+@functools.cache
+def _machine_cpuinfo() -> dict[str, str]:
+    """This machine's :func:`_cpuinfo_fields` (``/proc/cpuinfo`` is read once per process)."""
+    return _cpuinfo_fields(_read_cpuinfo())
+
+
+def _cpu_name() -> str:
+    name = _machine_cpuinfo().get("model name")
+    return name if name is not None else (_platform.processor() or _platform.machine() or "cpu")
+
+
+def _torch_isa() -> str:
+    try:
+        import torch
+
+        return str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # noqa: BLE001 - an older torch: no capability to report
+        return "unknown ISA"
+
+
+def _l3_size() -> str:
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index3/size") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
 
 
 def cpu_identity(cpuinfo: str | None = None, *, isa: str | None = None,
@@ -89,33 +105,31 @@ def cpu_identity(cpuinfo: str | None = None, *, isa: str | None = None,
     two such machines under one platform name would be one platform to every model. The
     profiler records this string in each row (``cpu_id``) and campaigns, merges and kernel
     benchmarks refuse to mix two of them under one platform. Arguments replace what is read
-    from the machine (tests)."""
-    from_machine = cpuinfo is None and isa is None and l3 is None
-    if from_machine and "id" in _CPU_ID:
-        return _CPU_ID["id"]
-    if cpuinfo is None:
-        cpuinfo = _read_cpuinfo()
-    f = _cpuinfo_fields(cpuinfo or "")
+    from the machine (tests); without any, the machine's identity is computed once."""
+    if cpuinfo is None and isa is None and l3 is None:
+        return _machine_identity()
+    f = _machine_cpuinfo() if cpuinfo is None else _cpuinfo_fields(cpuinfo)
     parts = [f.get("vendor_id") or _platform.processor() or _platform.machine() or "cpu"]
     parts += [f"{k} {f[k]}" for k in ("cpu family", "model", "stepping") if f.get(k)]
     head = " ".join(parts).replace("cpu family", "family")
-    if isa is None:
-        try:
-            import torch
+    return (f"{head} | {_torch_isa() if isa is None else isa} | "
+            f"L3 {_l3_size() if l3 is None else l3}")
 
-            isa = str(torch.backends.cpu.get_cpu_capability())
-        except Exception:  # noqa: BLE001 - an older torch: no capability to report
-            isa = "unknown ISA"
-    if l3 is None:
-        try:
-            with open("/sys/devices/system/cpu/cpu0/cache/index3/size") as fh:
-                l3 = fh.read().strip()
-        except OSError:
-            l3 = "?"
-    out = f"{head} | {isa} | L3 {l3}"
-    if from_machine:
-        _CPU_ID["id"] = out
-    return out
+
+@functools.cache
+def _machine_identity() -> str:
+    return cpu_identity(_read_cpuinfo(), isa=_torch_isa(), l3=_l3_size())
+
+
+def refuse_other_cpu(ids: Iterable[Any], what: str, advice: str) -> None:
+    """One clear ``ValueError`` if the stored ``cpu_id`` values ``ids`` (missing ones ignored)
+    name a CPU other than this machine's: ``"<what> measured on another CPU (...); this
+    machine is ...: <advice>"``."""
+    me = cpu_identity()
+    other = sorted({i for i in ids if isinstance(i, str)} - {me})
+    if other:
+        raise ValueError(f"{what} measured on another CPU (cpu_id {other}); this machine is "
+                         f"{me!r}: {advice}")
 
 
 def slug(text: str) -> str:
@@ -233,7 +247,7 @@ class CpuDevice(Device):
         import torch
 
         # family and model in the name: one model name ("AMD EPYC") covers CPUs 3x apart
-        f = _cpuinfo_fields(_read_cpuinfo())
+        f = _machine_cpuinfo()
         gen = (f"_f{f['cpu family']}m{f['model']}" if f.get("cpu family") and f.get("model")
                else "")
         return f"cpu_{slug(self._name)[:40]}{gen}_{torch.get_num_threads()}t"

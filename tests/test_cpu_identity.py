@@ -5,6 +5,8 @@ put two CPUs under one platform name. Cloud VMs call Zen 3, Zen 4 and Zen 5 proc
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
@@ -15,6 +17,7 @@ from carb_lib import devices, kernels
 from carb_lib.profiling import Protocol
 
 torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parents[1]
 FAST = Protocol(threads=1, **FAST_SETTINGS)
 
 ZEN3 = """processor\t: 0
@@ -44,11 +47,11 @@ def test_cpu_identity_reads_the_first_processor_and_names_isa_and_cache():
 
 
 def test_default_platform_name_carries_family_and_model(monkeypatch):
-    monkeypatch.setattr(devices, "_read_cpuinfo", lambda: ZEN3)
+    monkeypatch.setattr(devices, "_machine_cpuinfo", lambda: devices._cpuinfo_fields(ZEN3))
     dev = devices.CpuDevice()
     dev._name = "AMD EPYC"
     assert dev.platform == f"cpu_amd_epyc_f25m1_{torch.get_num_threads()}t"
-    monkeypatch.setattr(devices, "_read_cpuinfo", lambda: "")
+    monkeypatch.setattr(devices, "_machine_cpuinfo", lambda: {})
     assert dev.platform == f"cpu_amd_epyc_{torch.get_num_threads()}t"
 
 
@@ -115,3 +118,14 @@ def test_cli_kernels_append_records_the_cpu_and_notes_rows_without_one(tmp_path)
     assert r.exit_code == 0 and "carry no cpu_id (timed before it was recorded)" in r.output
     b = kernels.read_bench(out)
     assert b["cpu_id"].isna().sum() == 4 and (b["cpu_id"] == devices.cpu_identity()).sum() == 2
+
+
+def test_audit_refuses_a_dataset_of_another_cpu(tmp_path):
+    from carb_lib.audit import audit
+    from carb_lib.dataset import read_dataset
+
+    rows = read_dataset(ROOT / "data" / "cpu_epyc_zen3_2c.parquet").head(3)
+    other = rows.assign(cpu_id="AuthenticAMD family 26 model 2 | AVX512 | L3 32768K")
+    with pytest.raises(ValueError, match=r"the dataset was measured on another CPU \(cpu_id "
+                                         r"\['AuthenticAMD family 26 model 2"):
+        audit(other, n=2, progress=False)
