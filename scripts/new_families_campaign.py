@@ -19,6 +19,13 @@ with whole-batch FLOPs <= ``--cap-gflop`` GFLOP, in a seeded random order:
 Precision is fp16 with probability ``--fp16-share`` (10 % by default), fp32 otherwise (the CPU
 campaign is mostly fp32). ``OUT_DIR/manifest.csv`` lists rows, sweeps and FLOP ranges per family.
 The lists are a function of the arguments only (same seed, same files).
+
+``--fp16-cap-gflop`` drops fp16 rows above that many GFLOP (fp16 is ~20x slower than fp32 on a
+CPU without fp16 arithmetic), and ``--interleave-seed`` also writes ``OUT_DIR/all.parquet``: the
+families' lists concatenated in ``--families`` order and put in that seed's random order, so that
+a campaign stopped by its time budget covers the families evenly. The Zen 3 campaign 1 list
+(data card) is ``--per-family 1500 --cap-gflop 4 --seed 0 --fp16-cap-gflop 0.25
+--interleave-seed 2026``.
 """
 
 from __future__ import annotations
@@ -144,14 +151,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-sweep-points", type=int, default=5,
                     help="fewest batch sizes under the cap for a sweep")
     ap.add_argument("--families", nargs="+", default=list(NEW_FAMILIES))
+    ap.add_argument("--fp16-cap-gflop", type=float, default=None,
+                    help="drop fp16 rows above this many GFLOP (default: keep them)")
+    ap.add_argument("--interleave-seed", type=int, default=None,
+                    help="also write all.parquet: every family's list in this seed's order")
     a = ap.parse_args(argv)
     a.out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = []
+    manifest, lists = [], []
     for i, family in enumerate(a.families):
         df = campaign_configs(family, a.per_family, a.cap_gflop, a.seed + 1000 * i,
                               a.sweep_share, a.fp16_share, a.min_sweep_points)
+        if a.fp16_cap_gflop is not None:
+            df = df[~((df["precision"] == "fp16") & (df["flops"] > a.fp16_cap_gflop * 1e9))]
+            df = df.reset_index(drop=True)
+        lists.append(df.drop(columns=["flops", "sweep_id"]))
         path = a.out_dir / f"{family}.parquet"
-        df.drop(columns=["flops", "sweep_id"]).to_parquet(path, index=False)
+        lists[-1].to_parquet(path, index=False)
         in_sweeps = df["sweep_id"] >= 0
         manifest.append({
             "family": family, "file": path.name, "rows": len(df),
@@ -162,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             "gflop_max": round(df["flops"].max() / 1e9, 3), "cap_gflop": a.cap_gflop,
             "seed": a.seed,
         })  # fmt: skip
+    if a.interleave_seed is not None:
+        every = pd.concat(lists, ignore_index=True)
+        order = np.random.default_rng(a.interleave_seed).permutation(len(every))
+        every.iloc[order].reset_index(drop=True).to_parquet(a.out_dir / "all.parquet", index=False)
     out = pd.DataFrame(manifest)
     out.to_csv(a.out_dir / "manifest.csv", index=False)
     print(out.to_string(index=False))

@@ -251,3 +251,39 @@ def test_campaign_script_writes_seeded_capped_lists_with_batch_sweeps(tmp_path):
         key = [c for c in df.columns if c not in ("config_id", "batch")]
         sizes = df.groupby(key)["batch"].nunique()
         assert 0.35 * 60 <= sizes[sizes >= 5].sum() <= 0.6 * 60
+
+
+def test_campaign_script_caps_fp16_and_interleaves_the_families(tmp_path):
+    """``--fp16-cap-gflop`` drops only fp16 rows above the cap; ``--interleave-seed`` writes
+    ``all.parquet``: every family's kept rows once, in a seeded order that mixes the families."""
+    import importlib.util
+    from pathlib import Path
+
+    from carb_lib.features import static_features
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "new_families_campaign.py"
+    spec = importlib.util.spec_from_file_location("new_families_campaign", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    args = ["--per-family", "60", "--cap-gflop", "2", "--fp16-share", "0.5"]
+    script.main([str(tmp_path / "plain"), *args])
+    script.main([str(tmp_path / "capped"), *args, "--fp16-cap-gflop", "0.05",
+                 "--interleave-seed", "7"])
+    assert not (tmp_path / "plain" / "all.parquet").exists()
+    kept = []
+    for name in FAMS:
+        plain = pd.read_parquet(tmp_path / "plain" / f"{name}.parquet")
+        capped = pd.read_parquet(tmp_path / "capped" / f"{name}.parquet")
+        flops = static_features(plain)["flops"].to_numpy()
+        slow16 = (plain["precision"] == "fp16").to_numpy() & (flops > 0.05e9)
+        assert slow16.any() and (~slow16).any()
+        pd.testing.assert_frame_equal(capped, plain[~slow16].reset_index(drop=True))
+        kept.append(capped)
+    every = pd.concat(kept, ignore_index=True)
+    mixed = pd.read_parquet(tmp_path / "capped" / "all.parquet")
+    assert sorted(mixed["config_id"]) == sorted(every["config_id"])
+    order = np.random.default_rng(7).permutation(len(every))
+    assert mixed["config_id"].tolist() == every["config_id"].iloc[order].tolist()
+    family_of = every.set_index("config_id")["family"]
+    head = mixed["config_id"].head(len(mixed) // 3).map(family_of)
+    assert head.nunique() == len(FAMS)
