@@ -12,6 +12,8 @@ fits the default CARB model on each split, with 3 model seeds, in three ways:
   side's batch sizes (no timing of any kind at a held-out batch);
 
 and prints held-out latency R², MAPE, share within +-10 % and Spearman (mean +- sd over seeds).
+The loop is :func:`carb_lib.evaluation.kernel_law.kernel_law_comparison`, which
+``scripts/kernel_law_replication.py`` runs on other CPUs.
 
 ``python scripts/kernel_law_extrapolation.py data/cpu_epyc_zen3_2c.parquet \\
 data/kernels/cpu_epyc_zen3_2c.parquet``
@@ -23,16 +25,12 @@ import argparse
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from carb_lib import kernels
 from carb_lib.dataset import read_dataset
-from carb_lib.ensemble import preset
-from carb_lib.evaluation import extrapolation_splits, fit_quiet, prepare_dataset
-from carb_lib.metrics import regression_metrics
-
-TARGETS = ("peak_mem_mib", "latency_ms")
+from carb_lib.evaluation import prepare_dataset
+from carb_lib.evaluation.kernel_law import kernel_law_comparison
 
 
 def main() -> None:
@@ -43,35 +41,16 @@ def main() -> None:
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     df = prepare_dataset(read_dataset(args.dataset))
-    bench = kernels.read_bench(args.bench)
-    # kernel_ms from every timed operator: the same for both splits (the roofline law ignores it)
-    full = kernels.with_kernel_column(df, kernels.KernelModel().fit(bench)).reset_index(drop=True)
-    rows = []
-    for kind, held, test in extrapolation_splits(df, ("batch_small", "batch_large")):
-        train_b = set(df.loc[~test, "batch"].astype(int))
-        strict = kernels.KernelModel().fit(bench[bench["batch"].astype(int).isin(train_b)])
-        lo, hi = min(train_b), max(train_b)
-        frames = {"roofline": full, "kernel": full,
-                  "kernel_strict": kernels.with_kernel_column(df, strict).reset_index(drop=True)}
-        for law, d in frames.items():
-            tr, te = d[~test].reset_index(drop=True), d[test].reset_index(drop=True)
-            y = te["latency_ms"].to_numpy(dtype=float)
-            for seed in range(args.seeds):
-                params = {**preset("default", targets=TARGETS, random_state=seed),
-                          "latency_law": "roofline" if law == "roofline" else "kernel"}
-                p = fit_quiet(params, tr).predict(te)["latency_ms"]
-                m = regression_metrics(y, np.asarray(p, dtype=float))
-                rows.append({"split": f"{kind} ({held} held out; train batches {lo}-{hi})",
-                             "law": law, "seed": seed, "r2": m.r2, "mape_pct": m.mape_pct,
-                             "within_10pct": m.within_10pct, "spearman": m.spearman})
-    res = pd.DataFrame(rows)
-    g = res.groupby(["split", "law"], sort=False)[["r2", "mape_pct", "within_10pct", "spearman"]]
-    out = g.mean().round(3).astype(str) + " ± " + g.std().round(3).astype(str)
+    res = kernel_law_comparison(df, kernels.read_bench(args.bench),
+                                splits=("batch_small", "batch_large"), seeds=args.seeds)
+    sc = res.scores
+    label = sc["split"] + " (" + sc["held_out"] + " held out; train batches " + sc["train_batches"] + ")"
+    res.scores = sc.assign(split=label)
     print(f"# python scripts/kernel_law_extrapolation.py {args.dataset} {args.bench}")
-    print(f"{len(df):,} rows, {len(bench):,} timed operators, default preset, "
+    print(f"{res.n_rows:,} rows, {res.n_operators:,} timed operators, {res.preset} preset, "
           f"{args.seeds} model seeds; held-out latency (mean ± sd over seeds)\n")
     with pd.option_context("display.width", 200, "display.max_colwidth", 80):
-        print(out.to_string())
+        print(res.table().to_string())
 
 
 if __name__ == "__main__":

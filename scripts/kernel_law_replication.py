@@ -18,9 +18,11 @@ parameter, feature or split is tuned here. Reported, latency on held-out rows:
 
 R², MAPE, share within +-10 % and Spearman, mean ± sd over seeds. Writes ``replication.csv``
 (one row per split, law and seed), ``replication_summary.csv`` and ``replication.txt`` (the
-printed tables) under ``--out``.
+printed tables) under ``--out``. The fits are
+:func:`carb_lib.evaluation.kernel_law.kernel_law_comparison`, the loop of
+``scripts/kernel_law_extrapolation.py``.
 
-``python scripts/kernel_law_replication.py data/zen4/cpu_epyc_zen4_2c.parquet
+``python scripts/kernel_law_replication.py data/other_cpus/cpu_epyc_zen4_2c.parquet
 data/kernels/cpu_epyc_zen4_2c.parquet --out results/carb/replication_cpu_epyc_zen4_2c``
 """
 
@@ -36,27 +38,8 @@ import pandas as pd
 
 from carb_lib import kernels
 from carb_lib.dataset import read_dataset
-from carb_lib.ensemble import preset
-from carb_lib.evaluation import extrapolation_splits, fit_quiet, prepare_dataset
-from carb_lib.evaluation.splits import stratified_split
-from carb_lib.metrics import regression_metrics
-
-TARGETS = ("peak_mem_mib", "latency_ms")
-METRICS = ["r2", "mape_pct", "within_10pct", "spearman"]
-
-
-def _score(split: str, law: str, seed: int, train: pd.DataFrame, test: pd.DataFrame) -> dict:
-    params = {**preset("default", targets=TARGETS, random_state=seed),
-              "latency_law": "roofline" if law == "roofline" else "kernel"}
-    pred = fit_quiet(params, train).predict(test)
-    m = regression_metrics(test["latency_ms"].to_numpy(dtype=float),
-                           np.asarray(pred["latency_ms"], dtype=float))
-    mem = regression_metrics(test["peak_mem_mib"].to_numpy(dtype=float),
-                             np.asarray(pred["peak_mem_mib"], dtype=float))
-    return {"split": split, "law": law, "seed": seed, "n_train": len(train),
-            "n_test": len(test), "r2": m.r2, "mape_pct": m.mape_pct,
-            "within_10pct": m.within_10pct, "spearman": m.spearman,
-            "memory_mape_pct": mem.mape_pct}
+from carb_lib.evaluation import prepare_dataset
+from carb_lib.evaluation.kernel_law import kernel_law_comparison
 
 
 def main() -> None:
@@ -69,29 +52,15 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     df = prepare_dataset(read_dataset(args.dataset)).reset_index(drop=True)
     bench = kernels.read_bench(args.bench)
-    plats = sorted(set(df["platform"].astype(str)) | set(bench["platform"].astype(str)))
-    if len(plats) != 1:
-        raise SystemExit(f"dataset and benchmark must be one platform, got {plats}")
-    full = kernels.with_kernel_column(df, kernels.KernelModel().fit(bench))
-    rows = []
-    for seed in range(args.seeds):
-        part = stratified_split(full, random_state=seed).to_numpy()
-        tr, te = full[part == "train"], full[part == "test"]
-        rows += [_score("random (test part)", law, seed, tr, te) for law in ("roofline", "kernel")]
-    for kind, held, test in extrapolation_splits(df, ("batch_small", "batch_large")):
-        test = np.asarray(test, dtype=bool)
-        train_b = set(df.loc[~test, "batch"].astype(int))
-        strict_model = kernels.KernelModel().fit(bench[bench["batch"].astype(int).isin(train_b)])
-        strict = kernels.with_kernel_column(df, strict_model)
-        name = f"{kind} ({held} held out)"
-        for seed in range(args.seeds):
-            rows += [_score(name, "roofline", seed, full[~test], full[test]),
-                     _score(name, "kernel", seed, full[~test], full[test]),
-                     _score(name, "kernel_strict", seed, strict[~test], strict[test])]
-    res = pd.DataFrame(rows)
-    g = res.groupby(["split", "law"], sort=False)
-    summary = g[METRICS].mean().join(g[METRICS].std(), rsuffix="_sd").join(
-        g[["n_train", "n_test"]].first()).reset_index()
+    try:
+        comp = kernel_law_comparison(df, bench, seeds=args.seeds)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    plats = sorted(set(df["platform"].astype(str)))
+    res = comp.scores
+    res["split"] = np.where(res["split"] == "random", "random (test part)",
+                            res["split"] + " (" + res["held_out"] + " held out)")
+    summary = comp.summary()
     checks = [kernels.holdout_check(bench, random_state=s) for s in range(args.seeds)]
     buf = io.StringIO()
     buf.write(f"# python scripts/kernel_law_replication.py {args.dataset} {args.bench} "
@@ -99,9 +68,8 @@ def main() -> None:
     buf.write(f"platform {plats[0]}: {len(df):,} network rows, {len(bench):,} timed operators; "
               "every choice frozen as made on cpu_epyc_zen3_2c (default preset, KernelModel "
               "defaults)\n\nheld-out latency, mean ± sd over seeds:\n")
-    fmt = g[METRICS].mean().round(3).astype(str) + " ± " + g[METRICS].std().round(3).astype(str)
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
-        buf.write(fmt.to_string() + "\n\n")
+        buf.write(comp.table().to_string() + "\n\n")
     worst = res.groupby("split", sort=False)["memory_mape_pct"].max()
     buf.write("peak memory (same fits), worst MAPE over laws and seeds: "
               + "; ".join(f"{k}: {v:.2g} %" for k, v in worst.items()) + "\n")

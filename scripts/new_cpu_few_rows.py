@@ -12,12 +12,17 @@ seeds), every other target row is predicted by:
   operators, predicted by a kernel model fitted on its benchmark): no target network at k = 0;
   then recalibrated on the k rows the same way;
 * ``flops``: FLOPs alone fitted on the k rows (the baseline; k >= 2);
+
+(with target rows of several families, k rows *of each family* are drawn and that family's
+other rows predicted: the protocol of notebook 05);
 * ``target_own_kernel_law``: for reference, the target's own kernel-law CARB model fitted on its
   70 % training part (:func:`carb_lib.evaluation.splits.stratified_split`, seed 0), scored on
   that split's test part (not on the same rows as the others).
 
 Latency MAPE, share within +-10 %, Spearman and R², mean ± sd over draws. Nothing is tuned
-here: the presets, kernel model and recalibration are the defaults.
+here: the presets, kernel model and recalibration are the defaults. ``--feature-set shared``
+(``CARBRegressor(feature_set="shared")``, notebook 05's cross-family model) lets the target be
+rows of families the source never measured: a new CPU *and* new networks.
 
 ``python scripts/new_cpu_few_rows.py data/cpu_epyc_zen3_2c.parquet
 data/kernels/cpu_epyc_zen3_2c.parquet data/other_cpus/cpu_epyc_zen4_2c.parquet
@@ -65,53 +70,70 @@ def main() -> None:
     ap.add_argument("target_bench", type=Path)
     ap.add_argument("--ks", type=int, nargs="+", default=[0, 10, 50])
     ap.add_argument("--draws", type=int, default=5)
+    ap.add_argument("--feature-set", default="static", choices=("static", "shared"),
+                    help="model features; 'shared' for target rows of families the source "
+                         "never measured (the cross-family feature set)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     src = _with_kernel(prepare_dataset(read_dataset(args.source)), args.source_bench)
     tgt = _with_kernel(prepare_dataset(read_dataset(args.target)), args.target_bench)
-    base = preset("default", targets=TARGETS, random_state=0)
+    base = {**preset("default", targets=TARGETS, random_state=0), "feature_set": args.feature_set}
     roof = fit_quiet(base, src)
     kern = fit_quiet({**base, "latency_law": "kernel"}, src)
     y = tgt["latency_ms"].to_numpy(dtype=float)
+    fam = tgt["family"].astype(str).to_numpy()
     log_src = {"zen3_roofline": np.log(np.asarray(roof.predict(tgt)["latency_ms"], float)),
                "zen3_kernel_law + target operators":
                    np.log(np.asarray(kern.predict(tgt)["latency_ms"], float))}
     feats = model_features(tgt).reset_index(drop=True)
     rows = []
-    for k in args.ks:
-        for draw in range(args.draws):
-            rng = np.random.default_rng(1000 + draw)
-            pick = np.zeros(len(tgt), dtype=bool)
-            pick[rng.choice(len(tgt), size=k, replace=False)] = True
-            q = ~pick
-            for name, s in log_src.items():
+    # k rows *of each family* (one family: k of all rows), the rest of that family predicted
+    for family in sorted(set(fam)):
+        idx = np.flatnonzero(fam == family)
+        yf, ff = y[idx], feats.iloc[idx].reset_index(drop=True)
+        for k in args.ks:
+            for draw in range(args.draws):
+                rng = np.random.default_rng(1000 + draw)
+                pick = np.zeros(len(idx), dtype=bool)
+                pick[rng.choice(len(idx), size=k, replace=False)] = True
+                q = ~pick
+                for name, s_all in log_src.items():
+                    s = s_all[idx]
+                    if k == 0:
+                        p = np.exp(s[q])
+                    else:
+                        p = np.exp(recalibrate("blend", s[pick], ff[pick], np.log(yf[pick]),
+                                               s[q], ff[q]))
+                    rows.append({"family": family, "method": name, "k": k, "draw": draw,
+                                 **_metrics(yf[q], p)})
+                if k >= 2:
+                    s0 = log_src["zen3_roofline"][idx]
+                    p = np.exp(recalibrate("flops", s0[pick], ff[pick], np.log(yf[pick]),
+                                           s0[q], ff[q]))
+                    rows.append({"family": family, "method": "flops", "k": k, "draw": draw,
+                                 **_metrics(yf[q], p)})
                 if k == 0:
-                    p = np.exp(s[q])
-                else:
-                    p = np.exp(recalibrate("blend", s[pick], feats[pick], np.log(y[pick]),
-                                           s[q], feats[q]))
-                rows.append({"method": name, "k": k, "draw": draw, **_metrics(y[q], p)})
-            if k >= 2:
-                s0 = log_src["zen3_roofline"]
-                p = np.exp(recalibrate("flops", s0[pick], feats[pick], np.log(y[pick]),
-                                       s0[q], feats[q]))
-                rows.append({"method": "flops", "k": k, "draw": draw, **_metrics(y[q], p)})
-            if k == 0:
-                break  # nothing is drawn: one draw says it all
+                    break  # nothing is drawn: one draw says it all
     part = stratified_split(tgt, random_state=0).to_numpy()
     own = fit_quiet({**base, "latency_law": "kernel"}, tgt[part == "train"])
     te = tgt[part == "test"]
     p = np.asarray(own.predict(te)["latency_ms"], dtype=float)
-    rows.append({"method": "target_own_kernel_law", "k": int((part == "train").sum()),
-                 "draw": 0, **_metrics(te["latency_ms"].to_numpy(dtype=float), p)})
+    for family in sorted(set(fam)):
+        sel = fam[part == "test"] == family
+        rows.append({"family": family, "method": "target_own_kernel_law",
+                     "k": int((part == "train").sum()), "draw": 0,
+                     **_metrics(te["latency_ms"].to_numpy(dtype=float)[sel], p[sel])})
     res = pd.DataFrame(rows)
-    g = res.groupby(["method", "k"], sort=False)[METRICS]
+    keys = ["method", "k"] if res["family"].nunique() == 1 else ["family", "method", "k"]
+    g = res.groupby(keys, sort=False)[METRICS]
     table = (g.mean().round(3).astype(str) + " ± " + g.std().fillna(0).round(3).astype(str))
     ratio = float(np.median(y / np.exp(log_src["zen3_roofline"])))
     buf = io.StringIO()
     buf.write(f"# python scripts/new_cpu_few_rows.py {args.source} {args.source_bench} "
-              f"{args.target} {args.target_bench} --draws {args.draws} --out {args.out}\n")
+              f"{args.target} {args.target_bench} --draws {args.draws} "
+              + ("" if args.feature_set == "static" else f"--feature-set {args.feature_set} ")
+              + f"--out {args.out}\n")
     buf.write(f"source {len(src):,} rows; target {len(tgt):,} rows; k target rows drawn at random "
               f"({args.draws} draws), the rest predicted; default preset and recalibration "
               f"('blend'); target latency / source model's prediction, median: {ratio:.3f}\n\n")

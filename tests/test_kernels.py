@@ -413,3 +413,35 @@ def test_cli_fit_kernel_law_needs_its_bench_and_predicts_new_configs(tmp_path):
     assert r.exit_code == 0, r.output
     short = pd.read_csv(tmp_path / "short.csv")
     assert 1 <= len(short) <= 3 and KERNEL_FEATURE not in short.columns
+
+
+def test_kernel_law_comparison_runs_every_law_on_every_split_and_refuses_bad_input():
+    """``kernel_law_comparison`` (the loop of scripts/kernel_law_{extrapolation,replication}.py):
+    on SYNTHETIC rows whose latency is their summed operator times, the kernel law extrapolates
+    to held-out small batches better than the roofline law; the strict variant never sees an
+    operator at a held-out batch."""
+    from carb_lib.evaluation import kernel_law_comparison, prepare_dataset
+
+    df, _ = _kernel_rows()
+    df = prepare_dataset(df)
+    bench = _synthetic_bench(600).assign(platform="synthetic_cpu")
+    res = kernel_law_comparison(df, bench, splits=("random", "batch_small"), seeds=2,
+                                preset="test")
+    sc = res.scores
+    assert (res.n_rows, res.n_operators, res.preset) == (len(df), 600, "test")
+    assert sc.groupby("split")["law"].apply(lambda s: sorted(set(s))).to_dict() == {
+        "batch_small": ["kernel", "kernel_strict", "roofline"], "random": ["kernel", "roofline"]}
+    assert (sc.groupby(["split", "law"]).size() == 2).all()
+    small = sc[sc["split"] == "batch_small"]
+    assert (small["n_test"] == int((df["batch"] <= 8).sum())).all()
+    assert (small["n_train"] + small["n_test"] == len(df)).all()
+    assert set(small["train_batches"]) == {f"{df.loc[df['batch'] > 8, 'batch'].min()}-256"}
+    mean = small.groupby("law")["r2"].mean()
+    assert mean["kernel"] > 0.999 and mean["kernel"] > mean["roofline"]
+    summ = res.summary()
+    assert {"r2", "r2_sd", "mape_pct_sd", "n_test"} <= set(summ.columns) and len(summ) == 5
+    assert res.table().loc[("batch_small", "kernel"), "r2"].count(" ± ") == 1
+    with pytest.raises(ValueError, match=r"unknown split\(s\) \['depth'\]"):
+        kernel_law_comparison(df, bench, splits=("depth",))
+    with pytest.raises(ValueError, match="must be one platform"):
+        kernel_law_comparison(df, bench.assign(platform="other"), splits=("random",))

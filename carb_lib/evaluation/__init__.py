@@ -21,6 +21,9 @@ Modules
     (variants, blend winner, leave-one-batch-tier-out, leave-one-depth-out).
 :mod:`~carb_lib.evaluation.claims`
     Claim rows next to the paper's reported values.
+:mod:`~carb_lib.evaluation.kernel_law`
+    :func:`kernel_law_comparison` -> :class:`KernelLawComparison`: the kernel latency law
+    against the roofline law on the random and batch extrapolation splits.
 :mod:`~carb_lib.evaluation.cross_family`
     :func:`cross_family_evaluation` -> :class:`CrossFamilyResult`: families the model never
     saw, zero-shot, with k rows and against their own model; :func:`family_candidates`.
@@ -47,6 +50,7 @@ from carb_lib.evaluation.cross_family import (
     law_comparison,
 )
 from carb_lib.evaluation.intervals import coverage_rows, interval_coverage
+from carb_lib.evaluation.kernel_law import KernelLawComparison, kernel_law_comparison
 from carb_lib.evaluation.models import (
     ABLATION_VARIANTS,
     MAIN_VARIANTS,
@@ -100,6 +104,7 @@ __all__ = [
     "QUICK_PARAMS",
     "STRESS_UTIL_PCT",
     "CrossFamilyResult",
+    "KernelLawComparison",
     "PlatformEvaluation",
     "ProtocolResult",
     "ablation_reference_name",
@@ -122,6 +127,7 @@ __all__ = [
     "grouped_split",
     "interval_coverage",
     "issue_targets",
+    "kernel_law_comparison",
     "latency_proxy_baseline",
     "law_comparison",
     "leave_one_batch_tier_out",
