@@ -12,12 +12,12 @@ seeds), every other target row is predicted by:
   operators, predicted by a kernel model fitted on its benchmark): no target network at k = 0;
   then recalibrated on the k rows the same way;
 * ``flops``: FLOPs alone fitted on the k rows (the baseline; k >= 2);
-
-(with target rows of several families, k rows *of each family* are drawn and that family's
-other rows predicted: the protocol of notebook 05);
 * ``target_own_kernel_law``: for reference, the target's own kernel-law CARB model fitted on its
   70 % training part (:func:`carb_lib.evaluation.splits.stratified_split`, seed 0), scored on
   that split's test part (not on the same rows as the others).
+
+With target rows of several families, k rows *of each family* are drawn and that family's
+other rows predicted (the protocol of notebook 05), and every metric is per family.
 
 Latency MAPE, share within +-10 %, Spearman and R², mean ± sd over draws. Nothing is tuned
 here: the presets, kernel model and recalibration are the defaults. ``--feature-set shared``

@@ -123,6 +123,11 @@ def independent(family: str, n_rows: int, cap_flops: float, seed: int, fp16_shar
     return pd.concat(kept, ignore_index=True).head(n_rows)
 
 
+def _drop_slow_fp16(df: pd.DataFrame, fp16_cap: float) -> pd.DataFrame:
+    """``df`` without its fp16 rows above ``fp16_cap`` FLOPs (column ``flops``)."""
+    return df[~((df["precision"] == "fp16") & (df["flops"] > fp16_cap))]
+
+
 def campaign_configs(family: str, per_family: int, cap_gflop: float, seed: int = 0,
                      sweep_share: float = 0.4, fp16_share: float = 0.1,
                      min_points: int = 5) -> pd.DataFrame:
@@ -162,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         df = campaign_configs(family, a.per_family, a.cap_gflop, a.seed + 1000 * i,
                               a.sweep_share, a.fp16_share, a.min_sweep_points)
         if a.fp16_cap_gflop is not None:
-            df = df[~((df["precision"] == "fp16") & (df["flops"] > a.fp16_cap_gflop * 1e9))]
-            df = df.reset_index(drop=True)
+            df = _drop_slow_fp16(df, a.fp16_cap_gflop * 1e9).reset_index(drop=True)
         lists.append(df.drop(columns=["flops", "sweep_id"]))
         path = a.out_dir / f"{family}.parquet"
         lists[-1].to_parquet(path, index=False)

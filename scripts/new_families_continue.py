@@ -31,11 +31,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from new_families_campaign import NEW_FAMILIES, campaign_configs, independent  # noqa: E402
-
-
-def _drop_slow_fp16(df: pd.DataFrame, fp16_cap: float) -> pd.DataFrame:
-    return df[~((df["precision"] == "fp16") & (df["flops"] > fp16_cap))]
+from new_families_campaign import (  # noqa: E402
+    NEW_FAMILIES,
+    _drop_slow_fp16,
+    campaign_configs,
+    independent,
+)
 
 
 def _rest_of_grid(family: str, cap: float, seed: int, exclude: set[str]) -> pd.DataFrame:

@@ -129,7 +129,6 @@ def kernel_law_comparison(
         raise ValueError(f"the network rows and the operators must be one platform, got {plats}")
     df = df.reset_index(drop=True)
     full = kernels.with_kernel_column(df, kernels.KernelModel().fit(bench), n_jobs=n_jobs)
-    full = full.reset_index(drop=True)
     rows: list[dict] = []
 
     def score(split, held, law, seed, train, test):
@@ -157,7 +156,7 @@ def kernel_law_comparison(
         test = np.asarray(test, dtype=bool)
         train_b = set(df.loc[~test, "batch"].astype(int))
         strict_model = kernels.KernelModel().fit(bench[bench["batch"].astype(int).isin(train_b)])
-        strict = kernels.with_kernel_column(df, strict_model, n_jobs=n_jobs).reset_index(drop=True)
+        strict = kernels.with_kernel_column(df, strict_model, n_jobs=n_jobs)
         logger.info("%s (%s held out): %d train, %d test rows", kind, held, (~test).sum(),
                     test.sum())
         for seed in range(seeds):
