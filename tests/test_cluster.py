@@ -373,6 +373,10 @@ def test_cli_profile_and_screen_on_a_cluster(cli_on, model, tmp_path, configs):
 
 # ------------------------------------------------------------ worker deaths (last: the workers
 # they restart are cold)
+# Once (session 12, a clean-clone CI run) the client waited forever here after the kills, its
+# workers idle: the timeout turns such a hang into this test's failure instead of a CI run that
+# never ends (pytest-timeout is a dev dependency).
+@pytest.mark.timeout(300)
 def test_sigkilled_workers_lose_nothing_and_duplicate_nothing(client, tmp_path, configs):
     cfg = configs.iloc[:4]
     # the last two configs of the campaign's seeded order die (fewer cold worker restarts)
