@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -364,10 +365,11 @@ def screening(results: Path) -> str:
     return "\n".join(out) + "\n" + _source("screening/scenarios.csv")
 
 
-def cross_family(results: Path) -> str:
-    """Notebook 05: zero-shot, few-shot and own-model accuracy on the new families."""
-    s = _read(results, "cross_family/summary.csv").set_index(["family", "target", "model", "k"])
-    checks = _read(results, "cross_family/issue_targets.csv")
+def cross_family(results: Path, sub: str = "") -> str:
+    """Notebook 05: zero-shot, few-shot and own-model accuracy on the new families (its
+    ``results_dir`` is ``results/<sub>``)."""
+    s = _read(results, f"{sub}cross_family/summary.csv").set_index(["family", "target", "model", "k"])
+    checks = _read(results, f"{sub}cross_family/issue_targets.csv")
     target_of = {short: t for t, short in TARGET_SHORT.items()}  # issue_targets writes short names
     judged = {(r["family"], target_of[r["target"]], r["model"], int(r["k"]), r["metric"])
               for _, r in checks.iterrows()}
@@ -382,12 +384,12 @@ def cross_family(results: Path) -> str:
         text = f"{r[f'{metric}_mean']:.{d}f} ± {r[f'{metric}_sd']:.{d}f}"
         return f"**{text}**" if (fam, t, model, k, metric) in judged else text
 
-    sources = ["cross_family/summary.csv", "cross_family/issue_targets.csv"]
+    sources = [f"{sub}cross_family/summary.csv", f"{sub}cross_family/issue_targets.csv"]
     floor = None
-    if (results / "cross_family/noise_floor.csv").exists():  # notebook 05 with an audit
-        f = _read(results, "cross_family/noise_floor.csv")
+    if (results / f"{sub}cross_family/noise_floor.csv").exists():  # notebook 05 with an audit
+        f = _read(results, f"{sub}cross_family/noise_floor.csv")
         floor = f[f["subset"] == "all"].set_index(["family", "target"])
-        sources.append("cross_family/noise_floor.csv")
+        sources.append(f"{sub}cross_family/noise_floor.csv")
 
     def remeasured(fam, t, metric):
         if floor is None or (fam, t) not in floor.index:
@@ -397,8 +399,11 @@ def cross_family(results: Path) -> str:
         return text + (f" ({int(r['n'])})" if metric == "mape_pct" else "")
 
     extra = (" re-measured (audit rows) |", "---|") if floor is not None else ("", "")
-    out = ["| family | metric | zero-shot | blend, k=10 | blend, k=50 | FLOPs only, k=10 | "
-           "own model (rows) |" + extra[0], "|---|---|---|---|---|---|---|" + extra[1]]
+    method = _judged_method(checks)
+    few = [(method, 10), (method, 50)] + ([("blend", 10)] if method != "blend" else [])
+    out = ["| family | metric | zero-shot | " + " | ".join(f"{m}, k={k}" for m, k in few)
+           + " | FLOPs only, k=10 | own model (rows) |" + extra[0],
+           "|---|---|---|" + "---|" * len(few) + "---|---|" + extra[1]]
     rows = [("peak_mem_mib", "mape_pct", "memory MAPE %"),
             ("latency_ms", "mape_pct", "latency MAPE %"),
             ("latency_ms", "spearman", "latency Spearman")]
@@ -408,25 +413,38 @@ def cross_family(results: Path) -> str:
             if metric == "mape_pct" and (fam, t, "own_model", 0) in s.index:
                 own += f" ({int(s.loc[(fam, t, 'own_model', 0), 'n_train']):,})"
             line = (f"| {fam} | {lab} | {cell(fam, t, 'zero_shot', 0, metric)} | "
-                    f"{cell(fam, t, 'blend', 10, metric)} | {cell(fam, t, 'blend', 50, metric)} | "
-                    f"{cell(fam, t, 'flops', 10, metric)} | {own} |")
+                    + "".join(f"{cell(fam, t, m, k, metric)} | " for m, k in few)
+                    + f"{cell(fam, t, 'flops', 10, metric)} | {own} |")
             out.append(line + (f" {remeasured(fam, t, metric)} |" if floor is not None else ""))
     met = int(checks["met"].sum())
-    out.append(f"\nBold: the cells the issue's targets judge (mean over seeds); **met: {met} of "
-               f"{len(checks)}**.")
+    out.append(f"\nBold: the cells the issue's targets judge (mean over seeds, few-shot method "
+               f"`{method}`); **met: {met} of {len(checks)}**.")
     if floor is not None:
         out.append("*Re-measured*: the audit's second measurement of stored rows scored as a "
                    "prediction of the stored value (the data's own noise floor).")
     return "\n".join(out) + "\n" + _source(*sources)
 
 
-def cross_family_laws(results: Path) -> str:
-    """Notebook 05: the roofline and the kernel latency law side by side on the new families."""
-    if not (results / "cross_family/law_comparison.csv").exists():
+def _judged_method(checks: pd.DataFrame) -> str:
+    """The few-shot method whose k-row cells the issue targets judge (notebook 05's
+    ``few_shot_method``), read from ``issue_targets.csv``."""
+    few = checks.loc[checks["k"].astype(int) > 0, "model"].astype(str).unique()
+    if len(few) != 1:
+        raise ReadmeError(f"issue_targets.csv judges {len(few)} few-shot methods "
+                         f"({sorted(few)}); expected one")
+    return str(few[0])
+
+
+def cross_family_laws(results: Path, sub: str = "") -> str:
+    """Notebook 05: the roofline and the kernel latency law side by side on the new families
+    (its ``results_dir`` is ``results/<sub>``)."""
+    if not (results / f"{sub}cross_family/law_comparison.csv").exists():
         return ("_Not computed: notebook 05 ran without `kernel_bench` (`carb kernels`)._\n")
-    c = _read(results, "cross_family/law_comparison.csv")
+    c = _read(results, f"{sub}cross_family/law_comparison.csv")
+    method = _judged_method(_read(results, f"{sub}cross_family/issue_targets.csv"))
     labels = {("zero_shot", 0): "zero-shot", ("loglinear", 10): "loglinear, k=10",
               ("blend", 10): "blend, k=10", ("blend", 50): "blend, k=50",
+              (method, 10): f"{method}, k=10", (method, 50): f"{method}, k=50",
               ("own_model", 0): "own model"}
     out = ["| family | model | MAPE % roofline → kernel | within ±10 % roofline → kernel | "
            "Spearman roofline → kernel |", "|---|---|---|---|---|"]
@@ -434,21 +452,24 @@ def cross_family_laws(results: Path) -> str:
         key = (r["model"], int(r["k"]))
         if key not in labels:
             continue
-        bold = "**" if key == ("blend", 10) else ""
+        bold = "**" if key == (method, 10) else ""
         out.append(
             f"| {r['family']} | {labels[key]} | {r['roofline_mape_pct']:.1f} → "
             f"{bold}{r['kernel_mape_pct']:.1f}{bold} | {100 * r['roofline_within_10pct']:.1f} → "
             f"{100 * r['kernel_within_10pct']:.1f} % | {r['roofline_spearman']:.3f} → "
             f"{bold}{r['kernel_spearman']:.3f} ± {r['kernel_spearman_sd']:.3f}{bold} |")
-    sources = ["cross_family/law_comparison.csv"]
-    if (results / "cross_family/issue_targets_kernel_law.csv").exists():
-        k = _read(results, "cross_family/issue_targets_kernel_law.csv")
-        r = _read(results, "cross_family/issue_targets.csv")
+    sources = [f"{sub}cross_family/law_comparison.csv"]
+    if (results / f"{sub}cross_family/issue_targets_kernel_law.csv").exists():
+        k = _read(results, f"{sub}cross_family/issue_targets_kernel_law.csv")
+        r = _read(results, f"{sub}cross_family/issue_targets.csv")
         out.append(f"\nIssue targets met with the kernel law: **{int(k['met'].sum())} of {len(k)}** "
                    f"(roofline law: {int(r['met'].sum())} of {len(r)}); bold: the judged cells.")
-        sources.append("cross_family/issue_targets_kernel_law.csv")
+        sources.append(f"{sub}cross_family/issue_targets_kernel_law.csv")
     return "\n".join(out) + "\n" + _source(*sources)
 
+
+#: ``results_dir`` (under ``results/``) of notebook 05 run on the Zen 5 rows (README command).
+ZEN5_CROSS_FAMILY = "other_cpus/cpu_epyc_zen5_2c/"
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
@@ -462,6 +483,9 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "screening": screening,
     "cross-family": cross_family,
     "cross-family-laws": cross_family_laws,
+    # notebook 05 on the quiet Zen 5's rows (a blind test of the choices made on the Zen 3)
+    "cross-family-zen5": partial(cross_family, sub=ZEN5_CROSS_FAMILY),
+    "cross-family-laws-zen5": partial(cross_family_laws, sub=ZEN5_CROSS_FAMILY),
 }
 
 

@@ -29,9 +29,16 @@ network on a phone at batch 1.
       ridge on the target's static features only (no transfer; a baseline).
   ``"flops"``
       ``log y = a + b log flops`` (the FLOPs baseline; its ranking is the FLOPs ranking).
+  ``"offset"``
+      one scale factor: ``log y = a + log s`` with ``a`` the median of ``log y - log s`` over
+      the k samples, for the single source setting whose leave-one-out error is lowest. It keeps
+      the source's ranking exactly and fits one number, so it adds the least variance at small
+      k (the cross-family few-shot method, chosen on the Zen 3 rows:
+      ``scripts/few_shot_method_choice.py``).
 
   Log predictions are clipped to the k samples' range widened by a factor 3 either way (a
-  guard against extrapolation blow-ups of the linear models at tiny k).
+  guard against extrapolation blow-ups of the linear models at tiny k), except ``"offset"``'s
+  (:data:`UNCLIPPED_METHODS`).
 
 * :func:`few_shot_curve` — Spearman, MAPE and R^2 vs k over random draws, leaving the target
   *device* out of the sources (all its batch settings).
@@ -311,42 +318,80 @@ def _ridge(Xs: np.ndarray, y: np.ndarray, Xq: np.ndarray) -> np.ndarray:
     return model.predict(Zq)
 
 
+def _best_single_source(S: np.ndarray, y: np.ndarray, Sq: np.ndarray, fit) -> np.ndarray:
+    """``a + b * Sq[:, j]`` for the source column ``j`` whose leave-one-out error is lowest.
+
+    ``fit(s, y)`` returns ``(a, b, loo_residuals)`` for one column; columns with a non-finite
+    value in the samples or the query rows are skipped.
+    """
+    best, best_err = None, np.inf
+    for j in range(S.shape[1]):
+        s = S[:, j]
+        if not np.all(np.isfinite(s)) or not np.all(np.isfinite(Sq[:, j])):
+            continue
+        a, b, res = fit(s, y)
+        err = float(np.mean(res**2))
+        if err < best_err:
+            best, best_err = (j, a, b), err
+    if best is None:
+        raise ValueError("no source setting covers every sample and query row")
+    j, a, b = best
+    return a + b * Sq[:, j]
+
+
+def _fit_loglinear(s: np.ndarray, y: np.ndarray):
+    k = len(y)
+    if k >= 3 and np.ptp(s) > 0:
+        A = np.c_[np.ones(k), s]
+        coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+        H = A @ np.linalg.pinv(A.T @ A) @ A.T
+        res = (y - A @ coef) / np.clip(1 - np.diag(H), 1e-6, None)
+        if coef[1] > 0:
+            return coef[0], coef[1], res
+    a = np.mean(y - s)
+    return a, 1.0, y - s - a
+
+
+def _fit_offset(s: np.ndarray, y: np.ndarray):
+    d = y - s
+    loo = np.array([np.median(np.delete(d, i)) for i in range(len(d))])
+    return float(np.median(d)), 1.0, d - loo
+
+
 def _loglinear(S: np.ndarray, y: np.ndarray, Sq: np.ndarray) -> np.ndarray:
     """Best single source by leave-one-out error of ``y = a + b s``.
 
     The offset-only model ``y = a + s`` is used when k < 3 or the fitted slope is not positive
     (latency cannot fall as the source latency or the FLOPs grow).
     """
-    k = len(y)
-    best, best_err = None, np.inf
-    for j in range(S.shape[1]):
-        s = S[:, j]
-        if not np.all(np.isfinite(s)) or not np.all(np.isfinite(Sq[:, j])):
-            continue
-        if k >= 3 and np.ptp(s) > 0:
-            A = np.c_[np.ones(k), s]
-            coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-            H = A @ np.linalg.pinv(A.T @ A) @ A.T
-            res = (y - A @ coef) / np.clip(1 - np.diag(H), 1e-6, None)
-        if k < 3 or np.ptp(s) == 0 or coef[1] <= 0:
-            coef = np.array([np.mean(y - s), 1.0])
-            res = y - s - coef[0]
-        err = float(np.mean(res**2))
-        if err < best_err:
-            best, best_err = (j, coef), err
-    if best is None:
-        raise ValueError("no source setting covers every sample and query row")
-    j, coef = best
-    return coef[0] + coef[1] * Sq[:, j]
+    return _best_single_source(S, y, Sq, _fit_loglinear)
 
 
+def _offset(S: np.ndarray, y: np.ndarray, Sq: np.ndarray) -> np.ndarray:
+    """Best single source by leave-one-out error of ``y = a + s``, ``a`` the median of ``y - s``.
+
+    The median keeps one disturbed sample from moving the scale of every prediction; the
+    leave-one-out error compares sources on the samples each one did not see.
+    """
+    return _best_single_source(S, y, Sq, _fit_offset)
+
+
+#: Methods that recalibrate source predictions (the others use the k samples alone).
+SOURCE_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "offset")
 #: Log predictions are clipped to the samples' range widened by this (log 3: a factor 3).
 CLIP_LOG_MARGIN = float(np.log(3.0))
+#: Methods whose predictions are not clipped: a shift of the source cannot blow up, and a
+#: clip would cut every query row beyond the k samples' range (a 10-row sample of a family
+#: rarely spans its largest networks).
+UNCLIPPED_METHODS: tuple[str, ...] = ("offset",)
 
 
 def _fit_predict(method: str, S_s, F_s, y_s, S_q, F_q) -> np.ndarray:
-    """Log predictions for the query rows, clipped to the samples' range +- a factor 3."""
+    """Log predictions for the query rows, clipped to the samples' range +- a factor 3
+    (except :data:`UNCLIPPED_METHODS`)."""
     pred = _fit_predict_raw(method, S_s, F_s, y_s, S_q, F_q)
+    if method in UNCLIPPED_METHODS:
+        return pred
     return np.clip(pred, y_s.min() - CLIP_LOG_MARGIN, y_s.max() + CLIP_LOG_MARGIN)
 
 
@@ -360,6 +405,8 @@ def _fit_predict_raw(method: str, S_s, F_s, y_s, S_q, F_q) -> np.ndarray:
         return _ridge(np.c_[S_s, L_s.to_numpy()], y_s, np.c_[S_q, L_q.to_numpy()])
     if method == "loglinear":
         return _loglinear(S_s, y_s, S_q)
+    if method == "offset":
+        return _offset(S_s, y_s, S_q)
     if method == "target_only":
         return _ridge(_linear_features(F_s).to_numpy(), y_s, _linear_features(F_q).to_numpy())
     if method == "flops":
@@ -381,7 +428,7 @@ def recalibrate(
 
     Parameters
     ----------
-    method : {"blend", "ridge", "loglinear", "target_only", "flops"}
+    method : {"blend", "ridge", "loglinear", "target_only", "flops", "offset"}
     source_log_samples, source_log_query : ndarray of shape (k, n_sources), (q, n_sources)
         Log source predictions of the samples and of the query rows.
     features_samples, features_query : pandas.DataFrame
@@ -392,7 +439,8 @@ def recalibrate(
     Returns
     -------
     numpy.ndarray
-        Log predictions of the query rows, clipped to the samples' range +- a factor 3.
+        Log predictions of the query rows, clipped to the samples' range +- a factor 3
+        (``offset`` is not clipped: :data:`UNCLIPPED_METHODS`).
     """
     if len(log_y_samples) < 2:  # an unknown method is refused by _fit_predict_raw
         raise ValueError(f"need at least 2 samples, got {len(log_y_samples)}")
@@ -420,7 +468,7 @@ def few_shot_predict(
         samples' batch if missing).
     target : str
         Target column, e.g. ``"latency_ms"`` or ``"energy_j"``.
-    method : {"blend", "ridge", "loglinear", "target_only", "flops"}
+    method : {"blend", "ridge", "loglinear", "target_only", "flops", "offset"}
         See the module docstring; ``"blend"`` by default.
     exclude_target_platform : bool
         Drop source rows of the target's platform (the target is "unseen" apart from its
@@ -457,7 +505,7 @@ def few_shot_predict(
     y_s = np.log(samples[target].to_numpy(dtype=np.float64))
     both = pd.concat([samples, query], ignore_index=True)
     F = model_features(both)
-    need_sources = method in ("blend", "ridge", "loglinear")
+    need_sources = method in SOURCE_METHODS
     if need_sources:
         S = source_predictions(src, both, target, n_estimators=n_estimators).to_numpy()
     else:

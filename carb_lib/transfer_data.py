@@ -24,7 +24,7 @@ __all__ = [
 
 SETTING = "setting"
 #: Few-shot methods (:func:`carb_lib.transfer.few_shot_predict`) and the default one.
-METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "target_only", "flops")
+METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "target_only", "flops", "offset")
 DEFAULT_METHOD = "blend"
 #: Numbers of target samples of the few-shot curve.
 KS: tuple[int, ...] = (5, 10, 20, 50, 100)

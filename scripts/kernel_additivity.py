@@ -11,6 +11,14 @@ quiet machine, nothing else running.
 ``python scripts/kernel_additivity.py data/kernels/cpu_epyc_zen3_2c.parquet
 data/cpu_epyc_zen3_2c.parquet data/new_families/cpu_epyc_zen3_2c.parquet
 --out results/carb/kernel_additivity``
+
+``--rescore TABLE.csv`` times nothing: it refits the kernel model on ``bench`` and rescores a
+stored per-row table (its networks and operators as they were timed) with it, e.g. after
+operators were added to the benchmark (the ``model`` and ``law_input`` columns change; the
+``additivity`` and ``repeat`` columns are the stored timings):
+
+``python scripts/kernel_additivity.py data/kernels/cpu_epyc_zen3_2c.parquet
+--rescore results/carb/kernel_additivity.csv --out results/carb/kernel_additivity_rescored``
 """
 
 from __future__ import annotations
@@ -23,19 +31,26 @@ import pandas as pd
 
 from carb_lib import kernels
 from carb_lib.dataset import read_dataset
-from carb_lib.kernel_checks import additivity_check
+from carb_lib.kernel_checks import AdditivityCheck, additivity_check
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bench", type=Path, help="the platform's timed operators (carb kernels)")
-    ap.add_argument("datasets", type=Path, nargs="+", help="measured rows of that platform")
+    ap.add_argument("datasets", type=Path, nargs="*", help="measured rows of that platform")
+    ap.add_argument("--rescore", type=Path, default=None,
+                    help="a stored per-row table (.csv) to rescore with this bench's kernel "
+                         "model instead of timing anything")
     ap.add_argument("--out", type=Path, required=True, help="output stem (.csv and .txt)")
     ap.add_argument("--per-group", type=int, default=5)
     ap.add_argument("--max-ms", type=float, default=400.0)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
+    if args.rescore is not None:
+        return rescore(args)
+    if not args.datasets:
+        raise SystemExit("give the measured rows (datasets) to time, or --rescore TABLE.csv")
     df = pd.concat([read_dataset(p) for p in args.datasets], ignore_index=True)
     df = df[(df["status"] == "ok") & (df["latency_ms"] <= args.max_ms)]
     sample = df.groupby(["family", "precision"]).sample(n=args.per_group, random_state=args.seed)
@@ -51,6 +66,31 @@ def main() -> None:
     text = (f"# {cmd}\n{len(sample)} measured rows, {model.n_ops_} timed operators in the "
             "kernel model; one thread, median of 3 windows >= 10 ms each\n\n"
             f"{check.summary().round(3).to_string()}\n")
+    args.out.with_suffix(".txt").write_text(text)
+    print(text)
+
+
+def rescore(args: argparse.Namespace) -> None:
+    """The stored timings of ``--rescore``, with the kernel model of ``bench``."""
+    if not args.rescore.is_file():
+        raise SystemExit(f"--rescore: no such table {args.rescore}")
+    stored = pd.read_csv(args.rescore)
+    missing = [c for c in ("network_ms", "ops_alone_ms", "latency_ms", "family", "precision")
+               if c not in stored.columns]
+    if missing:
+        raise SystemExit(f"--rescore: {args.rescore} lacks column(s) {missing}")
+    bench = kernels.read_bench(args.bench)
+    model = kernels.KernelModel().fit(bench)
+    plat = str(bench["platform"].iloc[0])
+    rows = kernels.with_kernel_column(stored.assign(status="ok", platform=plat), model,
+                                      progress=False)
+    check = AdditivityCheck(rows[stored.columns.tolist()])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    check.rows.to_csv(args.out.with_suffix(".csv"), index=False)
+    text = (f"# python scripts/kernel_additivity.py {args.bench} --rescore {args.rescore} "
+            f"--out {args.out}\n{len(rows)} networks and their operators as timed in "
+            f"{args.rescore} (nothing timed now), rescored with a kernel model of "
+            f"{model.n_ops_} timed operators\n\n{check.summary().round(3).to_string()}\n")
     args.out.with_suffix(".txt").write_text(text)
     print(text)
 

@@ -113,6 +113,30 @@ def test_recalibrate_undoes_a_constant_factor_and_refuses_bad_input():
         recalibrate("blend", src[:1], f.iloc[:1], log_y[:1], src[10:], f.iloc[10:])
 
 
+def test_offset_is_one_robust_factor_keeps_the_ranking_and_is_not_clipped():
+    rng = np.random.default_rng(1)
+    f = pd.DataFrame({"flops": rng.uniform(1e6, 1e9, 40), "params": 1e4,
+                      "activation_bytes": 1e6, "peak_act_bytes": 1e5, "batch": 1.0})
+    src = np.log(f["flops"].to_numpy()) * 0.8 - 4  # log source predictions
+    log_y = src + np.log(1.3)  # the family runs 1.3x slower than predicted, everywhere
+    y_s = log_y[:10].copy()
+    y_s[3] += np.log(4.0)  # one disturbed sample, 4x slow
+    q = src[10:].copy()
+    q[0] = y_s.max() + np.log(50.0)  # a query row far beyond the samples' range
+    out = recalibrate("offset", src[:10], f.iloc[:10], y_s, q, f.iloc[10:])
+    # the median of the 10 log ratios ignores the disturbed sample: exactly 1.3x
+    np.testing.assert_allclose(out, q + np.log(1.3), atol=1e-12)
+    assert out[0] > y_s.max() + np.log(3.0)  # no clip (loglinear and blend clip there)
+    assert np.array_equal(np.argsort(out), np.argsort(q))  # the source's ranking, unchanged
+    # the mean would have been moved by the disturbed sample
+    assert abs(np.mean(y_s - src[:10]) - np.log(1.3)) > 0.1
+    # with several sources it takes the one whose leave-one-out error is lowest
+    noisy = src[:10] + rng.normal(0, 0.3, 10)
+    two = recalibrate("offset", np.c_[noisy, src[:10]], f.iloc[:10], log_y[:10],
+                      np.c_[q + 5.0, q], f.iloc[10:])
+    np.testing.assert_allclose(two, q + np.log(1.3), atol=1e-12)
+
+
 @pytest.fixture(scope="module")
 def evaluation(rows) -> CrossFamilyResult:
     src, tgt = rows
@@ -124,7 +148,8 @@ def test_cross_family_evaluation_scores_every_model_family_target_and_seed(evalu
     sc = evaluation.scores
     assert set(sc["family"]) == set(NEW) and set(sc["target"]) == set(TARGETS)
     assert set(sc["seed"]) == {0, 1}
-    models = {"zero_shot", "blend", "ridge", "loglinear", "target_only", "flops", "own_model"}
+    models = {"zero_shot", "blend", "ridge", "loglinear", "offset", "target_only", "flops",
+              "own_model"}
     assert set(sc["model"]) == models
     per = sc.groupby(["seed", "family", "target"])["model"].agg(set)
     notes = " ".join(evaluation.params["notes"])
@@ -342,7 +367,7 @@ def test_law_comparison_puts_both_laws_side_by_side(kernel_rows):
     c = law_comparison({law: r.summary for law, r in res.items()})
     assert list(c.columns[:3]) == ["family", "model", "k"]
     assert {"roofline_spearman", "kernel_spearman", "kernel_mape_pct"} <= set(c.columns)
-    assert set(c["model"]) == {"zero_shot", "blend", "loglinear"}
+    assert set(c["model"]) == {"zero_shot", "blend", "loglinear", "offset"}
     lat = res["kernel"].summary.query("target == 'latency_ms' and model == 'zero_shot'")
     got = c[c["model"] == "zero_shot"].set_index("family")["kernel_spearman"]
     np.testing.assert_allclose(got.loc[lat["family"]].to_numpy(), lat["spearman_mean"])

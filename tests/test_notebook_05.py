@@ -34,10 +34,21 @@ def test_notebook_05_quick(run_notebook):
                 s.loc[(fam, t, "zero_shot", 0), "mape_pct_mean"], rel=1e-12)
             assert rec[f"{fam}/{t}/blend@10/spearman"] == pytest.approx(
                 s.loc[(fam, t, "blend", 10), "spearman_mean"], rel=1e-12)
+            assert rec[f"{fam}/{t}/offset@10/mape_pct"] == pytest.approx(
+                s.loc[(fam, t, "offset", 10), "mape_pct_mean"], rel=1e-12)
+            # one scale factor: the zero-shot ranking, unchanged
+            assert s.loc[(fam, t, "offset", 10), "spearman_mean"] == pytest.approx(
+                s.loc[(fam, t, "zero_shot", 0), "spearman_mean"], abs=1e-12)
             own = f"{fam}/{t}/own_model/mape_pct"  # absent only with a note (too few rows)
             assert rec[own] > 0 if own in rec else rec["n_notes"] > 0
     checks = pd.read_csv(out / "results/cross_family/issue_targets.csv")
     assert len(checks) == 3 * len(NEW) == rec["n_targets"]
+    # the few-shot cells judged are the notebook's few_shot_method (offset), at k = 10
+    few = checks[checks["k"] > 0]
+    assert set(few["model"]) == {"offset"} and set(few["k"]) == {10} and len(few) == 2 * len(NEW)
+    lat = few[few["metric"] == "mape_pct"].set_index("family")["mean"]
+    for fam in NEW:
+        assert lat[fam] == pytest.approx(s.loc[(fam, "latency_ms", "offset", 10), "mape_pct_mean"])
     assert rec["n_targets_met"] == int(checks["met"].sum())
     # the drift-normalised variant sits beside the plain numbers, never in their place
     assert rec["have_refs"] is True

@@ -97,9 +97,34 @@ def test_cross_family_laws_block_puts_the_kernel_law_beside_the_roofline(copy):
     c = pd.read_csv(copy / "results/cross_family/law_comparison.csv")
     k = pd.read_csv(copy / "results/cross_family/issue_targets_kernel_law.csv")
     text = readme.cross_family_laws(copy / "results")
-    r = c[(c["family"] == "efficientnet") & (c["model"] == "blend") & (c["k"] == 10)].iloc[0]
+    # the judged method's k = 10 cells are bold (offset), blend's beside them are not
+    r = c[(c["family"] == "efficientnet") & (c["model"] == "offset") & (c["k"] == 10)].iloc[0]
+    assert (f"| efficientnet | offset, k=10 | {r['roofline_mape_pct']:.1f} → "
+            f"**{r['kernel_mape_pct']:.1f}** |") in text
     assert (f"{r['roofline_spearman']:.3f} → **{r['kernel_spearman']:.3f} ± "
             f"{r['kernel_spearman_sd']:.3f}**") in text
+    b = c[(c["family"] == "efficientnet") & (c["model"] == "blend") & (c["k"] == 10)].iloc[0]
+    assert (f"| efficientnet | blend, k=10 | {b['roofline_mape_pct']:.1f} → "
+            f"{b['kernel_mape_pct']:.1f} |") in text
     assert f"kernel law: **{int(k['met'].sum())} of {len(k)}**" in text
     (copy / "results/cross_family/law_comparison.csv").unlink()
     assert "Not computed" in readme.cross_family_laws(copy / "results")
+
+
+def test_cross_family_table_follows_the_judged_method_and_names_its_source(copy):
+    checks_path = copy / "results/cross_family/issue_targets.csv"
+    checks = pd.read_csv(checks_path)
+    judged = checks.loc[checks["k"] > 0, "model"].unique()
+    assert list(judged) == ["offset"]  # notebook 05's few_shot_method
+    text = readme.cross_family(copy / "results")
+    header = text.splitlines()[0]
+    assert "| offset, k=10 | offset, k=50 | blend, k=10 |" in header  # blend beside it
+    assert "few-shot method `offset`" in text
+    # the Zen 5 block reads its own folder and says so
+    z5 = readme.cross_family(copy / "results", sub=readme.ZEN5_CROSS_FAMILY)
+    assert "`results/other_cpus/cpu_epyc_zen5_2c/cross_family/summary.csv`" in z5
+    # two judged methods are refused, naming them
+    checks.loc[checks["k"] > 0, "model"] = ["blend", "offset"] * int((checks["k"] > 0).sum() / 2)
+    checks.to_csv(checks_path, index=False)
+    with pytest.raises(readme.ReadmeError, match=r"judges 2 few-shot methods \(\['blend', 'offset'\]\)"):
+        readme.cross_family(copy / "results")

@@ -8,10 +8,11 @@ how far a model fitted on *source* families (the paper's ResNet grid) carries to
     a :class:`~carb_lib.ensemble.CARBRegressor` with ``feature_set="shared"`` (no family
     config encoding: static features with the family-agnostic extras, resolution, batch,
     precision) fitted on the source rows, predicting the new family's test rows unchanged;
-few-shot (``blend``, ``ridge``, ``loglinear``)
+few-shot (``blend``, ``ridge``, ``loglinear``, ``offset``)
     the zero-shot predictions recalibrated on ``k`` measured rows of the new family with the
     few-shot methods of the platform transfer (:func:`carb_lib.transfer.recalibrate`;
-    ``blend`` is the default there, chosen on the HELP devices, not on these rows);
+    ``blend`` is the default there, chosen on the HELP devices; ``offset``, one scale factor,
+    was chosen for new families on the Zen 3 rows, ``scripts/few_shot_method_choice.py``);
 baselines with the same ``k`` rows and no source (``target_only``: ridge on static features;
 ``flops``: log-log on FLOPs);
 ``own_model``
@@ -66,7 +67,8 @@ logger = logging.getLogger(__name__)
 CROSS_FAMILY_TARGETS: tuple[str, ...] = ("peak_mem_mib", "latency_ms")
 #: Few-shot methods of :func:`carb_lib.transfer.recalibrate` evaluated, source-based first, then
 #: the two baselines that use the k rows alone.
-FEW_SHOT_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "target_only", "flops")
+FEW_SHOT_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "offset", "target_only",
+                                       "flops")
 #: Metric columns of :attr:`CrossFamilyResult.scores`.
 METRICS: tuple[str, ...] = ("mape_pct", "within_10pct", "spearman", "r2")
 
@@ -302,7 +304,8 @@ def _pred_frame(test: pd.DataFrame, family: str, target: str, model: str, k: int
 
 
 def law_comparison(summaries: dict[str, pd.DataFrame], *, target: str = "latency_ms",
-                   models: Sequence[str] = ("zero_shot", "blend", "loglinear", "own_model"),
+                   models: Sequence[str] = ("zero_shot", "blend", "loglinear", "offset",
+                                           "own_model"),
                    ) -> pd.DataFrame:
     """Each base law's cross-family accuracy side by side.
 

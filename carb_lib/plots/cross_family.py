@@ -43,7 +43,8 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
     """
     s = summary.copy()
     if models is None:
-        order = ["zero_shot", "blend", "ridge", "loglinear", "target_only", "flops", "own_model"]
+        order = ["zero_shot", "blend", "ridge", "loglinear", "offset", "target_only", "flops",
+                 "own_model"]
         pairs = s[["model", "k"]].drop_duplicates()
         pairs = pairs.assign(o=pairs["model"].map({m: i for i, m in enumerate(order)}))
         models = [(m, int(k)) for m, k in pairs.sort_values(["o", "k"])[["model", "k"]]
