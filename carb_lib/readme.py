@@ -441,7 +441,8 @@ def cross_family_laws(results: Path, sub: str = "") -> str:
     if not (results / f"{sub}cross_family/law_comparison.csv").exists():
         return ("_Not computed: notebook 05 ran without `kernel_bench` (`carb kernels`)._\n")
     c = _read(results, f"{sub}cross_family/law_comparison.csv")
-    method = _judged_method(_read(results, f"{sub}cross_family/issue_targets.csv"))
+    checks = _read(results, f"{sub}cross_family/issue_targets.csv")
+    method = _judged_method(checks)
     labels = {("zero_shot", 0): "zero-shot", ("loglinear", 10): "loglinear, k=10",
               ("blend", 10): "blend, k=10", ("blend", 50): "blend, k=50",
               (method, 10): f"{method}, k=10", (method, 50): f"{method}, k=50",
@@ -461,9 +462,9 @@ def cross_family_laws(results: Path, sub: str = "") -> str:
     sources = [f"{sub}cross_family/law_comparison.csv"]
     if (results / f"{sub}cross_family/issue_targets_kernel_law.csv").exists():
         k = _read(results, f"{sub}cross_family/issue_targets_kernel_law.csv")
-        r = _read(results, f"{sub}cross_family/issue_targets.csv")
         out.append(f"\nIssue targets met with the kernel law: **{int(k['met'].sum())} of {len(k)}** "
-                   f"(roofline law: {int(r['met'].sum())} of {len(r)}); bold: the judged cells.")
+                   f"(roofline law: {int(checks['met'].sum())} of {len(checks)}); bold: the "
+                   "judged cells.")
         sources.append(f"{sub}cross_family/issue_targets_kernel_law.csv")
     return "\n".join(out) + "\n" + _source(*sources)
 

@@ -57,16 +57,20 @@ def main() -> None:
     bench = kernels.read_bench(args.bench)
     model = kernels.KernelModel().fit(bench)
     check = additivity_check(sample, model, window_s=0.01, n_windows=3)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    check.rows.to_csv(args.out.with_suffix(".csv"), index=False)
     cmd = "python scripts/kernel_additivity.py " + " ".join(
         [str(args.bench), *map(str, args.datasets), "--out", str(args.out),
          "--per-group", str(args.per_group), "--max-ms", str(args.max_ms), "--seed",
          str(args.seed)])
-    text = (f"# {cmd}\n{len(sample)} measured rows, {model.n_ops_} timed operators in the "
-            "kernel model; one thread, median of 3 windows >= 10 ms each\n\n"
-            f"{check.summary().round(3).to_string()}\n")
-    args.out.with_suffix(".txt").write_text(text)
+    _write(check, args.out, f"# {cmd}\n{len(sample)} measured rows, {model.n_ops_} timed "
+           "operators in the kernel model; one thread, median of 3 windows >= 10 ms each")
+
+
+def _write(check: AdditivityCheck, out: Path, header: str) -> None:
+    """The per-row table (``out``.csv) and ``header`` with the summary (``out``.txt, printed)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    check.rows.to_csv(out.with_suffix(".csv"), index=False)
+    text = f"{header}\n\n{check.summary().round(3).to_string()}\n"
+    out.with_suffix(".txt").write_text(text)
     print(text)
 
 
@@ -85,14 +89,11 @@ def rescore(args: argparse.Namespace) -> None:
     rows = kernels.with_kernel_column(stored.assign(status="ok", platform=plat), model,
                                       progress=False)
     check = AdditivityCheck(rows[stored.columns.tolist()])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    check.rows.to_csv(args.out.with_suffix(".csv"), index=False)
-    text = (f"# python scripts/kernel_additivity.py {args.bench} --rescore {args.rescore} "
-            f"--out {args.out}\n{len(rows)} networks and their operators as timed in "
-            f"{args.rescore} (nothing timed now), rescored with a kernel model of "
-            f"{model.n_ops_} timed operators\n\n{check.summary().round(3).to_string()}\n")
-    args.out.with_suffix(".txt").write_text(text)
-    print(text)
+    _write(check, args.out,
+           f"# python scripts/kernel_additivity.py {args.bench} --rescore {args.rescore} "
+           f"--out {args.out}\n{len(rows)} networks and their operators as timed in "
+           f"{args.rescore} (nothing timed now), rescored with a kernel model of "
+           f"{model.n_ops_} timed operators")
 
 
 if __name__ == "__main__":
