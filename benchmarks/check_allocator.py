@@ -8,7 +8,8 @@ estimate ``param_bytes + peak_act_bytes``; and the meta-device simulation
 ``results/benchmarks/allocator_check.csv`` (one row per dataset) and
 ``results/benchmarks/allocator_speed.csv`` (static features of 1M extended-space configs and
 of 100k configs per new family, cold caches, median of ``--repeats``). Both of the model's
-oneDNN channel blocks are checked (8 on AVX2, 16 on AVX-512: ``exact_rows_block8/16``); the
+oneDNN channel blocks are checked (8 on AVX2, 16 on AVX-512: ``exact_rows_block8/16``), and
+the variant of AVX512-FP16 CPUs whose oneDNN runs fp16 convs (``exact_rows_block16+fp16``); the
 headline columns use the block that the memory base law learns from the dataset's rows
 (``law_block``), and the meta simulation runs with it.
 """
@@ -26,7 +27,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 DATASETS = ("data/cpu_epyc_zen3_2c.parquet", "data/new_families/cpu_epyc_zen3_2c.parquet",
-            "data/cpu_epyc_2c.parquet")
+            "data/cpu_epyc_2c.parquet", "data/other_cpus/cpu_xeon_emr_2c.parquet",
+            "data/other_cpus/new_families/cpu_xeon_emr_2c.parquet")
 
 
 def _simulate_row(row: pd.Series, block: int = 8) -> int:
@@ -77,6 +79,7 @@ def check(path: Path, n_sim: int, seed: int) -> dict:
         "exact_rows": int(exact[block].sum()),
         "exact_share": float(exact[block].mean()),
         **{f"exact_rows_block{b}": int(e.sum()) for b, e in exact.items()},
+        "fp16_rows": int((df["precision"] == "fp16").sum()),
         "max_rel_err_pct": float(100 * rel.max()),
         "mape_pct": float(100 * rel.mean()),
         "bytes_estimate_mape_pct": float(100 * np.mean(np.abs(old / meas - 1))),
@@ -136,8 +139,9 @@ def main() -> None:
                   f"(max error {r['max_rel_err_pct']:.3g} %; byte estimate MAPE "
                   f"{r['bytes_estimate_mape_pct']:.2f} %); meta simulation "
                   f"{r['sim_exact_rows']}/{r['sim_rows']} exact, {r['sim_s_per_row']:.3f} s/row; "
-                  f"learned block {r['law_block']} (exact rows with 8 / 16: "
-                  f"{r['exact_rows_block8']:,} / {r['exact_rows_block16']:,})")
+                  f"learned variant {r['law_block']} (exact rows with 8 / 16 / 16+fp16: "
+                  f"{r['exact_rows_block8']:,} / {r['exact_rows_block16']:,} / "
+                  f"{r['exact_rows_block16+fp16']:,})")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out_dir / "allocator_check.csv", index=False)
     if not args.skip_speed:

@@ -35,6 +35,7 @@ from carb_lib.families._alloc import (
     conv_events,
     global_pool_events,
     maxpool_events,
+    variant_parts,
 )
 
 __all__ = ["AllocatorPeak", "simulate_peak"]
@@ -78,8 +79,9 @@ def _pair(v: Any, default: int) -> tuple[int, int]:
 class _Simulator:
     """The dispatch mode's state (created lazily: importing this module needs no torch)."""
 
-    def __init__(self, threads: int, block: int) -> None:
-        self.threads, self.block = threads, block
+    def __init__(self, threads: int, block: int | str) -> None:
+        self.threads = threads
+        self.block, self.fp16_onednn = variant_parts(block)
         self.run = self.peak = 0
         self.n_events = 0
         self.refs: dict[int, int] = {}
@@ -156,7 +158,7 @@ def _mode(sim: _Simulator):
                     prec, n, cin, w.shape[0], (w.shape[2], w.shape[3]), _pair(stride, 1),
                     _pair(padding, 0), int(groups), h * wd, first.shape[2] * first.shape[3],
                     bias=len(args) > 2 and args[2] is not None, threads=sim.threads,
-                    block=sim.block), first)
+                    block=sim.block, fp16_onednn=sim.fp16_onednn), first)
             elif func in bns and prec is not None and x.dim() >= 2:
                 n = x.shape[0]
                 sim.events(n, bn_events(prec, x.shape[1], x[0].numel()), first)
@@ -175,7 +177,7 @@ def _mode(sim: _Simulator):
 
 
 def simulate_peak(model: Any, input_shape: tuple[int, ...], *, precision: str = "fp32",
-                  threads: int = 1, block: int = BLOCK) -> AllocatorPeak:
+                  threads: int = 1, block: int | str = BLOCK) -> AllocatorPeak:
     """Simulated CPU peak memory of ``model(x)`` for an input of ``input_shape``.
 
     Parameters
@@ -189,8 +191,10 @@ def simulate_peak(model: Any, input_shape: tuple[int, ...], *, precision: str = 
     threads : int, default=1
         Intra-op threads of the simulated run (PyTorch's kernel choice for 1x1 convs depends
         on it).
-    block : int, default=8
-        Channel block of oneDNN's layouts on the simulated CPU.
+    block : int or str, default=8
+        Allocator variant of the simulated CPU (:data:`carb_lib.families._alloc.BLOCKS`):
+        oneDNN's channel block (8 on AVX2, 16 on AVX-512), or ``"16+fp16"`` for an AVX-512
+        CPU whose oneDNN runs float16 convs (:data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`).
 
     Returns
     -------

@@ -13,10 +13,11 @@ batch, depth, width and resolution, the combined model extrapolates where trees 
 ``alloc_peak_bytes`` is the allocator model's peak (:mod:`carb_lib.families._alloc`): on the
 project's CPUs it equals the measured peak to the byte, and the fit puts ``e_p`` at 1 and the
 other terms at 0; elsewhere (a GPU, another allocator) it is one more byte count. The model has
-one column per oneDNN channel block (:data:`carb_lib.vocab.ALLOC_FEATURES`: 8 channels on AVX2,
-16 on AVX-512); the fit learns which one the platform follows — the one whose law has the
-smaller training error, ``BaseLaw.alloc_block`` — so a law fitted on an AVX-512 CPU's rows uses
-16-channel blocks without being told the CPU. Rows of a family without the model (NaN) use
+one column per allocator variant (:data:`carb_lib.vocab.ALLOC_FEATURES`: oneDNN's 8-channel
+blocks on AVX2, 16 on AVX-512, and ``"16+fp16"`` for AVX-512 CPUs whose oneDNN also runs fp16
+convolutions, e.g. Intel Sapphire Rapids and later); the fit learns which one the platform
+follows — the one whose law has the smaller training error, ``BaseLaw.alloc_block`` — so a law
+fitted on an AVX-512 CPU's rows uses 16-channel blocks without being told the CPU. Rows of a family without the model (NaN) use
 ``param_bytes + peak_act_bytes`` in its place; a frame without the columns gets them computed
 (:func:`with_alloc_column`).
 ``memory_bytes`` is the same law without the allocator term (the ablation).
@@ -99,7 +100,7 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     return v
 
 
-def _terms(df: pd.DataFrame, kind: str, block: int = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
+def _terms(df: pd.DataFrame, kind: str, block: int | str = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
     """The law's terms (n, k), before the per-precision split (``block``: the allocator
     column's channel block)."""
     if kind in ("memory", "memory_bytes"):
@@ -154,8 +155,8 @@ def with_alloc_column(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(**cols)
 
 
-def _alloc_term(df: pd.DataFrame, block: int = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
-    """``alloc_peak_bytes`` with ``block``-channel layouts (:func:`with_alloc_column`),
+def _alloc_term(df: pd.DataFrame, block: int | str = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
+    """``alloc_peak_bytes`` of allocator variant ``block`` (:func:`with_alloc_column`),
     ``param_bytes + peak_act_bytes`` where the family has no allocator model."""
     if block not in ALLOC_FEATURES:
         raise ValueError(f"alloc_block={block!r} is not modelled; valid: {list(ALLOC_FEATURES)}")
@@ -213,9 +214,10 @@ class BaseLaw:
         that ``log(base)`` is always finite.
     n : int
         Training rows.
-    alloc_block : int
-        Channel block of the allocator term (``memory`` laws; :data:`ALLOC_FEATURES`): the one
-        whose fit had the smaller training error (8 for a law saved before it was learned).
+    alloc_block : int or str
+        Allocator variant of the allocator term (``memory`` laws; :data:`ALLOC_FEATURES`: a
+        oneDNN channel block, or ``"16+fp16"``): the one whose fit had the smaller training
+        error (8 for a law saved before it was learned).
     train_error : float
         Weighted mean relative error of the law on its training rows.
     """
@@ -228,7 +230,7 @@ class BaseLaw:
     n: int
     ci: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     ci_level: float = 0.95
-    alloc_block: int = DEFAULT_ALLOC_BLOCK
+    alloc_block: int | str = DEFAULT_ALLOC_BLOCK
     train_error: float = float("nan")
 
     def _kind(self) -> str:
@@ -384,7 +386,7 @@ def fit_base_law(
 
 
 def _fit_law(df: pd.DataFrame, target: str, kind: str, y, sample_weight, n_boot: int,
-             ci_level: float, random_state: int, block: int) -> BaseLaw:
+             ci_level: float, random_state: int, block: int | str) -> BaseLaw:
     """:func:`fit_base_law` with the allocator term's channel block given."""
     yv = _col(df, target) if y is None else np.asarray(y, dtype=float)
     w = np.ones(len(df)) if sample_weight is None else np.asarray(sample_weight, dtype=float)

@@ -181,8 +181,10 @@ SCHEMA: tuple[Column, ...] = (
     # the allocator model's peak (optional: computed on demand; NaN where a family has none)
     *(
         _c(name, "float", "feature", False, "allowed", True,
-           doc=f"simulated CPU allocator peak with {b}-channel oneDNN blocks, bytes "
-               "(carb_lib.families._alloc)")
+           doc=(f"simulated CPU allocator peak with {b}-channel oneDNN blocks, bytes "
+                if isinstance(b, int) else "simulated CPU allocator peak with 16-channel "
+                "oneDNN blocks and fp16 convs through oneDNN (AVX512-FP16), bytes")
+               + " (carb_lib.families._alloc)")
         for b, name in ALLOC_FEATURES.items()
     ),
     # targets

@@ -29,7 +29,8 @@ Columns (units in names where they have one; :data:`carb_lib.vocab.STATIC_FEATUR
     included (:mod:`carb_lib.families._alloc`; equal to the measured CPU peak on the project's
     data). NaN for NB201 cells. Read by the memory base law, not by the learners.
     ``alloc_peak_bytes`` has oneDNN's 8-channel blocks (AVX2), ``alloc_peak_bytes_b16`` its
-    16-channel blocks (AVX-512): :data:`carb_lib.vocab.ALLOC_FEATURES`.
+    16-channel blocks (AVX-512), ``alloc_peak_bytes_b16_fp16dnn`` those and fp16 convs through
+    oneDNN (AVX512-FP16): :data:`carb_lib.vocab.ALLOC_FEATURES`.
 
 Each family computes them (``Family.static_features``, vectorised: per-sample quantities once
 per unique architecture x resolution, scaled by batch and bytes per element) and measures them

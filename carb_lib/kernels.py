@@ -51,11 +51,10 @@ from sklearn.utils.validation import check_is_fitted
 from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
 
 __all__ = [
-    "BENCH_COLUMNS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION", "KernelCheck", "KernelModel",
-    "bench_kernels", "check_append",
+    "BENCH_COLUMNS", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
+    "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
     "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
-    "sample_kernels",
-    "with_kernel_column",
+    "sample_kernels", "with_kernel_column",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -416,6 +415,11 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
 
 
 # --------------------------------------------------------------------------- the model
+#: :func:`kernel_features`' log share of a kernel's taps inside the input (read by
+#: ``KernelModel(features="taps")`` only).
+TAPS_FEATURE = "log_tap_share"
+
+
 def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
     """The kernel model's inputs: kind indicators, log shapes, FLOPs and bytes, precision,
     whether PyTorch's ``use_mkldnn`` rule sends a float32 convolution to oneDNN (one thread),
@@ -451,6 +455,9 @@ def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
         # power-of-two alignment of the sizes (cache-set aliasing: float16 3x3 convolutions
         # at 16, 32 or 64 px run at a third of the rate they reach at 14, 28 or 56)
         **{f"align_{c}": _twos(ops[c]) for c in ("cin", "cout", "h_in", "h_out")},
+        # the share of a kernel's taps that can land on the input (a 5 x 5 depthwise conv on
+        # a 1 x 1 map reads 1 of its 25 taps; PyTorch runs such convs at ~0.1 GFLOP/s)
+        TAPS_FEATURE: 2 * np.log(np.minimum(f["k"], f["h_in"]) / f["k"]),
     })  # fmt: skip
     return pd.DataFrame(out, index=ops.index)
 
@@ -473,9 +480,11 @@ class KernelModel(RegressorMixin, BaseEstimator):
     target : {"roofline", "flops", "time"}, default="roofline"
         What the trees learn: log(time / nominal roofline time), log(time / FLOPs) (elements
         for memory-bound operators), or log time (session 9's model).
-    features : {"all", "shape"}, default="all"
-        :func:`kernel_features` whole, or without the matrix-product dimensions and
-        power-of-two alignments (``"shape"``: session 9's set).
+    features : {"all", "shape", "taps"}, default="all"
+        :func:`kernel_features` without :data:`TAPS_FEATURE` (``"all"``), also without the
+        matrix-product dimensions and power-of-two alignments (``"shape"``: session 9's set),
+        or whole (``"taps"``: with the share of a kernel's taps inside its input, session 14;
+        not the default yet: README, *Where efficientnet's gap comes from*).
     random_state : int, default=0
 
     Attributes
@@ -500,7 +509,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "num_leaves": [Interval(Integral, 2, None, closed="left")],
         "target": [StrOptions({"roofline", "flops", "time"})],
-        "features": [StrOptions({"all", "shape"})],
+        "features": [StrOptions({"all", "shape", "taps"})],
         "random_state": ["random_state"],
     }
 
@@ -539,6 +548,8 @@ class KernelModel(RegressorMixin, BaseEstimator):
             raise ValueError(f"a kernel model needs >= 20 timed operators, got {int(ok.sum())}")
         rows = bench.loc[ok]
         X = kernel_features(rows)
+        if self.features != "taps":
+            X = X.drop(columns=TAPS_FEATURE)
         if self.features == "shape":
             X = X[[c for c in X.columns if not c.startswith(_REGIME_FEATURES)]]
         self.features_ = list(X.columns)
@@ -742,11 +753,21 @@ def network_ops(df: pd.DataFrame, *, progress: bool = False) -> tuple[pd.DataFra
     return ops, arch_id
 
 
+#: Operator groups of :func:`with_kernel_column`'s ``by_group`` columns
+#: (``kernel_ms_<group>``): dense convolutions, depthwise convolutions, linear layers and the
+#: memory-bound operators between them (batch norm, activations, adds, SE scaling, pooling).
+KERNEL_GROUPS: dict[str, tuple[str, ...]] = {"conv": ("conv",), "dwconv": ("dwconv",),
+                                             "linear": ("linear",), "memory": _ELTWISE}
+
+
 def with_kernel_column(df: pd.DataFrame, model: KernelModel, *, progress: bool = False,
-                       n_jobs: int = 1) -> pd.DataFrame:
+                       n_jobs: int = 1, by_group: bool = False) -> pd.DataFrame:
     """``df`` with :data:`~carb_lib.vocab.KERNEL_FEATURE`: the predicted times of its
     network's operators at its batch and precision, summed (ms), each distinct operator
-    predicted once on ``n_jobs`` threads. ``df`` is not modified."""
+    predicted once on ``n_jobs`` threads. ``df`` is not modified.
+
+    With ``by_group=True`` also ``kernel_ms_<group>`` per :data:`KERNEL_GROUPS` (they sum to
+    ``kernel_ms``): where a network's operator time goes."""
     check_is_fitted(model)
     for c in ("batch", "precision"):
         if c not in df.columns:
@@ -768,5 +789,11 @@ def with_kernel_column(df: pd.DataFrame, model: KernelModel, *, progress: bool =
     o["t"] = model.predict(o[sig].drop_duplicates(), n_jobs=n_jobs)[codes]
     total = o.groupby("uid")["t"].sum().reindex(uniq["uid"]).fillna(0.0).to_numpy()
     uniq[KERNEL_FEATURE] = total
+    cols = [KERNEL_FEATURE]
+    if by_group:
+        for group, kinds in KERNEL_GROUPS.items():
+            part = o[o["kind"].isin(kinds)].groupby("uid")["t"].sum()
+            uniq[f"{KERNEL_FEATURE}_{group}"] = part.reindex(uniq["uid"]).fillna(0.0).to_numpy()
+            cols.append(f"{KERNEL_FEATURE}_{group}")
     per_row = key.merge(uniq, on=["arch_id", "batch", "precision"], how="left")
-    return df.assign(**{KERNEL_FEATURE: per_row[KERNEL_FEATURE].to_numpy()})
+    return df.assign(**{c: per_row[c].to_numpy() for c in cols})

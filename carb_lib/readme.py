@@ -78,20 +78,24 @@ def static_features_bench(results: Path) -> str:
 def allocator_check(results: Path) -> str:
     """The allocator model against every measured CPU row (``benchmarks/check_allocator.py``)."""
     df = _read(results, "benchmarks/allocator_check.csv")
-    out = ["| dataset | families | rows | channel block learned | exact to the byte | "
-           "largest error | exact with 8 / 16-channel blocks | MAPE of the byte estimate | "
+    out = ["| dataset | families | rows | allocator variant learned | exact to the byte | "
+           "largest error | exact with 8 / 16 / 16+fp16 | MAPE of the byte estimate | "
            "meta simulation exact | s per simulated row |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in df.iterrows():
         out.append(f"| `{r['dataset']}` | {r['families'].replace(',', ', ')} | {int(r['rows']):,} | "
-                   f"{int(r['law_block'])} | "
+                   f"{r['law_block']} | "
                    f"**{int(r['exact_rows']):,}** ({100 * r['exact_share']:.1f} %) | "
                    f"{_num(r['max_rel_err_pct'], 2)} % | {int(r['exact_rows_block8']):,} / "
-                   f"{int(r['exact_rows_block16']):,} | {r['bytes_estimate_mape_pct']:.1f} % | "
+                   f"{int(r['exact_rows_block16']):,} / "
+                   f"{int(r.get('exact_rows_block16+fp16', r['exact_rows_block16'])):,} | "
+                   f"{r['bytes_estimate_mape_pct']:.1f} % | "
                    f"{int(r['sim_exact_rows'])} / {int(r['sim_rows'])} | "
                    f"{r['sim_s_per_row']:.2f} |")
-    out += ["", "The channel block is oneDNN's (8 channels on AVX2, 16 on AVX-512); the memory "
-            "base law learns it from each dataset's rows (`BaseLaw.alloc_block`)."]
+    out += ["", "The variant is oneDNN's channel block (8 channels on AVX2, 16 on AVX-512), "
+            "and `16+fp16` where oneDNN also runs the fp16 convolutions (AVX512-FP16: the "
+            "Intel Xeon); the memory base law learns it from each dataset's rows "
+            "(`BaseLaw.alloc_block`)."]
     srcs = ["benchmarks/allocator_check.csv"]
     speed = results / "benchmarks" / "allocator_speed.csv"
     if speed.exists():
@@ -471,6 +475,8 @@ def cross_family_laws(results: Path, sub: str = "") -> str:
 
 #: ``results_dir`` (under ``results/``) of notebook 05 run on the Zen 5 rows (README command).
 ZEN5_CROSS_FAMILY = "other_cpus/cpu_epyc_zen5_2c/"
+#: The same on the Intel Xeon's rows (session 14; README command).
+XEON_CROSS_FAMILY = "other_cpus/cpu_xeon_emr_2c/"
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
@@ -487,6 +493,9 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     # notebook 05 on the quiet Zen 5's rows (a blind test of the choices made on the Zen 3)
     "cross-family-zen5": partial(cross_family, sub=ZEN5_CROSS_FAMILY),
     "cross-family-laws-zen5": partial(cross_family_laws, sub=ZEN5_CROSS_FAMILY),
+    # ... and on the Intel Xeon's (a second blind test, another vendor)
+    "cross-family-xeon": partial(cross_family, sub=XEON_CROSS_FAMILY),
+    "cross-family-laws-xeon": partial(cross_family_laws, sub=XEON_CROSS_FAMILY),
 }
 
 

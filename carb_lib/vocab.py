@@ -24,6 +24,7 @@ __all__ = [
     "ALLOC_FEATURE",
     "ALLOC_FEATURES",
     "DEFAULT_ALLOC_BLOCK",
+    "FP16_ONEDNN_VARIANT",
     "EXTRA_STATIC_FEATURES",
     "FLOAT_STATIC_FEATURES",
     "KEY_COLUMNS",
@@ -83,10 +84,17 @@ ALLOC_FEATURE: str = "alloc_peak_bytes"
 #: platform's kernel model, summed (:mod:`carb_lib.kernels`). Read by the ``kernel`` latency
 #: law (``CARBRegressor(latency_law="kernel")``), not by the learners.
 KERNEL_FEATURE: str = "kernel_ms"
-#: The allocator model's peak per oneDNN channel block: 8 channels (AVX2 CPUs,
-#: :data:`ALLOC_FEATURE`) and 16 (AVX-512 CPUs). The memory base law learns from its training
-#: rows which one its platform follows (``BaseLaw.alloc_block``).
-ALLOC_FEATURES: dict[int, str] = {8: ALLOC_FEATURE, 16: "alloc_peak_bytes_b16"}
+#: The allocator variant of an AVX-512 CPU whose oneDNN also runs float16 convolutions
+#: (AVX512-FP16: Intel Sapphire Rapids and later; ``torch.ops.mkldnn._is_mkldnn_fp16_supported()``):
+#: fp32 as on any AVX-512 CPU (16-channel blocks), fp16 convolutions through oneDNN instead of
+#: PyTorch's slow path (``carb_lib.families._alloc``).
+FP16_ONEDNN_VARIANT: str = "16+fp16"
+#: The allocator model's peak per variant: oneDNN channel blocks of 8 (AVX2 CPUs,
+#: :data:`ALLOC_FEATURE`) and 16 (AVX-512 CPUs), both with fp16 convolutions on the slow path,
+#: and :data:`FP16_ONEDNN_VARIANT`. The memory base law learns from its training rows which
+#: one its platform follows (``BaseLaw.alloc_block``).
+ALLOC_FEATURES: dict[int | str, str] = {8: ALLOC_FEATURE, 16: "alloc_peak_bytes_b16",
+                                        FP16_ONEDNN_VARIANT: "alloc_peak_bytes_b16_fp16dnn"}
 #: The channel block of :data:`ALLOC_FEATURE` (AVX2): the default where none is learned.
 DEFAULT_ALLOC_BLOCK: int = 8
 #: Static features stored as floats (the others are integer counts, FLOPs or bytes).

@@ -301,3 +301,120 @@ def test_the_zen4_rows_are_one_cpu_and_equal_the_16_channel_peak():
     assert np.abs(f[ALLOC_FEATURES[16]].to_numpy() - measured).max() <= 0.5
     zen3 = pd.read_parquet(DATASETS[0], columns=["config_id"])
     assert set(df["config_id"]) <= set(zen3["config_id"])
+
+
+# ------------------------------------------------------------ fp16 convs through oneDNN
+#: Allocator events (bytes, in order) of single fp16 ``Conv2d`` calls recorded with
+#: ``torch.profiler`` on the Xeon of ``data/other_cpus/cpu_xeon_emr_2c.parquet`` (family 6
+#: model 207, AVX512-FP16, PyTorch 2.13, one thread): (n, cin, cout, k, stride, pad, groups,
+#: h) -> events.
+XEON_FP16_CONV_EVENTS = {
+    (2, 16, 32, 3, 1, 1, 1, 8): [8216, 4096, 9216, 8192, -9216, -4096, -8216, 8192, 8192,
+                                 -8192, -8192],
+    (4, 3, 16, 7, 2, 3, 1, 32): [8216, 24576, 4704, 32768, -4704, -24576, -8216, 32768,
+                                 32768, -32768, -32768],
+    (2, 40, 33, 1, 1, 0, 1, 8): [8216, 10240, 5120, 8448, -5120, -10240, -8216, 8448, 8448,
+                                 -8448, -8448],
+    (2, 32, 144, 1, 1, 0, 1, 8): [8216, 8192, 9216, 36864, -9216, -8192, -8216, 36864, 36864,
+                                  -36864, -36864],
+    (2, 40, 40, 5, 2, 2, 40, 8): [10240, 2400, 2560, -2400, -10240, 2560, 2560, -2560, -2560],
+    (4, 96, 4, 1, 1, 0, 1, 1): [8216, 3072, 32, -3072, -8216, 32, -32],
+    (2, 64, 64, 3, 2, 1, 64, 2): [1024, 1152, 256, -1152, -1024, 256, -256],
+}
+FP16_ONEDNN = bool(torch.backends.mkldnn.is_available()
+                   and torch.ops.mkldnn._is_mkldnn_fp16_supported())
+
+
+def _event_bytes(n, cin, cout, k, s, p, g, h):
+    ho = (h + 2 * p - k) // s + 1
+    out = []
+    for ev in _alloc.conv_events("fp16", n, cin, cout, (k, k), (s, s), (p, p), g, h * h,
+                                 ho * ho, block=16, fp16_onednn=True):
+        out += [b for b in (ev[0] * n, ev[1]) if b]
+    return out
+
+
+@pytest.mark.parametrize("shape", list(XEON_FP16_CONV_EVENTS), ids=str)
+def test_fp16_onednn_conv_events_are_the_recorded_ones(shape):
+    """Dense (padded weights, the 8,216-byte scratch), depthwise, 1 x 1 inputs and outputs."""
+    assert _event_bytes(*shape) == XEON_FP16_CONV_EVENTS[shape]
+
+
+@pytest.mark.skipif(not FP16_ONEDNN, reason="this CPU's oneDNN does not run fp16 convs")
+@pytest.mark.parametrize("kind", ["plain", "pointwise", "mobile"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_fp16_onednn_simulation_equals_the_measured_peak(kind, batch):
+    """On an AVX512-FP16 CPU (this variant's), the simulated fp16 peak is the measured one."""
+    torch.manual_seed(0)
+    model = _net(kind).half().eval()
+    x = torch.randn(batch, 3, 24, 24).half()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        measured = cpu_peak_memory_bytes(model, x)
+    finally:
+        torch.set_num_threads(threads)
+    sim = simulate_peak(model, tuple(x.shape), precision="fp16", block="16+fp16")
+    assert sim.peak_bytes == measured["peak_bytes"]
+    slow = simulate_peak(model, tuple(x.shape), precision="fp16", block=16)
+    assert slow.peak_bytes != measured["peak_bytes"]  # the slow path's rules do not hold here
+
+
+def test_fp16_onednn_variant_lanes_features_and_law():
+    """The variant reads the fp32 lanes of 16-channel blocks and its own fp16 lane; its
+    feature equals ``alloc_peak_bytes_b16`` on fp32 rows; the memory law picks it from rows
+    that follow it and keeps 16 on rows that follow the slow path."""
+    from carb_lib.base_models import fit_base_law
+    from carb_lib.families.resnet import sample_configs
+    from carb_lib.features import static_features
+    from carb_lib.vocab import FP16_ONEDNN_VARIANT
+
+    prec = np.array(["fp32", "fp32", "fp16", "fp16"], object)
+    batch = np.array([1, 16, 1, 700])
+    lane = _alloc.lane_of(prec, batch, block=FP16_ONEDNN_VARIANT)
+    assert lane[:2].tolist() == _alloc.lane_of(prec, batch, block=16)[:2].tolist()
+    assert [_alloc.LANES[i][:1] + _alloc.LANES[i][3:] for i in lane[2:]] == [("fp16", 16)] * 2
+    with pytest.raises(ValueError, match=r"block='16\+fp32' is not modelled"):
+        _alloc.variant_parts("16+fp32")
+    rows = sample_configs(400, seed=5)
+    f = static_features(rows)
+    dnn, b16 = f[ALLOC_FEATURES[FP16_ONEDNN_VARIANT]], f[ALLOC_FEATURES[16]]
+    fp32 = (rows["precision"] == "fp32").to_numpy()
+    np.testing.assert_array_equal(dnn[fp32], b16[fp32])
+    assert (dnn[~fp32] != b16[~fp32]).mean() > 0.9  # another fp16 path: other peaks
+    for truth, want in ((dnn, FP16_ONEDNN_VARIANT), (b16, 16)):
+        df = rows.assign(peak_mem_mib=truth.to_numpy() / 2**20,
+                         **{c: f[c].to_numpy() for c in f.columns if c not in rows})
+        law = fit_base_law(df, "peak_mem_mib")
+        assert law.alloc_block == want and law.train_error < 1e-9
+
+
+def test_the_xeon_rows_follow_the_fp16_onednn_variant():
+    """The Intel Xeon's rows (data/other_cpus, session 14): one CPU; every fp32 row is the
+    16-channel peak; the fp16 rows follow the ``16+fp16`` variant (not the slow path), to the
+    byte but for the two modelled exceptions' few rows; the memory law learns the variant."""
+    from carb_lib.base_models import fit_base_law
+    from carb_lib.dataset import read_dataset
+    from carb_lib.features import static_features
+    from carb_lib.vocab import FP16_ONEDNN_VARIANT
+
+    variant, b16 = ALLOC_FEATURES[FP16_ONEDNN_VARIANT], ALLOC_FEATURES[16]
+    limits = {"cpu_xeon_emr_2c.parquet": (1756, 0.99, 0.06),
+              "new_families/cpu_xeon_emr_2c.parquet": (1192, 0.75, 0.006)}
+    for name, (n, exact_share, worst) in limits.items():
+        df = read_dataset(ROOT / "data" / "other_cpus" / name)
+        assert (df["status"] == "ok").all() and len(df) == n
+        assert df["cpu_id"].nunique() == 1
+        assert df["cpu_id"].iloc[0].startswith("GenuineIntel family 6 model 207")
+        f = static_features(df)
+        measured = df["peak_mem_mib"].to_numpy(dtype=float) * 2**20
+        fp16 = (df["precision"] == "fp16").to_numpy()
+        err = f[variant].to_numpy() - measured
+        assert np.abs(err[~fp16]).max() <= 0.5
+        assert np.abs(f[b16].to_numpy()[~fp16] - measured[~fp16]).max() <= 0.5
+        assert (np.abs(err[fp16]) <= 0.5).mean() >= exact_share
+        assert np.abs(err[fp16] / measured[fp16]).max() <= worst
+        assert (np.abs(f[b16].to_numpy()[fp16] - measured[fp16]) <= 0.5).mean() < 0.05
+    law = fit_base_law(df.assign(**{c: f[c].to_numpy() for c in f.columns if c not in df}),
+                       "peak_mem_mib")
+    assert law.alloc_block == FP16_ONEDNN_VARIANT

@@ -445,3 +445,39 @@ def test_kernel_law_comparison_runs_every_law_on_every_split_and_refuses_bad_inp
         kernel_law_comparison(df, bench, splits=("depth",))
     with pytest.raises(ValueError, match="must be one platform"):
         kernel_law_comparison(df, bench.assign(platform="other"), splits=("random",))
+
+
+def test_kernel_time_by_operator_group_sums_to_the_column():
+    """``by_group=True``: where a network's operator time goes; the groups sum to kernel_ms,
+    ResNet has no depthwise time, MobileNetV2 and EfficientNet do."""
+    model = kernels.KernelModel(n_estimators=100).fit(_synthetic_bench(400))
+    df = _configs()
+    out = kernels.with_kernel_column(df, model, by_group=True)
+    groups = [f"{KERNEL_FEATURE}_{g}" for g in kernels.KERNEL_GROUPS]
+    np.testing.assert_allclose(out[groups].sum(axis=1), out[KERNEL_FEATURE], rtol=1e-12)
+    np.testing.assert_array_equal(kernels.with_kernel_column(df, model)[KERNEL_FEATURE],
+                                  out[KERNEL_FEATURE])
+    dw = out.groupby("family")[f"{KERNEL_FEATURE}_dwconv"].min()
+    assert dw["resnet"] == 0 and dw["vgg"] == 0
+    assert dw["mobilenetv2"] > 0 and dw["efficientnet"] > 0
+    assert (out[f"{KERNEL_FEATURE}_memory"] > 0).all()
+
+
+def test_taps_feature_is_read_only_by_the_taps_model():
+    """``log_tap_share``: 0 for a kernel that fits its map, log(1/25) for a 5x5 kernel on a
+    1x1 map; ``features="all"`` (the default) does not read it, ``"taps"`` does."""
+    ops = pd.DataFrame([
+        {"kind": "dwconv", "cin": 64, "cout": 64, "k": 5, "stride": 1, "pad": 2, "groups": 64,
+         "h_in": 1, "h_out": 1, "batch": 8, "precision": "fp32"},
+        {"kind": "dwconv", "cin": 64, "cout": 64, "k": 5, "stride": 1, "pad": 2, "groups": 64,
+         "h_in": 2, "h_out": 2, "batch": 8, "precision": "fp32"},
+        {"kind": "conv", "cin": 16, "cout": 32, "k": 3, "stride": 1, "pad": 1, "groups": 1,
+         "h_in": 14, "h_out": 14, "batch": 8, "precision": "fp32"}])
+    taps = kernels.kernel_features(ops)[kernels.TAPS_FEATURE].to_numpy()
+    np.testing.assert_allclose(taps, [np.log(1 / 25), np.log(4 / 25), 0.0])
+    bench = _synthetic_bench(300)
+    assert kernels.TAPS_FEATURE not in kernels.KernelModel(n_estimators=20).fit(bench).features_
+    assert kernels.TAPS_FEATURE in kernels.KernelModel(n_estimators=20,
+                                                       features="taps").fit(bench).features_
+    with pytest.raises(ValueError, match="features"):
+        kernels.KernelModel(features="tap").fit(bench)

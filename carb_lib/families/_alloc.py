@@ -22,9 +22,19 @@ off the allocator's events of single ops (``torch.profiler`` with ``profile_memo
     input (``cin x k x k x ho x wo`` per image; none for a 1x1 stride-1 conv) and writes the
     output.
 ``Conv2d``, float16
-    Always the slow path. A grouped (depthwise) conv runs group by group: each group's input
-    slice is copied (more than one image), unfolded and written to its own output; the outputs
-    are concatenated at the end, so the output exists twice for a moment.
+    Always the slow path, unless the CPU's oneDNN runs float16 (variant
+    :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`, below). A grouped (depthwise) conv runs group
+    by group: each group's input slice is copied (more than one image), unfolded and written
+    to its own output; the outputs are concatenated at the end, so the output exists twice for
+    a moment.
+``Conv2d``, float16 through oneDNN (AVX512-FP16 CPUs: Intel Sapphire Rapids and later)
+    Every fp16 conv, whatever its shape and batch: a fixed 8,216-byte scratch (dense convs
+    only), a copy of the input (its exact size; none for a 1 x 1 input), the weights
+    reordered (output channels: :func:`_fp16_onednn_oc`; for a depthwise conv padded to 16),
+    the output written (its exact size); weights, input copy and
+    scratch freed; then the output is copied twice (once for a 1 x 1 output) and all copies
+    but one freed. Read off ``torch.profiler`` on a 2-vCPU Xeon (family 6 model 207) with
+    PyTorch 2.13, some 60 conv shapes.
 ``BatchNorm2d``
     The output plus two float32 per-channel temporaries.
 ``MaxPool2d``
@@ -53,13 +63,14 @@ import threading
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK
+from carb_lib.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK, FP16_ONEDNN_VARIANT
 
-#: oneDNN's channel blocks modelled: 8 (AVX2) and 16 (AVX-512). The walk runs every fp32 lane
-#: once per block; each block has its feature (:data:`carb_lib.vocab.ALLOC_FEATURES`).
-BLOCKS: tuple[int, ...] = tuple(ALLOC_FEATURES)
+#: The allocator variants modelled (:data:`carb_lib.vocab.ALLOC_FEATURES`): oneDNN's channel
+#: blocks 8 (AVX2) and 16 (AVX-512), and :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`. The walk
+#: runs every lane once; each variant reads its lanes and has its feature.
+BLOCKS: tuple[int | str, ...] = tuple(ALLOC_FEATURES)
 #: ``(precision, lowest batch, highest batch, channel block)`` of each lane (block 0: the lane's
-#: kernels never use blocked layouts).
+#: kernels never use blocked layouts; an fp16 lane with a block: fp16 convs through oneDNN).
 LANES: tuple[tuple[str, int, int, int], ...] = (
     ("fp32", 1, 1, 8),
     ("fp32", 2, 15, 8),
@@ -69,6 +80,7 @@ LANES: tuple[tuple[str, int, int, int], ...] = (
     ("fp32", 1, 1, 16),
     ("fp32", 2, 15, 16),
     ("fp32", 16, 1 << 20, 16),
+    ("fp16", 1, 1 << 20, 16),
 )
 #: Batch sizes at which each lane's kept points are exact (the largest there).
 LANE_PROBES: tuple[tuple[int, ...], ...] = (
@@ -80,6 +92,7 @@ LANE_PROBES: tuple[tuple[int, ...], ...] = (
     (1,),
     (2, 4, 8, 15),
     (16, 64, 256, 1024),
+    (1, 16, 128, 1024),
 )
 #: Points kept per lane.
 K: int = 4
@@ -102,6 +115,20 @@ _LANE_BPE_ARR = np.array([_BPE[p] for p in _LANE_PREC], dtype=np.float64)[None, 
 
 def _pad(c: int, block: int = BLOCK) -> int:
     return -(-c // block) * block
+
+
+def variant_parts(variant: int | str) -> tuple[int, bool]:
+    """``(channel block, fp16 convs through oneDNN)`` of an allocator variant
+    (:data:`BLOCKS`); ``ValueError`` for one that is not modelled."""
+    if variant == FP16_ONEDNN_VARIANT:
+        return 16, True
+    if variant not in BLOCKS:
+        raise ValueError(f"block={variant!r} is not modelled; valid values: {list(BLOCKS)}")
+    return int(variant), False
+
+
+#: The fixed scratch (bytes) of a dense fp16 conv through oneDNN.
+_FP16_DNN_SCRATCH = 8216
 
 
 class AllocWalk:
@@ -205,16 +232,19 @@ def uses_onednn_array(precision: np.ndarray, n: np.ndarray, cin: np.ndarray, k: 
 def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, int],
                 stride: tuple[int, int], padding: tuple[int, int], groups: int, hw_in: int,
                 hw_out: int, *, bias: bool = False, threads: int = 1,
-                block: int = BLOCK) -> Events:
+                block: int = BLOCK, fp16_onednn: bool = False) -> Events:
     """Allocator events ``(bytes per image, fixed bytes)`` of one ``Conv2d`` on ``n`` images
     (``n`` only chooses the kernel; sizes are per image) reading ``hw_in`` and writing
     ``hw_out`` pixels per channel, in order, positive for an allocation and negative for a
-    free. The output's allocation is among them and is not freed."""
+    free. The output's allocation is among them and is not freed. ``fp16_onednn``: the CPU's
+    oneDNN runs float16 convs (:data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`)."""
     kh, kw = kernel
     pointwise = kh == 1 and kw == 1
     strided = stride[0] != 1 or stride[1] != 1
     out = cout * hw_out
     cg = cin // groups
+    if precision == "fp16" and fp16_onednn:
+        return _fp16_onednn_conv_events(cin, cout, kh * kw, groups, hw_in, out)
     unfold = 0 if (pointwise and not strided and not any(padding)) else cin * kh * kw * hw_out
     bpe = _BPE[precision]
     if precision == "fp32":
@@ -238,6 +268,34 @@ def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, 
     col_g = cg * kh * kw * hw_out * bpe
     return [((groups - 1) * out_g * bpe, 0), (in_g, 0), (col_g, 0), (out_g * bpe, 0),
             (-col_g, 0), (-in_g, 0), (out * bpe, 0, True), (-groups * out_g * bpe, 0)]
+
+
+def _fp16_onednn_oc(cout: int, kk: int) -> int:
+    """Output channels of a dense fp16 conv's weights as oneDNN reorders them: 16 up to 16
+    channels; a 1 x 1 conv keeps a multiple of 32 or 48 as it is; else padded to 32. (oneDNN
+    pads 1280 and 320 channels of a 1 x 1 conv on a few pixels by 16 more: not modelled.)"""
+    if cout <= 16:
+        return 16
+    if kk == 1 and (cout % 32 == 0 or cout % 48 == 0):
+        return cout
+    return _pad(cout, 32)
+
+
+def _fp16_onednn_conv_events(cin: int, cout: int, kk: int, groups: int, hw_in: int,
+                             out: int) -> Events:
+    """:func:`conv_events` of a float16 conv through oneDNN (module docstring)."""
+    inp = cin * hw_in * 2 if hw_in > 1 else 0  # a 1 x 1 input is used as it is
+    o = out * 2
+    if groups == 1:
+        wr = _fp16_onednn_oc(cout, kk) * cin * kk * 2
+        pre = [(0, _FP16_DNN_SCRATCH)]
+        post = [(0, -_FP16_DNN_SCRATCH)]
+    else:
+        wr = _pad(cout, 16) * (cin // groups) * kk * 2
+        pre, post = [], []
+    # the output is copied twice (once for a 1 x 1 output); all but one copy is freed
+    tail = [(o, 0, True), (o, 0), (-o, 0), (-o, 0)] if out > cout else [(o, 0, True), (-o, 0)]
+    return [*pre, (inp, 0), (0, wr), (o, 0), (0, -wr), (-inp, 0), *post, *tail]
 
 
 def bn_events(precision: str, c: int, elems: int) -> Events:
@@ -265,8 +323,10 @@ def _new_events(precision: str, out: int) -> Events:
 
 def _conv_events_flat(precision, n, block, cin, cout, k, stride, padding, groups, hw_in, hw_out,
                       bias, threads) -> Events:
+    """``block`` is the lane's (0: no blocked layouts; on an fp16 lane, > 0: oneDNN fp16)."""
     return conv_events(precision, n, cin, cout, (k, k), (stride, stride), (padding, padding),
-                       groups, hw_in, hw_out, bias=bias, threads=threads, block=block)
+                       groups, hw_in, hw_out, bias=bias, threads=threads, block=block or BLOCK,
+                       fp16_onednn=precision == "fp16" and block > 0)
 
 
 _EVENTS = {"conv": _conv_events_flat, "bn": bn_events, "maxpool": maxpool_events,
@@ -296,7 +356,7 @@ def _op_points(kind: str, args: tuple) -> np.ndarray:
     channel block)."""
     out = np.empty((len(LANES), _M, 2))
     for lane, (prec, lo, _, block) in enumerate(LANES):
-        cands = _candidates(kind, (prec, lo, block or BLOCK, *args) if kind == "conv"
+        cands = _candidates(kind, (prec, lo, block, *args) if kind == "conv"
                             else (prec, *args))
         if not cands or len(cands) > _M:
             raise AssertionError(f"{kind}{args}: {len(cands)} candidate points")
@@ -359,10 +419,10 @@ ALLOC_UNIT_COLUMNS: tuple[str, ...] = (
 
 def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
                      precision: np.ndarray, batch: np.ndarray, bpe: np.ndarray,
-                     block: int = BLOCK) -> np.ndarray:
+                     block: int | str = BLOCK) -> np.ndarray:
     """The ``alloc_peak_bytes`` feature of every row: parameters and BN buffers at the row's
     precision, the int64 BN counters, and the walk's peak at the row's batch (the input is
-    among the walk's live bytes) with oneDNN's ``block``-channel layouts.
+    among the walk's live bytes) with allocator variant ``block`` (:data:`BLOCKS`).
 
     ``alloc_units`` is ``(n_units, len(ALLOC_UNIT_COLUMNS))``, ``codes`` the unit of each row,
     ``params`` the parameter count of each row.
@@ -376,33 +436,34 @@ def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndar
 def alloc_feature_columns(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
                           precision: np.ndarray, batch: np.ndarray,
                           bpe: np.ndarray) -> dict[str, np.ndarray]:
-    """Every :data:`~carb_lib.vocab.ALLOC_FEATURES` column (one per channel block) of every row:
-    :func:`alloc_peak_bytes` with each block."""
+    """Every :data:`~carb_lib.vocab.ALLOC_FEATURES` column (one per allocator variant) of every
+    row: :func:`alloc_peak_bytes` with each variant."""
     prec = np.asarray(precision, dtype=object)
     return {name: alloc_peak_bytes(alloc_units, codes, params, prec, batch, bpe, block)
             for block, name in ALLOC_FEATURES.items()}
 
 
-def lane_of(precision: np.ndarray, batch: np.ndarray, block: int = BLOCK) -> np.ndarray:
-    """Lane index (into :data:`LANES`) of each row with oneDNN's ``block``-channel layouts; -1
-    where none applies."""
-    if block not in BLOCKS:
-        raise ValueError(f"block={block!r} is not modelled; valid values: {list(BLOCKS)}")
+def lane_of(precision: np.ndarray, batch: np.ndarray, block: int | str = BLOCK) -> np.ndarray:
+    """Lane index (into :data:`LANES`) of each row with allocator variant ``block``
+    (:data:`BLOCKS`: oneDNN's channel block, or :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`);
+    -1 where none applies."""
+    channels, fp16_dnn = variant_parts(block)
     pcodes, uniq = pd.factorize(pd.Series(np.asarray(precision, dtype=object)))
     b = np.asarray(batch)
     lane = np.full(len(b), -1, dtype=np.int64)
     for j, p in enumerate(uniq):
         rows = pcodes == j
         for i, (prec, lo, hi, blk) in enumerate(LANES):
-            if prec == p and blk in (0, block):
+            want = (16 if fp16_dnn else 0) if prec == "fp16" else channels
+            if prec == p and blk == want:
                 lane[rows & (b >= lo) & (b <= hi)] = i
     return lane
 
 
 def alloc_peak(tables: np.ndarray, codes: np.ndarray, precision: np.ndarray,
-               batch: np.ndarray, block: int = BLOCK) -> np.ndarray:
-    """Peak allocator bytes above the parameters and buffers, per row, with oneDNN's
-    ``block``-channel layouts.
+               batch: np.ndarray, block: int | str = BLOCK) -> np.ndarray:
+    """Peak allocator bytes above the parameters and buffers, per row, with allocator variant
+    ``block`` (:data:`BLOCKS`).
 
     ``tables`` is ``(n_units, len(LANES), K, 2)``; ``codes`` the unit of each row. Rows of a
     precision without a lane (e.g. bf16) get NaN.

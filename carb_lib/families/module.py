@@ -652,7 +652,7 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
 
 @lru_cache(maxsize=4096)
 def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int, batch: int,
-                precision: str, block: int = DEFAULT_ALLOC_BLOCK) -> float:
+                precision: str, block: int | str = DEFAULT_ALLOC_BLOCK) -> float:
     from carb_lib.allocator import simulate_peak
 
     model = build_from_spec(spec, kwargs_json, stamp, meta=True)
@@ -666,22 +666,28 @@ def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int,
 
 
 def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> dict[str, np.ndarray]:
-    """The allocator model's peak of every row, per channel block
+    """The allocator model's peak of every row, per allocator variant
     (:data:`~carb_lib.vocab.ALLOC_FEATURES`; :func:`carb_lib.allocator.simulate_peak`, cached
-    per module, input shape, batch, precision and block; NaN for other precisions). fp16 convs
-    never use blocked layouts, and a module the simulator cannot follow is simulated once."""
+    per module, input shape, batch, precision and variant; NaN for other precisions). A
+    variant's channel block matters for fp32 rows only and its fp16 path for fp16 rows only,
+    so each row is simulated once per distinct case; a module the simulator cannot follow
+    once."""
+    from carb_lib.families._alloc import variant_parts
+
     rows = list(zip(_keys(df), batch.astype(int).tolist(), df["precision"].tolist(),
                     strict=True))
-    peaks: dict[tuple, dict[int, float]] = {}  # once per distinct module, shape, batch, precision
+    peaks: dict[tuple, dict[int | str, float]] = {}  # once per module, shape, batch, precision
     for key, b, p in dict.fromkeys(rows):
         spec, kw, shape = key
         args = (spec, parse_kwargs(kw), parse_input_shape(shape), _stamp(spec), b, p)
         first = _alloc_peak(*args) if p in ("fp32", "fp16") else float("nan")
-        peaks[(key, b, p)] = {
-            block: first if (block == DEFAULT_ALLOC_BLOCK or p != "fp32" or not np.isfinite(first))
-            else _alloc_peak(*args, block)
-            for block in ALLOC_FEATURES
-        }
+        peaks[(key, b, p)] = {}
+        for variant in ALLOC_FEATURES:
+            channels, fp16_dnn = variant_parts(variant)
+            case = channels if p == "fp32" else (variant if fp16_dnn else DEFAULT_ALLOC_BLOCK)
+            peaks[(key, b, p)][variant] = (
+                first if (case == DEFAULT_ALLOC_BLOCK or not np.isfinite(first))
+                else _alloc_peak(*args, case))
     return {name: np.array([peaks[r][block] for r in rows], dtype=float)
             for block, name in ALLOC_FEATURES.items()}
 
