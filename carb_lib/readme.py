@@ -88,7 +88,7 @@ def allocator_check(results: Path) -> str:
                    f"**{int(r['exact_rows']):,}** ({100 * r['exact_share']:.1f} %) | "
                    f"{_num(r['max_rel_err_pct'], 2)} % | {int(r['exact_rows_block8']):,} / "
                    f"{int(r['exact_rows_block16']):,} / "
-                   f"{int(r.get('exact_rows_block16+fp16', r['exact_rows_block16'])):,} | "
+                   f"{int(r['exact_rows_block16+fp16']):,} | "
                    f"{r['bytes_estimate_mape_pct']:.1f} % | "
                    f"{int(r['sim_exact_rows'])} / {int(r['sim_rows'])} | "
                    f"{r['sim_s_per_row']:.2f} |")

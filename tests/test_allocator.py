@@ -321,8 +321,7 @@ XEON_FP16_CONV_EVENTS = {
     (4, 96, 4, 1, 1, 0, 1, 1): [8216, 3072, 32, -3072, -8216, 32, -32],
     (2, 64, 64, 3, 2, 1, 64, 2): [1024, 1152, 256, -1152, -1024, 256, -256],
 }
-FP16_ONEDNN = bool(torch.backends.mkldnn.is_available()
-                   and torch.ops.mkldnn._is_mkldnn_fp16_supported())
+FP16_ONEDNN = _alloc.host_variant() == "16+fp16"
 
 
 def _event_bytes(n, cin, cout, k, s, p, g, h):
@@ -376,6 +375,7 @@ def test_fp16_onednn_variant_lanes_features_and_law():
     assert [_alloc.LANES[i][:1] + _alloc.LANES[i][3:] for i in lane[2:]] == [("fp16", 16)] * 2
     with pytest.raises(ValueError, match=r"block='16\+fp32' is not modelled"):
         _alloc.variant_parts("16+fp32")
+    assert _alloc.host_variant() in _alloc.BLOCKS  # this machine's variant is a modelled one
     rows = sample_configs(400, seed=5)
     f = static_features(rows)
     dnn, b16 = f[ALLOC_FEATURES[FP16_ONEDNN_VARIANT]], f[ALLOC_FEATURES[16]]

@@ -262,24 +262,14 @@ def test_audit_re_measures_rows_of_every_family():
         assert col in rows.columns  # the new families' config columns travel with the rows
     # peak memory is deterministic: on the Zen 3's kind of CPU (AVX2) the re-measurement equals
     # the stored row; on another, the allocator model of this CPU's variant
+    from carb_lib.families import _alloc
     from carb_lib.features import static_features
     from carb_lib.vocab import ALLOC_FEATURES
 
-    variant = _host_alloc_variant()
+    variant = _alloc.host_variant()
     expect = static_features(rows)[ALLOC_FEATURES[variant]].to_numpy() / 2**20
     np.testing.assert_allclose(rows["peak_mem_mib_new"], expect, rtol=0, atol=1e-6)
     assert ag.n == 3
     if variant == 8:
         np.testing.assert_array_equal(rows["peak_mem_mib_new"], rows["peak_mem_mib"])
         assert ag.memory_identical == 1.0
-
-
-def _host_alloc_variant():
-    """The allocator variant of this machine's CPU (carb_lib.families._alloc)."""
-    import torch
-
-    from carb_lib.vocab import FP16_ONEDNN_VARIANT
-
-    if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_fp16_supported():
-        return FP16_ONEDNN_VARIANT
-    return 16 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 8

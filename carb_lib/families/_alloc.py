@@ -127,6 +127,17 @@ def variant_parts(variant: int | str) -> tuple[int, bool]:
     return int(variant), False
 
 
+def host_variant() -> int | str:
+    """The allocator variant (:data:`BLOCKS`) of the CPU this process runs on:
+    :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT` where PyTorch's oneDNN runs fp16 convs, 16 on
+    another AVX-512 CPU, else 8."""
+    import torch
+
+    if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_fp16_supported():
+        return FP16_ONEDNN_VARIANT
+    return 16 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 8
+
+
 #: The fixed scratch (bytes) of a dense fp16 conv through oneDNN.
 _FP16_DNN_SCRATCH = 8216
 
@@ -437,8 +448,9 @@ def alloc_feature_columns(alloc_units: np.ndarray, codes: np.ndarray, params: np
                           precision: np.ndarray, batch: np.ndarray,
                           bpe: np.ndarray) -> dict[str, np.ndarray]:
     """Every :data:`~carb_lib.vocab.ALLOC_FEATURES` column (one per allocator variant) of every
-    row: :func:`alloc_peak_bytes` with each variant."""
-    prec = np.asarray(precision, dtype=object)
+    row: :func:`alloc_peak_bytes` with each variant (the precisions are factorized once, as a
+    categorical, for all of them)."""
+    prec = pd.Categorical(np.asarray(precision, dtype=object))
     return {name: alloc_peak_bytes(alloc_units, codes, params, prec, batch, bpe, block)
             for block, name in ALLOC_FEATURES.items()}
 
@@ -448,7 +460,9 @@ def lane_of(precision: np.ndarray, batch: np.ndarray, block: int | str = BLOCK) 
     (:data:`BLOCKS`: oneDNN's channel block, or :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`);
     -1 where none applies."""
     channels, fp16_dnn = variant_parts(block)
-    pcodes, uniq = pd.factorize(pd.Series(np.asarray(precision, dtype=object)))
+    prec_s = pd.Series(precision if isinstance(precision, pd.Categorical)
+                       else np.asarray(precision, dtype=object))
+    pcodes, uniq = pd.factorize(prec_s)
     b = np.asarray(batch)
     lane = np.full(len(b), -1, dtype=np.int64)
     for j, p in enumerate(uniq):
