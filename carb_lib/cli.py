@@ -493,7 +493,7 @@ def kernels_cmd(
     out: Path = typer.Option(..., "--out", help="New Parquet file for the timed operators, e.g. data/kernels/<platform>.parquet."),
     n: int = typer.Option(3000, "--n", help="Operators drawn from the generic grid (conv, depthwise, linear, memory-bound)."),
     seed: int = typer.Option(0, "--seed", help="Sample seed."),
-    sampler: int | None = typer.Option(None, "--sampler", help="Sampler version (default: the current one; 1 and 2 reproduce earlier draws)."),
+    sampler: int | None = typer.Option(None, "--sampler", help="Sampler version (default: the current one; 1-3 reproduce earlier draws)."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
     append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, CPU, threads and PyTorch; a seed it does not hold)."),

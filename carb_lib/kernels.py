@@ -7,8 +7,8 @@ convolution runs at a median 5.7 GFLOP/s in float32, a dense 3x3 at 52) nor the 
 sends a one-image 3x3 convolution to a different kernel than a batch of two). This module
 characterizes the platform at the level where those differences live, the operator:
 
-1. :func:`sample_kernels` draws operators from a *generic* grid (dense, depthwise and
-   pointwise convolutions, linear layers, batch norm, activations, residual adds, SE scaling,
+1. :func:`sample_kernels` (:mod:`carb_lib.operators`) draws operators from a *generic* grid
+   (dense, depthwise and pointwise convolutions, linear layers, batch norm, activations, residual adds, SE scaling,
    pooling; channels, spatial sizes, strides, batch sizes and precisions) — from no network
    family's configs;
 2. :func:`bench_kernels` times each alone on the platform (the profiler's thread count,
@@ -48,6 +48,15 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from carb_lib.operators import (  # the operator vocabulary and sampler, re-exported
+    _ELTWISE,
+    _WEIGHTED,
+    KERNEL_KINDS,
+    OP_COLUMNS,
+    SAMPLER_VERSION,
+    _op_flops,
+    sample_kernels,
+)
 from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
 
 __all__ = [
@@ -59,127 +68,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Operator kinds: convolutions (dense and depthwise), linear layers, and the memory-bound
-#: operators between them.
-KERNEL_KINDS: tuple[str, ...] = ("conv", "dwconv", "linear", "bn", "relu", "relu6", "silu",
-                                 "sigmoid", "add", "mul", "maxpool", "avgpool")
-#: An operator's shape, per image: channels in and out, square kernel, stride, padding, groups,
-#: spatial size in and out (1 for linear layers and global pooling).
-OP_COLUMNS: tuple[str, ...] = ("kind", "cin", "cout", "k", "stride", "pad", "groups", "h_in",
-                               "h_out")
 #: Columns of a kernel benchmark (:func:`bench_kernels`), besides its provenance columns.
 BENCH_COLUMNS: tuple[str, ...] = (*OP_COLUMNS, "batch", "precision", "time_ms", "cv", "n_iter")
-#: Operator kinds with weights (FLOPs are counted for them, output elements for the others).
-_WEIGHTED = ("conv", "dwconv", "linear")
-_ELTWISE = ("bn", "relu", "relu6", "silu", "sigmoid", "add", "mul", "maxpool", "avgpool")
-_SPATIAL = (1, 2, 4, 7, 8, 12, 14, 16, 24, 28, 32, 48, 56, 64, 96, 112, 128, 160, 192, 224)
-_SMALL_SPATIAL = (1, 2, 4, 7, 8)
-_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-#: Largest operator the sampler draws (FLOPs per precision; elements in and out).
-_FLOP_CAP = {"fp32": 3e9, "fp16": 3e8}
-_ELEM_CAP = 6e7
-#: :func:`sample_kernels`' current version (a benchmark's ``sampler`` column says which drew
-#: each operator, ``sample_seed`` with which seed).
-SAMPLER_VERSION = 3
-
-
-# --------------------------------------------------------------------------- sampling
-def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35,
-                   version: int = SAMPLER_VERSION) -> pd.DataFrame:
-    """``n`` operators from the generic grid (no family's configs), with batch and precision.
-
-    Version 3 (the default) is version 2 with two changes, made after version 2's model still
-    predicted the last stages of 4x-wide ResNets 1.6-2.4x too fast and VGG's pools 3-8x too
-    fast. First, 25 % of the dense convolutions (not 15 %; taken from the share whose output
-    channels are within 4x of the input, now 30 %) have 512-2048 channels in and out, and 60 %
-    of those with a kernel above 1x1 sit at 1-8 px with 1024-2048 channels in and out (weights
-    of 19-150 MB against a 32 MB L3, streamed from memory at ~1.2 GB/s by oneDNN on the Zen 3).
-    Second, half of the max pools are VGG's 2x2 stride-2 pool without padding (the other half
-    ResNet's 3x3 stride-2 stem pool).
-
-    Version 2: 55 % dense convolutions (1x1, 3x3, a few 5x5 and 7x7 stems),
-    15 % depthwise 3x3/5x5, 5 % linear layers, 25 % memory-bound operators; channels
-    log-uniform (multiples of 8 above 8); of the dense convolutions (besides 3-channel stems)
-    15 % have 512-2048 channels in and out (the large weights that dominate wide networks and
-    run far below peak at small feature maps), 40 % output channels within a factor 4 of
-    their input channels, the rest both independent; spatial sizes of common feature maps, down to 1 px for padded 3x3 and 5x5
-    kernels; stride 1 or 2, batch 1-256; operators above 3 GFLOP (fp32) / 0.3 GFLOP (fp16) or
-    6e7 elements are redrawn.
-
-    Version 1 (the first 3,000 operators of ``data/kernels/cpu_epyc_zen3_2c.parquet``): 45 %
-    dense convolutions with independent channels, 35 % memory-bound operators, and no 3x3 or
-    5x5 kernel at 1 px; kept so that a seed reproduces the operators it drew.
-    """
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if not 0 <= fp16_share <= 1:
-        raise ValueError(f"fp16_share must be in [0, 1], got {fp16_share}")
-    if version not in (1, 2, 3):
-        raise ValueError(f"version must be 1, 2 or 3, got {version}")
-    rng = np.random.default_rng(seed)
-    p_conv = 0.45 if version == 1 else 0.55
-
-    def ch(lo: float, hi: float) -> int:
-        c = int(np.exp(rng.uniform(np.log(lo), np.log(hi))))
-        return c if c <= 8 else int(round(c / 8) * 8)
-
-    rows: list[dict[str, Any]] = []
-    while len(rows) < n:
-        prec = "fp16" if rng.random() < fp16_share else "fp32"
-        b = int(rng.choice(_BATCHES))
-        u = rng.random()
-        h = int(rng.choice(_SPATIAL))
-        if u < p_conv:
-            k = int(rng.choice([1, 3, 5, 7], p=[0.45, 0.45, 0.03, 0.07]))
-            cin = 3 if (k == 7 or rng.random() < 0.04) else ch(8, 2048)
-            v = rng.random() if version >= 2 and cin > 3 else 1.0
-            if v < (0.15 if version == 2 else 0.25):  # a wide stage: large in, large out
-                cin, cout = ch(512, 2048), ch(512, 2048)
-                if version >= 3 and k > 1 and rng.random() < 0.6:
-                    # the last stage of a wide network: small feature maps, weights past L3
-                    h = int(rng.choice(_SMALL_SPATIAL))
-                    cin, cout = ch(1024, 2048), ch(1024, 2048)
-            elif v < 0.55:  # output channels within a factor 4 of the input's
-                cout = ch(max(8.0, cin / 4), min(2048.0, cin * 4))
-            else:
-                cout = ch(8, 2048)
-            r = dict(kind="conv", cin=cin, cout=cout, k=k, groups=1,
-                     stride=int(rng.choice([1, 2], p=[0.75, 0.25])))
-        elif u < p_conv + 0.15:
-            c = ch(8, 1536)
-            r = dict(kind="dwconv", cin=c, cout=c, k=int(rng.choice([3, 5])), groups=c,
-                     stride=int(rng.choice([1, 2], p=[0.7, 0.3])))
-        elif u < p_conv + 0.20:
-            r = dict(kind="linear", cin=ch(16, 2048), cout=ch(8, 1280), k=1, groups=1, stride=1)
-            h = 1
-        else:
-            kind = str(rng.choice(_ELTWISE))
-            c = ch(8, 2048)
-            r = dict(kind=kind, cin=c, cout=c, k=1, groups=1, stride=1)
-            if kind == "maxpool":
-                r.update(k=3, stride=2)
-                if version >= 3 and rng.random() < 0.5:
-                    r.update(k=2, pad=0)  # VGG's 2x2 pool: no padding
-        r.setdefault("pad", r["k"] // 2)
-        if version == 1 and r["kind"] in ("conv", "dwconv", "maxpool") and h < r["k"] and h < 2:
-            continue
-        r["h_in"] = h
-        r["h_out"] = 1 if r["kind"] == "avgpool" else (h + 2 * r["pad"] - r["k"]) // r["stride"] + 1
-        flops = float(_op_flops(r["kind"] in _WEIGHTED, b, r["cin"], r["cout"], r["k"],
-                                r["groups"], r["h_out"]))
-        elems = b * (r["cin"] * h * h + r["cout"] * r["h_out"] ** 2)
-        if r["h_out"] < 1 or flops > _FLOP_CAP[prec] or elems > _ELEM_CAP:
-            continue
-        rows.append({**r, "batch": b, "precision": prec})
-    return pd.DataFrame(rows, columns=[*OP_COLUMNS, "batch", "precision"])
-
-
-def _op_flops(weighted: Any, batch: Any, cin: Any, cout: Any, k: Any, groups: Any,
-              h_out: Any) -> np.ndarray:
-    """FLOPs (2 per multiply-add) where ``weighted`` (convolutions, linear layers), output
-    elements elsewhere; arrays or one operator's scalars."""
-    conv = 2 * batch * cout * cin / groups * k ** 2 * h_out ** 2
-    return np.where(weighted, conv, batch * cout * h_out ** 2)
 
 
 def _weighted(ops: pd.DataFrame) -> np.ndarray:
