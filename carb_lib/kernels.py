@@ -60,7 +60,7 @@ from carb_lib.operators import (  # the operator vocabulary and sampler, re-expo
 from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
 
 __all__ = [
-    "BENCH_COLUMNS", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
+    "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
     "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
     "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
     "sample_kernels", "with_kernel_column",
@@ -70,6 +70,10 @@ logger = logging.getLogger(__name__)
 
 #: Columns of a kernel benchmark (:func:`bench_kernels`), besides its provenance columns.
 BENCH_COLUMNS: tuple[str, ...] = (*OP_COLUMNS, "batch", "precision", "time_ms", "cv", "n_iter")
+#: The column naming a benchmark's draws (one ``carb kernels`` run, one timing session each).
+DRAW_COLUMN = "sample_seed"
+#: ``KernelModel(draws="aligned")``: rounds of leave-one-draw-out fits, and their trees.
+_ALIGN_ROUNDS, _ALIGN_TREES = 3, 200
 
 
 def _weighted(ops: pd.DataFrame) -> np.ndarray:
@@ -375,6 +379,20 @@ class KernelModel(RegressorMixin, BaseEstimator):
         matrix-product dimensions and power-of-two alignments (``"shape"``: session 9's set),
         or whole (``"taps"``: with the share of a kernel's taps inside its input, session 14;
         not the default yet: README, *Where efficientnet's gap comes from*).
+    draws : {"aligned", "pooled"}, default="aligned"
+        How the draws of a benchmark grown with ``carb kernels --append`` (its
+        :data:`DRAW_COLUMN`, one timing session each) are combined. ``"pooled"``: as timed.
+        ``"aligned"``: each draw's host speed is estimated and removed before the trees are
+        fitted, so that every draw is on one scale (on a shared VM the host's speed differs
+        between sessions: the four Zen 3 draws by up to 1.5x, measured by re-timing them in one
+        sitting, ``scripts/kernel_draw_retime.py``). A draw's log speed is the median log
+        residual of its operators under a model fitted on the other draws (themselves
+        aligned; :data:`_ALIGN_ROUNDS` rounds of :data:`_ALIGN_TREES` trees); the
+        operator-weighted mean log speed is the reference, at which :meth:`predict` answers.
+        The draws must overlap in shape (every sampler draws most operators from the same
+        grid). One draw, or no :data:`DRAW_COLUMN`: the same as ``"pooled"``. Chosen on
+        held-out operators (``scripts/kernel_model_choice.py``: criterion 25.4 against 30.7
+        pooled on the Zen 3's 15,000 operators).
     random_state : int, default=0
 
     Attributes
@@ -386,6 +404,10 @@ class KernelModel(RegressorMixin, BaseEstimator):
         The benchmark's platform (None if it has no ``platform`` column).
     n_ops_ : int
         Operators it was fitted on.
+    draw_speed_ : dict of int to float
+        Each draw's time relative to the reference (> 1: a slower host), 1.0 for every draw
+        when ``draws="pooled"`` or the benchmark holds one draw; empty without
+        :data:`DRAW_COLUMN`.
 
     Examples
     --------
@@ -400,17 +422,19 @@ class KernelModel(RegressorMixin, BaseEstimator):
         "num_leaves": [Interval(Integral, 2, None, closed="left")],
         "target": [StrOptions({"roofline", "flops", "time"})],
         "features": [StrOptions({"all", "shape", "taps"})],
+        "draws": [StrOptions({"pooled", "aligned"})],
         "random_state": ["random_state"],
     }
 
     def __init__(self, n_estimators: int = 600, *, learning_rate: float = 0.05,
                  num_leaves: int = 31, target: str = "roofline", features: str = "all",
-                 random_state: int = 0) -> None:
+                 draws: str = "aligned", random_state: int = 0) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.target = target
         self.features = features
+        self.draws = draws
         self.random_state = random_state
 
     def _unit(self, ops: pd.DataFrame) -> np.ndarray:
@@ -427,8 +451,6 @@ class KernelModel(RegressorMixin, BaseEstimator):
 
     def fit(self, bench: pd.DataFrame, y: Any = None) -> KernelModel:
         """Fit on a kernel benchmark (``time_ms`` of each operator; ``y`` is ignored)."""
-        from lightgbm import LGBMRegressor
-
         self._validate_params()
         if "time_ms" not in bench.columns:
             raise ValueError("the kernel benchmark lacks column 'time_ms'")
@@ -443,24 +465,71 @@ class KernelModel(RegressorMixin, BaseEstimator):
         if self.features == "shape":
             X = X[[c for c in X.columns if not c.startswith(_REGIME_FEATURES)]]
         self.features_ = list(X.columns)
-        self.model_ = LGBMRegressor(
-            n_estimators=self.n_estimators, learning_rate=self.learning_rate,
-            num_leaves=self.num_leaves, min_child_samples=5, subsample=0.8, subsample_freq=1,
-            colsample_bytree=0.9, n_jobs=1, verbose=-1, random_state=self.random_state,
-        ).fit(X, np.log(t[ok]) - self._unit(rows))
+        y = np.log(t[ok]) - self._unit(rows)
+        draw = _draws(rows)
+        seeds, codes = np.unique(draw, return_inverse=True)
+        log_speed = np.zeros(len(seeds))
+        if self.draws == "aligned" and len(seeds) > 1:
+            log_speed = self._draw_log_speeds(X, y, codes)
+        self.draw_speed_ = ({int(d): float(np.exp(v)) for d, v in zip(seeds, log_speed,
+                                                                        strict=True)}
+                            if DRAW_COLUMN in rows.columns else {})
+        self.model_ = self._trees(self.n_estimators).fit(X, y - log_speed[codes])
         plats = bench["platform"].dropna().astype(str).unique() if "platform" in bench else []
         self.platform_ = str(plats[0]) if len(plats) == 1 else None
         self.n_ops_ = int(ok.sum())
         return self
 
-    def predict(self, ops: pd.DataFrame, *, n_jobs: int = 1) -> np.ndarray:
+    def _trees(self, n_estimators: int) -> Any:
+        from lightgbm import LGBMRegressor
+
+        return LGBMRegressor(
+            n_estimators=n_estimators, learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves, min_child_samples=5, subsample=0.8, subsample_freq=1,
+            colsample_bytree=0.9, n_jobs=1, verbose=-1, random_state=self.random_state)
+
+    def _draw_log_speeds(self, X: pd.DataFrame, y: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Each draw's log speed, centred on the operator-weighted mean.
+
+        A round fits trees on the other draws (aligned by the current estimate) and takes the
+        median log residual of the draw's operators; the estimate moves half way to it (a
+        damped fixed-point iteration: the undamped one swaps two draws' speeds every round).
+        """
+        n = np.bincount(codes).astype(float)
+        log_speed = np.zeros(len(n))
+        for _ in range(_ALIGN_ROUNDS):
+            new = np.empty_like(log_speed)
+            for j in range(len(n)):
+                own = codes == j
+                trees = self._trees(min(self.n_estimators, _ALIGN_TREES)).fit(
+                    X[~own], y[~own] - log_speed[codes[~own]])
+                new[j] = np.median(y[own] - trees.predict(X[own]))
+            log_speed = 0.5 * (log_speed + new)
+            log_speed -= np.average(log_speed, weights=n)
+        return log_speed
+
+    def predict(self, ops: pd.DataFrame, *, n_jobs: int = 1,
+                at_draw_speed: bool = False) -> np.ndarray:
         """Predicted time (ms) of each operator (:data:`OP_COLUMNS`, ``batch``, ``precision``),
-        on ``n_jobs`` threads (the same numbers on any number)."""
+        on ``n_jobs`` threads (the same numbers on any number), at the reference host speed;
+        with ``at_draw_speed=True`` at the speed of each operator's draw
+        (:data:`DRAW_COLUMN`, ``draw_speed_``; the reference for a draw it was not fitted on).
+        """
         check_is_fitted(self)
         if len(ops) == 0:
             return np.zeros(0)
         log_ratio = self.model_.predict(self._X(ops), num_threads=int(n_jobs))
+        if at_draw_speed:
+            log_ratio = log_ratio + np.log([self.draw_speed_.get(int(d), 1.0)
+                                            for d in _draws(ops)])
         return np.exp(log_ratio + self._unit(ops))
+
+
+def _draws(ops: pd.DataFrame) -> np.ndarray:
+    """Each operator's draw (:data:`DRAW_COLUMN`; -1 where missing or unrecorded)."""
+    if DRAW_COLUMN not in ops.columns:
+        return np.full(len(ops), -1, dtype=np.int64)
+    return pd.to_numeric(ops[DRAW_COLUMN], errors="coerce").fillna(-1).to_numpy(np.int64)
 
 
 @dataclass
@@ -486,7 +555,7 @@ class KernelCheck:
 def holdout_check(bench: pd.DataFrame, *, test_fraction: float = 0.2, random_state: int = 0,
                   **model_params: Any) -> KernelCheck:
     """Fit a :class:`KernelModel` on a random ``1 - test_fraction`` of the timed operators and
-    score it on the rest."""
+    score it on the rest (each at its draw's speed, ``predict(at_draw_speed=True)``)."""
     from carb_lib.metrics import regression_metrics
 
     if not 0 < test_fraction < 1:
@@ -495,7 +564,8 @@ def holdout_check(bench: pd.DataFrame, *, test_fraction: float = 0.2, random_sta
     tr, te = bench[~test], bench[test]
     if len(te) < 2:
         raise ValueError(f"{len(bench)} operators leave {len(te)} to test; need >= 2")
-    pred = KernelModel(random_state=random_state, **model_params).fit(tr).predict(te)
+    model = KernelModel(random_state=random_state, **model_params).fit(tr)
+    pred = model.predict(te, at_draw_speed=True)
     y = te["time_ms"].to_numpy(dtype=float)
     ape = 100 * np.abs(pred / y - 1)
     by = (pd.DataFrame({"kind": te["kind"].astype(str).to_numpy(),

@@ -164,9 +164,51 @@ def test_kernel_model_refuses_too_few_operators_and_bad_parameters():
         kernels.KernelModel().fit(_synthetic_bench(5))
     with pytest.raises(TypeError):
         kernels.KernelModel(100, 0.1)  # everything after n_estimators is keyword-only
-    for name, bad in {"n_estimators": 0, "learning_rate": 0.0, "num_leaves": 1}.items():
+    for name, bad in {"n_estimators": 0, "learning_rate": 0.0, "num_leaves": 1,
+                      "draws": "mixed"}.items():
         with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
             kernels.KernelModel(**{name: bad}).fit(_synthetic_bench(30))
+
+
+def _two_draws(slow: float = 1.5) -> pd.DataFrame:
+    """SYNTHETIC: two draws of the known law, the second timed on a host ``slow`` x slower."""
+    a = _synthetic_bench(600, seed=0).assign(sample_seed=0)
+    b = _synthetic_bench(600, seed=1).assign(sample_seed=1)
+    return pd.concat([a, b.assign(time_ms=b["time_ms"] * slow)], ignore_index=True)
+
+
+def test_aligned_draws_recover_each_hosts_speed_and_predict_at_one_reference():
+    bench = _two_draws(1.5)
+    aligned = kernels.KernelModel(n_estimators=200).fit(bench)  # draws="aligned": the default
+    speed = aligned.draw_speed_
+    assert speed[1] / speed[0] == pytest.approx(1.5, rel=0.03)
+    assert np.log(speed[0]) + np.log(speed[1]) == pytest.approx(0, abs=1e-9)  # 600 ops each
+    pooled = kernels.KernelModel(n_estimators=200, draws="pooled").fit(bench)
+    assert pooled.draw_speed_ == {0: 1.0, 1: 1.0}
+    # at a draw's speed the aligned model reproduces both draws; the pooled one splits the
+    # difference (less than half of it here: its trees partly memorise which shapes were slow)
+    y = bench["time_ms"].to_numpy()
+    ape_aligned = np.abs(aligned.predict(bench, at_draw_speed=True) / y - 1)
+    ape_pooled = np.abs(pooled.predict(bench, at_draw_speed=True) / y - 1)
+    assert np.median(ape_aligned) < 0.03 and np.median(ape_pooled) > 3 * np.median(ape_aligned)
+    np.testing.assert_allclose(aligned.predict(bench, at_draw_speed=True)[600:],
+                               aligned.predict(bench)[600:] * speed[1], rtol=1e-12)
+    # an operator of a draw the model did not see is predicted at the reference speed
+    np.testing.assert_array_equal(aligned.predict(bench.assign(sample_seed=7), at_draw_speed=True),
+                                  aligned.predict(bench))
+    # the held-out check scores each operator at its draw's speed
+    check = {d: kernels.holdout_check(bench, draws=d, n_estimators=200).metrics.mape_pct
+             for d in ("aligned", "pooled")}
+    assert check["aligned"] < check["pooled"] / 2
+    # one draw, or none recorded: nothing to align, the pooled model exactly
+    one = bench[bench["sample_seed"] == 0]
+    assert kernels.KernelModel(n_estimators=50).fit(one).draw_speed_ == {0: 1.0}
+    bare = bench.drop(columns="sample_seed")
+    a = kernels.KernelModel(n_estimators=50).fit(bare)
+    assert a.draw_speed_ == {}
+    np.testing.assert_array_equal(
+        a.predict(bare), kernels.KernelModel(n_estimators=50, draws="pooled").fit(bare)
+        .predict(bare))
 
 
 def test_read_bench_one_clear_error(tmp_path):
@@ -468,6 +510,12 @@ def test_kernel_law_comparison_runs_every_law_on_every_split_and_refuses_bad_inp
     summ = res.summary()
     assert {"r2", "r2_sd", "mape_pct_sd", "n_test"} <= set(summ.columns) and len(summ) == 5
     assert res.table().loc[("batch_small", "kernel"), "r2"].count(" ± ") == 1
+    # the kernel model's parameters are the caller's (a template, cloned for every fit)
+    template = kernels.KernelModel(n_estimators=50, draws="pooled")
+    few = kernel_law_comparison(df, bench, splits=("random",), seeds=1, preset="test",
+                                kernel_model=template)
+    assert not hasattr(template, "model_") and len(few.scores) == 2
+    assert (few.scores["r2"] != sc[sc["split"] == "random"]["r2"].iloc[:2].to_numpy()).any()
     with pytest.raises(ValueError, match=r"unknown split\(s\) \['depth'\]"):
         kernel_law_comparison(df, bench, splits=("depth",))
     with pytest.raises(ValueError, match="must be one platform"):

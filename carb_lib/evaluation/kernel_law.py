@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
 from carb_lib import kernels
 from carb_lib.ensemble import preset as model_preset
@@ -87,6 +88,7 @@ def kernel_law_comparison(
     seeds: int = 3,
     preset: str = "default",
     n_jobs: int = 1,
+    kernel_model: kernels.KernelModel | None = None,
 ) -> KernelLawComparison:
     """Fit the CARB model with the roofline and the kernel latency law on extrapolation splits.
 
@@ -104,6 +106,9 @@ def kernel_law_comparison(
         Model preset of every fit.
     n_jobs : int, default 1
         Threads of the kernel model's predictions (:func:`carb_lib.kernels.with_kernel_column`).
+    kernel_model : carb_lib.kernels.KernelModel, optional
+        The (unfitted) kernel model whose parameters every fit here uses; default
+        ``KernelModel()``.
 
     Returns
     -------
@@ -128,7 +133,8 @@ def kernel_law_comparison(
     if len(plats) != 1:
         raise ValueError(f"the network rows and the operators must be one platform, got {plats}")
     df = df.reset_index(drop=True)
-    full = kernels.with_kernel_column(df, kernels.KernelModel().fit(bench), n_jobs=n_jobs)
+    template = kernels.KernelModel() if kernel_model is None else kernel_model
+    full = kernels.with_kernel_column(df, clone(template).fit(bench), n_jobs=n_jobs)
     rows: list[dict] = []
 
     def score(split, held, law, seed, train, test):
@@ -155,7 +161,7 @@ def kernel_law_comparison(
     for kind, held, test in extrapolation_splits(df, batch_kinds):
         test = np.asarray(test, dtype=bool)
         train_b = set(df.loc[~test, "batch"].astype(int))
-        strict_model = kernels.KernelModel().fit(bench[bench["batch"].astype(int).isin(train_b)])
+        strict_model = clone(template).fit(bench[bench["batch"].astype(int).isin(train_b)])
         strict = kernels.with_kernel_column(df, strict_model, n_jobs=n_jobs)
         logger.info("%s (%s held out): %d train, %d test rows", kind, held, (~test).sum(),
                     test.sum())
