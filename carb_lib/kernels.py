@@ -8,9 +8,9 @@ sends a one-image 3x3 convolution to a different kernel than a batch of two). Th
 characterizes the platform at the level where those differences live, the operator:
 
 1. :func:`sample_kernels` (:mod:`carb_lib.operators`) draws operators from a *generic* grid
-   (dense, depthwise and pointwise convolutions, linear layers, batch norm, activations, residual adds, SE scaling,
-   pooling; channels, spatial sizes, strides, batch sizes and precisions) — from no network
-   family's configs;
+   (dense, depthwise and pointwise convolutions, linear layers, batch norm, activations,
+   residual adds, SE scaling, pooling; channels, spatial sizes, strides, batch sizes and
+   precisions) — from no network family's configs;
 2. :func:`bench_kernels` times each alone on the platform (the profiler's thread count,
    ``torch.inference_mode()``, warm-up, median of timed windows): ``carb kernels``;
 3. :class:`KernelModel` learns, from the operator's shape, its log time relative to a nominal
@@ -60,8 +60,8 @@ from carb_lib.operators import (  # the operator vocabulary and sampler, re-expo
 from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
 
 __all__ = [
-    "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
-    "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
+    "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS",
+    "SAMPLER_VERSION", "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
     "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
     "sample_kernels", "with_kernel_column",
 ]  # fmt: skip
@@ -471,8 +471,8 @@ class KernelModel(RegressorMixin, BaseEstimator):
         log_speed = np.zeros(len(seeds))
         if self.draws == "aligned" and len(seeds) > 1:
             log_speed = self._draw_log_speeds(X, y, codes)
-        self.draw_speed_ = ({int(d): float(np.exp(v)) for d, v in zip(seeds, log_speed,
-                                                                        strict=True)}
+        speeds = np.exp(log_speed)
+        self.draw_speed_ = ({int(d): float(v) for d, v in zip(seeds, speeds, strict=True)}
                             if DRAW_COLUMN in rows.columns else {})
         self.model_ = self._trees(self.n_estimators).fit(X, y - log_speed[codes])
         plats = bench["platform"].dropna().astype(str).unique() if "platform" in bench else []
