@@ -24,7 +24,7 @@ import pandas as pd
 
 from carb_lib import kernels
 from carb_lib.dataset import atomic_write_parquet
-from carb_lib.devices import cpu_identity
+from carb_lib.devices import cpu_identity, refuse_other_cpu
 
 
 def main() -> None:
@@ -36,10 +36,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
+    try:
+        refuse_other_cpu(bench.get("cpu_id", ()), str(args.bench),
+                         "re-time a benchmark on the CPU that timed it")
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     here = cpu_identity()
-    stored = set(bench["cpu_id"].dropna().astype(str)) if "cpu_id" in bench else set()
-    if stored and stored != {here}:
-        raise SystemExit(f"{args.bench} was timed on {sorted(stored)}; this CPU is {here!r}")
     rng = np.random.default_rng(args.seed)
     ok = bench["time_ms"].to_numpy(float) <= args.max_ms
     picks = [rng.choice(np.flatnonzero(ok & (bench["sample_seed"] == d).to_numpy()),
