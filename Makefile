@@ -22,8 +22,11 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q -e ".[dev,lab,dask]"
 	@touch $(STAMP)
 
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist; one test file per worker at a time):
+# 2 on the 2-core machines this project is tested on. PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 reproduce: $(STAMP)
 	$(BIN)/carb reproduce --profile $(PROFILE)

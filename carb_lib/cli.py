@@ -497,14 +497,17 @@ def kernels_cmd(
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
     append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, CPU, threads and PyTorch; a seed it does not hold)."),
+    anchors: bool = typer.Option(True, "--anchors/--no-anchors", help="Time the fixed anchor operators before and after the draw, into <out>.anchors.parquet (the host's speed, measured)."),
+    anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each sitting's speed (e.g. at the start of a session)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
     import pandas as pd
     import torch
 
+    from carb_lib import anchors as anc
     from carb_lib.dataset import atomic_write_parquet
-    from carb_lib.devices import CpuDevice, cpu_identity
+    from carb_lib.devices import CpuDevice, cpu_identity, refuse_other_cpu
     from carb_lib.kernels import (
         SAMPLER_VERSION,
         bench_kernels,
@@ -515,6 +518,36 @@ def kernels_cmd(
 
     if out.suffix != ".parquet":
         raise ValueError(f"--out {out} must end in .parquet")
+    side = anc.anchors_path(out)
+    old_anchors = read_bench(side) if side.exists() else None
+    if old_anchors is not None:
+        refuse_other_cpu(old_anchors.get("cpu_id", ()), f"the anchor rows {side} were",
+                         "time anchors into a new benchmark's file on this machine")
+
+    def save_anchors(sitting: pd.DataFrame) -> None:
+        nonlocal old_anchors
+        old_anchors = sitting if old_anchors is None else pd.concat([old_anchors, sitting],
+                                                                    ignore_index=True)
+        atomic_write_parquet(old_anchors, side)
+
+    def show_anchors() -> None:
+        sp = anc.anchor_speeds(old_anchors)
+        typer.echo(f"anchors: {len(sp)} sittings in {side} (relative_time: the anchors' median "
+                   f"time over the first sitting's; above 1, the host ran slower)\n"
+                   f"{sp.round({c: 3 for c in ('relative_time', 'ratio_q25', 'ratio_q75')}).to_string(index=False)}")
+
+    if anchors_only:
+        if not out.exists():
+            raise FileNotFoundError(f"--anchors-only: {out} does not exist (time the anchors "
+                                    "beside an existing benchmark)")
+        bench = read_bench(out)
+        refuse_other_cpu(bench.get("cpu_id", ()), f"the benchmark {out} was",
+                         "time its anchors on the machine that timed it")
+        plats = sorted(set(bench["platform"].astype(str)))
+        save_anchors(anc.time_anchors(phase="check", threads=threads,
+                                      platform=platform or (plats[0] if plats else None)))
+        show_anchors()
+        return
     if out.exists() and not append:
         raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never "
                               "overwritten) or --append to add operators to it")
@@ -542,10 +575,17 @@ def kernels_cmd(
         atomic_write_parquet(rows if old is None else pd.concat([old, rows], ignore_index=True),
                              out)
 
+    if anchors:  # the host's speed before the draw, kept even if the draw is interrupted
+        save_anchors(anc.time_anchors(phase="before", sample_seed=seed, threads=threads,
+                                      platform=plat))
     # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside the
     # benchmark's earlier rows): an interrupted run keeps every operator it measured
     rows = bench_kernels(ops, threads=threads, platform=plat, progress=progress, on_chunk=save)
     save(rows)
+    if anchors:
+        save_anchors(anc.time_anchors(phase="after", sample_seed=seed, threads=threads,
+                                      platform=plat))
+        show_anchors()
     med = rows.groupby(["kind", "precision"])["time_ms"].median().unstack()
     typer.echo(f"median ms per operator:\n{med.round(3).to_string()}")
     total = len(rows) + (0 if old is None else len(old))

@@ -378,6 +378,11 @@ def _offset(S: np.ndarray, y: np.ndarray, Sq: np.ndarray) -> np.ndarray:
 
 #: Methods that recalibrate source predictions (the others use the k samples alone).
 SOURCE_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "offset")
+#: :data:`SOURCE_METHODS` from the fewest parameters fitted on the k samples to the most: one
+#: shift (``offset``), a slope and a shift (``loglinear``), ridge weights on the source and the
+#: static features (``ridge``), both of the last two averaged (``blend``). The order the
+#: one-standard-error rule (:func:`carb_lib.evaluation.cross_family.choose_method`) prefers.
+SOURCE_METHODS_BY_SIZE: tuple[str, ...] = ("offset", "loglinear", "ridge", "blend")
 #: Log predictions are clipped to the samples' range widened by this (log 3: a factor 3).
 CLIP_LOG_MARGIN = float(np.log(3.0))
 #: Methods whose predictions are not clipped: a shift of the source cannot blow up, and a

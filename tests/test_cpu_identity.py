@@ -107,7 +107,8 @@ def test_cli_kernels_append_records_the_cpu_and_notes_rows_without_one(tmp_path)
     from carb_lib.cli import app
 
     out = tmp_path / "b.parquet"
-    base = ["kernels", "--out", str(out), "--no-progress", "--platform", "test_cpu", "--n", "2"]
+    base = ["kernels", "--out", str(out), "--no-progress", "--platform", "test_cpu", "--n", "2",
+            "--no-anchors"]
     runner = CliRunner()
     assert runner.invoke(app, base).exit_code == 0
     assert kernels.read_bench(out)["cpu_id"].tolist() == [devices.cpu_identity()] * 2

@@ -373,3 +373,70 @@ def test_law_comparison_puts_both_laws_side_by_side(kernel_rows):
     np.testing.assert_allclose(got.loc[lat["family"]].to_numpy(), lat["spearman_mean"])
     with pytest.raises(ValueError, match="at least one law"):
         law_comparison({})
+
+
+# ---------------------------------------------------------------------------- method choice
+def _paired_scores(gaps: dict[str, list[float]], *, families=("vgg", "mobilenetv2"),
+                   base: float = 12.0, k: int = 10) -> pd.DataFrame:
+    """SYNTHETIC paired scores: per seed, method m scores ``base + gaps[m][seed]`` on every
+    family (plus a family offset that the pairing must cancel)."""
+    rows = []
+    for m, g in gaps.items():
+        for seed, d in enumerate(g):
+            for i, fam in enumerate(families):
+                rows.append({"seed": seed, "family": fam, "target": "latency_ms", "k": k,
+                             "model": m, "mape_pct": base + 5.0 * i + d + 0.7 * seed,
+                             "spearman": 0.9 - d / 100})
+    return pd.DataFrame(rows)
+
+
+def test_choose_method_keeps_the_simplest_within_one_standard_error():
+    from carb_lib.evaluation.cross_family import choose_method
+
+    # loglinear ahead by 0.4 on average, but the paired gap swings +-1.5 from seed to seed
+    sc = _paired_scores({"offset": [0.0] * 5, "loglinear": [-1.5, 1.1, -1.6, 1.0, -1.0],
+                         "blend": [2.0] * 5})
+    c = choose_method(sc, ["offset", "loglinear", "blend"])
+    assert c.best == "loglinear" and c.chosen == "offset" and c.n_seeds == 5
+    t = c.table
+    assert list(t.index) == ["offset", "loglinear", "blend"]
+    assert t.loc["offset", "gap"] == pytest.approx(0.4)
+    gap = np.array([1.5, -1.1, 1.6, -1.0, 1.0])
+    assert t.loc["offset", "gap_se"] == pytest.approx(gap.std(ddof=1) / np.sqrt(5))
+    assert t.loc["loglinear", "gap"] == 0 and bool(t.loc["blend", "within"]) is False
+    # the plain rule (margin 0) takes the best mean
+    assert choose_method(sc, ["offset", "loglinear", "blend"], margin_se=0).chosen == "loglinear"
+    # a consistent gain, larger than its standard error, is taken
+    steady = _paired_scores({"offset": [0.0] * 5, "loglinear": [-0.4, -0.5, -0.3, -0.4, -0.45]})
+    assert choose_method(steady, ["offset", "loglinear"]).chosen == "loglinear"
+    # higher-is-better metrics flip the direction
+    assert choose_method(sc, ["offset", "loglinear", "blend"], metric="spearman",
+                         margin_se=0).best == "loglinear"
+    # one seed: no standard error, the plain rule
+    one = _paired_scores({"offset": [0.0], "loglinear": [-0.1]})
+    assert choose_method(one, ["offset", "loglinear"]).chosen == "loglinear"
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"candidates": []}, "at least one candidate"),
+    ({"candidates": ["offset", "ridge"]}, r"method\(s\) \['ridge'\]"),
+    ({"candidates": ["offset"], "metric": "mae"}, "metric='mae' is unknown"),
+    ({"candidates": ["offset"], "k": 50}, "at k = 50"),
+    ({"candidates": ["offset"], "margin_se": -1}, "margin_se must be >= 0"),
+])
+def test_choose_method_refuses_bad_input(kwargs, match):
+    from carb_lib.evaluation.cross_family import choose_method
+
+    sc = _paired_scores({"offset": [0.0, 0.1], "loglinear": [0.2, 0.3]})
+    with pytest.raises(ValueError, match=match):
+        choose_method(sc, **kwargs)
+
+
+def test_choose_method_needs_every_pair():
+    from carb_lib.evaluation.cross_family import choose_method
+
+    sc = _paired_scores({"offset": [0.0, 0.1, 0.0], "loglinear": [0.2, 0.3, 0.1]})
+    sc = sc[~((sc["model"] == "loglinear") & (sc["seed"] == 2) & (sc["family"] == "vgg"))]
+    with pytest.raises(ValueError, match="'loglinear' has no mape_pct score for seed 2, family "
+                                         "'vgg'"):
+        choose_method(sc, ["offset", "loglinear"])

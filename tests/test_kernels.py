@@ -266,7 +266,7 @@ def test_cli_kernels_refuses_an_existing_or_non_parquet_out(tmp_path):
     assert r.exit_code == 1 and "must end in .parquet" in r.output
     out = tmp_path / "new.parquet"
     r = runner.invoke(app, ["kernels", "--n", "3", "--out", str(out), "--no-progress",
-                            "--platform", "test_cpu"])
+                            "--platform", "test_cpu", "--no-anchors"])
     assert r.exit_code == 0, r.output
     assert len(kernels.read_bench(out)) == 3
 
@@ -388,7 +388,8 @@ def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
 
     runner = CliRunner()
     out = tmp_path / "b.parquet"
-    base = ["kernels", "--out", str(out), "--no-progress", "--platform", "test_cpu"]
+    base = ["kernels", "--out", str(out), "--no-progress", "--platform", "test_cpu",
+            "--no-anchors"]
     assert runner.invoke(app, [*base, "--n", "2"]).exit_code == 0
     r = runner.invoke(app, [*base, "--n", "3", "--seed", "1", "--append"])
     assert r.exit_code == 0, r.output
@@ -402,7 +403,8 @@ def test_cli_kernels_append_adds_a_new_seed_and_refuses_a_mismatch(tmp_path):
         r = runner.invoke(app, [*base, "--n", "2", *args])
         assert r.exit_code == 1 and msg in r.output, r.output
     r = runner.invoke(app, ["kernels", "--out", str(out), "--n", "2", "--seed", "2",
-                            "--append", "--platform", "other_cpu", "--no-progress"])
+                            "--append", "--platform", "other_cpu", "--no-progress",
+                            "--no-anchors"])
     assert r.exit_code == 1 and "holds platform ['test_cpu']; this run's is 'other_cpu'" in r.output
     assert out.read_bytes() == before  # nothing written by a refused run
     r = runner.invoke(app, ["kernels", "--out", str(tmp_path / "none.parquet"), "--n", "2",

@@ -53,6 +53,8 @@ __all__ = [
     "CROSS_FAMILY_TARGETS",
     "FEW_SHOT_METHODS",
     "CrossFamilyResult",
+    "MethodChoice",
+    "choose_method",
     "cross_family_evaluation",
     "family_candidates",
     "issue_targets",
@@ -301,6 +303,134 @@ def _pred_frame(test: pd.DataFrame, family: str, target: str, model: str, k: int
         "batch": test["batch"].to_numpy(), "measured": test[target].to_numpy(float),
         "predicted": np.asarray(pred, dtype=float),
     })  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """What :func:`choose_method` decided.
+
+    Attributes
+    ----------
+    best : str
+        The candidate with the best mean metric (the plain rule).
+    chosen : str
+        The simplest candidate whose paired gap to ``best`` is within ``margin_se`` standard
+        errors (the one-standard-error rule); ``best`` itself when no simpler one is.
+    table : pandas.DataFrame
+        One row per candidate, simplest first: ``mean`` (over seeds of the mean over
+        families), ``gap`` (mean paired difference to ``best``, >= 0 in the worse direction),
+        ``gap_se`` (its standard error over seeds), ``gap_in_se`` and ``within``.
+    n_seeds : int
+        Paired units behind the standard errors.
+    margin_se : float
+    metric, target : str
+    k : int
+    """
+
+    best: str
+    chosen: str
+    table: pd.DataFrame
+    n_seeds: int
+    margin_se: float
+    metric: str
+    target: str
+    k: int
+
+    def __str__(self) -> str:
+        rule = (f"one-standard-error rule ({self.margin_se:g} SE of the paired gap over "
+                f"{self.n_seeds} seeds)" if self.margin_se > 0 else "plain rule (best mean)")
+        return (f"{self.metric} of {self.target} at k = {self.k}: best mean {self.best!r}; "
+                f"{rule} -> {self.chosen!r}")
+
+
+#: Metrics of :data:`METRICS` where larger is better.
+_HIGHER_IS_BETTER = frozenset({"within_10pct", "spearman", "r2"})
+
+
+def choose_method(scores: pd.DataFrame, candidates: Sequence[str], *, k: int = 10,
+                  target: str = "latency_ms", metric: str = "mape_pct",
+                  margin_se: float = 1.0) -> MethodChoice:
+    """Choose a few-shot method from paired scores, preferring the simplest within noise.
+
+    Each seed of :func:`cross_family_evaluation` scores every method on the same split and
+    the same k rows, so the methods' differences are paired. Per seed, the metric is averaged
+    over the families; ``best`` has the best mean over seeds. The one-standard-error rule
+    (Breiman et al. 1984; Hastie, Tibshirani & Friedman, *The Elements of Statistical
+    Learning*, sec. 7.10) then takes the first of ``candidates`` (give them simplest first)
+    whose mean paired gap to ``best`` is at most ``margin_se`` standard errors of that gap: a
+    gain smaller than the seeds' noise does not buy more parameters fitted on k rows.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        :attr:`CrossFamilyResult.scores`.
+    candidates : sequence of str
+        Methods to choose from, simplest first (e.g.
+        :data:`carb_lib.transfer.SOURCE_METHODS_BY_SIZE`).
+    k : int, default=10
+    target : str, default="latency_ms"
+    metric : str, default="mape_pct"
+        A column of :data:`METRICS`; lower is better except for ``within_10pct``,
+        ``spearman`` and ``r2``.
+    margin_se : float, default=1.0
+        0 gives the plain rule (the best mean). With one seed there is no standard error and
+        the plain rule applies.
+
+    Returns
+    -------
+    MethodChoice
+
+    Raises
+    ------
+    ValueError
+        No candidates, an unknown metric, or a candidate without a score for every seed and
+        family at ``k``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = [{"seed": s, "family": "vgg", "target": "latency_ms", "k": 10, "model": m,
+    ...          "mape_pct": v + s % 2}
+    ...         for s in range(4) for m, v in (("offset", 12.0), ("loglinear", 11.9))]
+    >>> choose_method(pd.DataFrame(rows), ["offset", "loglinear"]).chosen  # gap 0.1, SE 0
+    'loglinear'
+    """
+    candidates = list(dict.fromkeys(candidates))
+    if not candidates:
+        raise ValueError("give at least one candidate method")
+    if metric not in METRICS:
+        raise ValueError(f"metric={metric!r} is unknown; valid: {list(METRICS)}")
+    if not margin_se >= 0:
+        raise ValueError(f"margin_se must be >= 0, got {margin_se}")
+    sel = scores[(scores["target"] == target) & (scores["k"] == k)]
+    grid = sel.pivot_table(index=["seed", "family"], columns="model", values=metric,
+                           aggfunc="mean")
+    missing = [m for m in candidates if m not in grid.columns]
+    if missing or grid.empty:
+        raise ValueError(f"no {metric} scores of {target} at k = {k} for method(s) "
+                         f"{missing or candidates}")
+    grid = grid[candidates]
+    holes = grid.isna()
+    if holes.any().any():
+        where = holes.stack()
+        seed, family, method = where[where].index[0]
+        raise ValueError(f"method {method!r} has no {metric} score for seed {seed}, family "
+                         f"{family!r}: the comparison needs every pair")
+    sign = -1.0 if metric in _HIGHER_IS_BETTER else 1.0
+    per_seed = grid.groupby(level="seed").mean() * sign  # lower is better from here on
+    mean = per_seed.mean()
+    best = str(mean.idxmin())
+    gap = per_seed.sub(per_seed[best], axis=0)
+    n = len(per_seed)
+    se = gap.std(ddof=1) / np.sqrt(n) if n > 1 else pd.Series(np.nan, index=gap.columns)
+    gap_mean = gap.mean()
+    within = (gap_mean <= margin_se * se) | (gap.columns == best)
+    chosen = next(m for m in candidates if within[m])
+    table = pd.DataFrame({"mean": mean * sign, "gap": gap_mean, "gap_se": se,
+                          "gap_in_se": gap_mean / se.where(se > 0), "within": within})
+    table.index.name = "model"
+    return MethodChoice(best=best, chosen=chosen, table=table, n_seeds=n,
+                        margin_se=float(margin_se), metric=metric, target=target, k=int(k))
 
 
 def law_comparison(summaries: dict[str, pd.DataFrame], *, target: str = "latency_ms",
