@@ -34,14 +34,15 @@ import pandas as pd
 from carb_lib.operators import OP_COLUMNS, sample_kernels
 
 __all__ = ["ANCHOR_PHASES", "ANCHOR_VERSION", "anchor_operators", "anchor_speeds",
-           "anchors_path", "time_anchors"]
+           "anchors_path", "AnchorFile", "relative_time_at", "time_anchors"]
 
 logger = logging.getLogger(__name__)
 
 #: Version of :func:`anchor_operators` (anchor rows record it in ``anchor_version``).
 ANCHOR_VERSION = 1
-#: When a sitting was timed: before or after a draw of ``carb kernels``, or alone (a check).
-ANCHOR_PHASES: tuple[str, ...] = ("before", "after", "check")
+#: When a sitting was timed: before, during (every ``--anchor-every`` operators) or after a
+#: draw of ``carb kernels``, or alone (a check).
+ANCHOR_PHASES: tuple[str, ...] = ("before", "during", "after", "check")
 #: Anchors per (kind, precision) in version 1: every kind of dense and depthwise convolution,
 #: linear layer and memory-bound operator the sampler draws, both precisions for the weighted
 #: kinds.
@@ -99,9 +100,9 @@ def time_anchors(*, phase: str, sample_seed: int | None = None, threads: int = 1
 
     Parameters
     ----------
-    phase : {"before", "after", "check"}
+    phase : {"before", "during", "after", "check"}
     sample_seed : int, optional
-        The draw a ``before`` / ``after`` sitting brackets (-1 for a check).
+        The draw a ``before`` / ``during`` / ``after`` sitting belongs to (-1 for a check).
     threads : int, default=1
     platform : str, optional
     version : int, default=ANCHOR_VERSION
@@ -173,3 +174,68 @@ def anchor_speeds(anchors: pd.DataFrame, *, reference: Any = None) -> pd.DataFra
     })
     return meta.join(out).reset_index()[["sitting", "phase", "sample_seed", "n_anchors",
                                          "relative_time", "ratio_q25", "ratio_q75"]]
+
+
+def relative_time_at(anchors: pd.DataFrame, times: Any, *, reference: Any = None) -> np.ndarray:
+    """The host's relative time (:func:`anchor_speeds`) at each of ``times``, interpolated
+    linearly in time between the sittings around it (the nearest sitting's value before the
+    first or after the last).
+
+    Parameters
+    ----------
+    anchors : pandas.DataFrame
+        Anchor rows of one anchor version.
+    times : array-like of timestamps
+        E.g. a benchmark's ``measured_at`` (UTC).
+    reference : timestamp, optional
+        As in :func:`anchor_speeds`.
+
+    Returns
+    -------
+    numpy.ndarray
+        One relative time per entry of ``times``.
+    """
+    sp = anchor_speeds(anchors, reference=reference)
+    at = pd.to_datetime(pd.Series(sp["sitting"])).astype("int64").to_numpy() / 1e9
+    t = pd.to_datetime(pd.Series(np.asarray(times))).astype("int64").to_numpy() / 1e9
+    return np.interp(t, at, sp["relative_time"].to_numpy(float))
+
+
+class AnchorFile:
+    """The anchor rows beside one benchmark (:func:`anchors_path`): read when the file
+    exists (refusing rows of another CPU: one ``ValueError``), and grown one sitting at a time,
+    each written atomically, so an interrupted run keeps every sitting it timed.
+
+    Parameters
+    ----------
+    bench : path
+        The benchmark file the anchors sit beside.
+    """
+
+    def __init__(self, bench: Any) -> None:
+        from carb_lib.devices import refuse_other_cpu
+        from carb_lib.kernels import read_bench
+
+        self.path = anchors_path(bench)
+        self.rows: pd.DataFrame | None = read_bench(self.path) if self.path.exists() else None
+        if self.rows is not None:
+            refuse_other_cpu(self.rows.get("cpu_id", ()), f"the anchor rows {self.path} were",
+                             "time anchors into a new benchmark's file on this machine")
+
+    def time(self, **kwargs: Any) -> pd.DataFrame:
+        """Time one sitting (:func:`time_anchors` ``**kwargs``), add it, write the file."""
+        from carb_lib.dataset import atomic_write_parquet
+
+        sitting = time_anchors(**kwargs)
+        self.rows = sitting if self.rows is None else pd.concat([self.rows, sitting],
+                                                                ignore_index=True)
+        atomic_write_parquet(self.rows, self.path)
+        return sitting
+
+    def report(self) -> str:
+        """Every sitting's relative time (:func:`anchor_speeds`), as text."""
+        sp = anchor_speeds(self.rows).round({c: 3 for c in ("relative_time", "ratio_q25",
+                                                             "ratio_q75")})
+        return (f"anchors: {len(sp)} sittings in {self.path} (relative_time: the anchors' median "
+                "time over the first sitting's; above 1, the host ran slower)\n"
+                + sp.to_string(index=False))

@@ -498,6 +498,7 @@ def kernels_cmd(
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
     append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, CPU, threads and PyTorch; a seed it does not hold)."),
     anchors: bool = typer.Option(True, "--anchors/--no-anchors", help="Time the fixed anchor operators before and after the draw, into <out>.anchors.parquet (the host's speed, measured)."),
+    anchor_every: int = typer.Option(0, "--anchor-every", help="Also time the anchors every N operators of the draw (0: before and after only)."),
     anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each sitting's speed (e.g. at the start of a session)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
 ) -> None:
@@ -518,24 +519,7 @@ def kernels_cmd(
 
     if out.suffix != ".parquet":
         raise ValueError(f"--out {out} must end in .parquet")
-    side = anc.anchors_path(out)
-    old_anchors = read_bench(side) if side.exists() else None
-    if old_anchors is not None:
-        refuse_other_cpu(old_anchors.get("cpu_id", ()), f"the anchor rows {side} were",
-                         "time anchors into a new benchmark's file on this machine")
-
-    def save_anchors(sitting: pd.DataFrame) -> None:
-        nonlocal old_anchors
-        old_anchors = sitting if old_anchors is None else pd.concat([old_anchors, sitting],
-                                                                    ignore_index=True)
-        atomic_write_parquet(old_anchors, side)
-
-    def show_anchors() -> None:
-        sp = anc.anchor_speeds(old_anchors)
-        typer.echo(f"anchors: {len(sp)} sittings in {side} (relative_time: the anchors' median "
-                   f"time over the first sitting's; above 1, the host ran slower)\n"
-                   f"{sp.round({c: 3 for c in ('relative_time', 'ratio_q25', 'ratio_q75')}).to_string(index=False)}")
-
+    log = anc.AnchorFile(out)
     if anchors_only:
         if not out.exists():
             raise FileNotFoundError(f"--anchors-only: {out} does not exist (time the anchors "
@@ -544,17 +528,18 @@ def kernels_cmd(
         refuse_other_cpu(bench.get("cpu_id", ()), f"the benchmark {out} was",
                          "time its anchors on the machine that timed it")
         plats = sorted(set(bench["platform"].astype(str)))
-        save_anchors(anc.time_anchors(phase="check", threads=threads,
-                                      platform=platform or (plats[0] if plats else None)))
-        show_anchors()
+        log.time(phase="check", threads=threads,
+                 platform=platform or (plats[0] if plats else None))
+        typer.echo(log.report())
         return
     if out.exists() and not append:
         raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never "
                               "overwritten) or --append to add operators to it")
     if append and not out.exists():
         raise FileNotFoundError(f"--append: {out} does not exist")
-    if n < 1 or threads < 1:
-        raise ValueError(f"--n and --threads must be >= 1, got {n} and {threads}")
+    if n < 1 or threads < 1 or anchor_every < 0:
+        raise ValueError(f"--n and --threads must be >= 1 and --anchor-every >= 0, got {n}, "
+                         f"{threads} and {anchor_every}")
     version = SAMPLER_VERSION if sampler is None else sampler
     if version not in range(1, SAMPLER_VERSION + 1):
         raise ValueError(f"--sampler must be 1-{SAMPLER_VERSION}, got {version}")
@@ -575,17 +560,24 @@ def kernels_cmd(
         atomic_write_parquet(rows if old is None else pd.concat([old, rows], ignore_index=True),
                              out)
 
-    if anchors:  # the host's speed before the draw, kept even if the draw is interrupted
-        save_anchors(anc.time_anchors(phase="before", sample_seed=seed, threads=threads,
-                                      platform=plat))
-    # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside the
-    # benchmark's earlier rows): an interrupted run keeps every operator it measured
-    rows = bench_kernels(ops, threads=threads, platform=plat, progress=progress, on_chunk=save)
-    save(rows)
+    step = anchor_every if anchors and anchor_every else len(ops)
+    done: list[pd.DataFrame] = []
+    for start in range(0, len(ops), step):
+        if anchors:  # the host's speed now, kept even if the draw is interrupted
+            log.time(phase="during" if start else "before", sample_seed=seed,
+                     threads=threads, platform=plat)
+        # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside
+        # the benchmark's earlier rows): an interrupted run keeps every operator it measured
+        part = bench_kernels(ops.iloc[start:start + step], threads=threads, platform=plat,
+                             progress=progress,
+                             on_chunk=lambda part: save(pd.concat([*done, part],
+                                                                  ignore_index=True)))
+        done.append(part)
+        save(pd.concat(done, ignore_index=True))
+    rows = pd.concat(done, ignore_index=True)
     if anchors:
-        save_anchors(anc.time_anchors(phase="after", sample_seed=seed, threads=threads,
-                                      platform=plat))
-        show_anchors()
+        log.time(phase="after", sample_seed=seed, threads=threads, platform=plat)
+        typer.echo(log.report())
     med = rows.groupby(["kind", "precision"])["time_ms"].median().unstack()
     typer.echo(f"median ms per operator:\n{med.round(3).to_string()}")
     total = len(rows) + (0 if old is None else len(old))

@@ -66,14 +66,21 @@ def test_anchor_speeds_refuse_bad_input():
         anchor_speeds(rows, reference="2020-01-01")
 
 
+def test_relative_time_at_interpolates_between_sittings():
+    rows = _sittings({"2026-12-02 10:00": 1.0, "2026-12-02 10:10": 1.5, "2026-12-02 10:20": 1.1})
+    at = pd.to_datetime(["2026-12-02 09:00", "2026-12-02 10:05", "2026-12-02 10:10",
+                         "2026-12-02 10:12", "2026-12-02 11:00"], utc=True)
+    assert anchors.relative_time_at(rows, at) == pytest.approx([1.0, 1.25, 1.5, 1.42, 1.1])
+
+
 def test_time_anchors_times_the_set_once_with_the_benchmark_harness():
     rows = anchors.time_anchors(phase="check", platform="test_cpu", n_windows=1)
     assert rows["anchor_id"].tolist() == list(range(24))
     assert (rows["time_ms"] > 0).all() and set(rows["phase"]) == {"check"}
     assert set(rows["sample_seed"]) == {-1} and rows["sitting"].nunique() == 1
     assert set(rows["cpu_id"]) == {devices.cpu_identity()} and set(rows["anchor_version"]) == {1}
-    with pytest.raises(ValueError, match=r"phase='during' is unknown"):
-        anchors.time_anchors(phase="during")
+    with pytest.raises(ValueError, match=r"phase='while' is unknown"):
+        anchors.time_anchors(phase="while")
 
 
 def test_cli_kernels_brackets_each_draw_with_anchors_and_checks_alone(tmp_path):
@@ -94,6 +101,9 @@ def test_cli_kernels_brackets_each_draw_with_anchors_and_checks_alone(tmp_path):
     assert "anchors: 2 sittings" in r.output
     r = runner.invoke(app, [*base, "--seed", "1", "--append", "--no-anchors"])
     assert r.exit_code == 0 and len(pd.read_parquet(side)) == 48  # no sitting added
+    r = runner.invoke(app, [*base, "--seed", "2", "--append", "--anchor-every", "-1"])
+    assert r.exit_code == 1 and "--anchor-every >= 0, got 2, 1 and -1" in r.output
+    assert len(pd.read_parquet(side)) == 48 and len(kernels.read_bench(out)) == 4
     r = runner.invoke(app, ["kernels", "--out", str(out), "--anchors-only", "--no-progress"])
     assert r.exit_code == 0, r.output
     a = pd.read_parquet(side)
@@ -105,3 +115,33 @@ def test_cli_kernels_brackets_each_draw_with_anchors_and_checks_alone(tmp_path):
     r = runner.invoke(app, ["kernels", "--out", str(out), "--anchors-only"])
     assert r.exit_code == 1 and "anchors.parquet were measured on another CPU" in r.output
     assert side.read_bytes() == before
+
+
+def test_cli_kernels_times_anchors_through_the_draw(tmp_path, monkeypatch):
+    """``--anchor-every 2`` on 5 operators: sittings before, after operators 2 and 4, and after
+    the draw, in time order between the operators they bracket. The sittings are stubbed (one
+    anchor, no timing) to keep the test fast; the real timing is tested above."""
+    from carb_lib.cli import app
+
+    def one_anchor(*, phase, sample_seed=None, **kw):
+        now = pd.Timestamp.now(tz="UTC")
+        return pd.DataFrame([{**{c: 1 for c in OP_COLUMNS}, "kind": "relu", "batch": 1,
+                              "precision": "fp32", "time_ms": 0.01, "cv": 0.0, "n_iter": 1,
+                              "measured_at": now, "platform": "test_cpu",
+                              "cpu_id": devices.cpu_identity(), "anchor_id": 0,
+                              "anchor_version": 1, "phase": phase, "sample_seed": sample_seed,
+                              "sitting": now}])
+
+    monkeypatch.setattr(anchors, "time_anchors", one_anchor)
+    out = tmp_path / "b.parquet"
+    r = CliRunner().invoke(app, ["kernels", "--out", str(out), "--no-progress", "--platform",
+                                 "test_cpu", "--n", "5", "--anchor-every", "2"])
+    assert r.exit_code == 0, r.output
+    a = pd.read_parquet(anchors_path(out))
+    assert a["phase"].tolist() == ["before", "during", "during", "after"]
+    b = kernels.read_bench(out)
+    assert len(b) == 5 and b["sample_seed"].tolist() == [0] * 5
+    t = b["measured_at"].to_numpy()
+    s = a["sitting"].to_numpy()
+    assert s[0] < t[0] and t[1] < s[1] < t[2] and t[3] < s[2] < t[4] and t[4] < s[3]
+    assert "anchors: 4 sittings" in r.output
