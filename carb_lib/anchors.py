@@ -4,15 +4,22 @@ On a shared VM the same operator's time moves with the host: session 15 found th
 of the Zen 3 benchmark timed at host speeds up to 1.5x apart, and
 ``KernelModel(draws="aligned")`` can only *estimate* each draw's speed from the operators. An
 anchor set measures it instead. :func:`anchor_operators` is a fixed, versioned set of small
-operators of every kind. ``carb kernels`` times it before and after each draw it appends, and
-``carb kernels --anchors-only`` times it alone (one sitting, e.g. at the start of a session).
-The rows go beside the benchmark, in :func:`anchors_path` (``<benchmark>.anchors.parquet``),
-never into it.
+operators of every kind. ``carb kernels`` times it before, every ``--anchor-every`` (500)
+operators during, and after each draw it appends, and ``carb kernels --anchors-only`` times it
+alone (one sitting, e.g. at the start of a session). The rows go beside the benchmark, in
+:func:`anchors_path` (``<benchmark>.anchors.parquet``), never into it.
 
-:func:`anchor_speeds` compares sittings. Per sitting (one timing of the whole set), the time
-of each anchor is divided by its time in the first sitting. The median of those ratios is the
-sitting's relative time (1.2: the host ran 1.2x slower than in the first sitting). Their
+:func:`anchor_speeds` compares sittings. Per sitting (one timing of the whole set, ~4 s), the
+time of each anchor is divided by its time in the first sitting. The median of those ratios is
+the sitting's relative time (1.2: the host ran 1.2x slower than in the first sitting). Their
 quartiles say how much the anchors agree.
+
+What a sitting measures (session 16, Zen 3 VM, ``scripts/anchor_check.py``): the *moment*, not
+the minutes around it. 26 sittings in 14 minutes ranged 0.99-1.38, and the operators of a draw
+timed between them did not follow them (Pearson r = 0.004 between an operator's residual and
+the anchors' time interpolated to its moment). The median over a session's sittings was stable
+(1.249 over 5 checks, 1.233 over a draw's 21 sittings). So read a session's speed as the median
+of several sittings, and do not divide single operators by a sitting's value.
 
 Examples
 --------
