@@ -497,7 +497,7 @@ def kernels_cmd(
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform name of the rows (default: the CPU's)."),
     append: bool = typer.Option(False, "--append", help="Add the operators to the existing --out (same platform, CPU, threads and PyTorch; a seed it does not hold)."),
-    anchors: bool = typer.Option(True, "--anchors/--no-anchors", help="Time the fixed anchor operators before and after the draw, into <out>.anchors.parquet (the host's speed, measured)."),
+    anchors: bool = typer.Option(True, "--anchors/--no-anchors", help="Time the fixed anchor operators before, during (--anchor-every) and after the draw, into <out>.anchors.parquet (the host's speed, measured)."),
     anchor_every: int = typer.Option(500, "--anchor-every", help="Also time the anchors every N operators of the draw (0: before and after only); a session's speed is the median of its sittings."),
     anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each sitting's speed (e.g. at the start of a session)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),

@@ -48,7 +48,7 @@ import pandas as pd
 
 from carb_lib import kernels
 from carb_lib.dataset import read_dataset
-from carb_lib.evaluation.cross_family import choose_method, cross_family_evaluation
+from carb_lib.evaluation import choose_method, cross_family_evaluation
 from carb_lib.transfer import SOURCE_METHODS_BY_SIZE
 
 #: Simplest first: the order the one-standard-error rule prefers.

@@ -26,7 +26,9 @@ Modules
     against the roofline law on the random and batch extrapolation splits.
 :mod:`~carb_lib.evaluation.cross_family`
     :func:`cross_family_evaluation` -> :class:`CrossFamilyResult`: families the model never
-    saw, zero-shot, with k rows and against their own model; :func:`family_candidates`.
+    saw, zero-shot, with k rows and against their own model; :func:`family_candidates`;
+    :func:`choose_method` -> :class:`MethodChoice`: a few-shot method by the
+    one-standard-error rule on paired seeds.
 
 Every name is importable from ``carb_lib.evaluation`` itself.
 """
@@ -44,6 +46,8 @@ from carb_lib.evaluation.ablation import (
 from carb_lib.evaluation.claims import PAPER_R2, claim_rows, protocol_claim_rows
 from carb_lib.evaluation.cross_family import (
     CrossFamilyResult,
+    MethodChoice,
+    choose_method,
     cross_family_evaluation,
     family_candidates,
     issue_targets,
@@ -105,6 +109,7 @@ __all__ = [
     "STRESS_UTIL_PCT",
     "CrossFamilyResult",
     "KernelLawComparison",
+    "MethodChoice",
     "PlatformEvaluation",
     "ProtocolResult",
     "ablation_reference_name",
@@ -112,6 +117,7 @@ __all__ = [
     "batch_tier",
     "blend_winner",
     "choose_default",
+    "choose_method",
     "claim_rows",
     "compare_models",
     "compare_presets",
