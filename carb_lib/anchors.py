@@ -6,7 +6,7 @@ of the Zen 3 benchmark timed at host speeds up to 1.5x apart, and
 anchor set measures it instead. :func:`anchor_operators` is a fixed, versioned set of small
 operators of every kind. ``carb kernels`` times it before, every ``--anchor-every`` (500)
 operators during, and after each draw it appends, and ``carb kernels --anchors-only`` times it
-alone (one sitting, e.g. at the start of a session). The rows go beside the benchmark, in
+alone (``--sittings`` 5 back to back, e.g. at the start of a session). The rows go beside the benchmark, in
 :func:`anchors_path` (``<benchmark>.anchors.parquet``), never into it.
 
 :func:`anchor_speeds` compares sittings. Per sitting (one timing of the whole set, ~4 s), the
@@ -239,10 +239,16 @@ class AnchorFile:
         atomic_write_parquet(self.rows, self.path)
         return sitting
 
-    def report(self) -> str:
-        """Every sitting's relative time (:func:`anchor_speeds`), as text."""
+    def report(self, last: int = 0) -> str:
+        """Every sitting's relative time (:func:`anchor_speeds`), as text; with ``last``, also
+        the median and range of the last ``last`` sittings (this session's speed)."""
         sp = anchor_speeds(self.rows).round({c: 3 for c in ("relative_time", "ratio_q25",
                                                              "ratio_q75")})
-        return (f"anchors: {len(sp)} sittings in {self.path} (relative_time: the anchors' median "
-                "time over the first sitting's; above 1, the host ran slower)\n"
+        text = (f"anchors: {len(sp)} sittings in {self.path} (relative_time: the anchors' "
+                "median time over the first sitting's; above 1, the host ran slower)\n"
                 + sp.to_string(index=False))
+        if last > 0:
+            rt = sp["relative_time"].tail(last)
+            text += (f"\nthis session ({len(rt)} sittings): median relative_time "
+                     f"{rt.median():.3f} (range {rt.min():.3f}-{rt.max():.3f})")
+        return text

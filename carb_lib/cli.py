@@ -500,6 +500,7 @@ def kernels_cmd(
     anchors: bool = typer.Option(True, "--anchors/--no-anchors", help="Time the fixed anchor operators before, during (--anchor-every) and after the draw, into <out>.anchors.parquet (the host's speed, measured)."),
     anchor_every: int = typer.Option(500, "--anchor-every", help="Also time the anchors every N operators of the draw (0: before and after only); a session's speed is the median of its sittings."),
     anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each sitting's speed (e.g. at the start of a session)."),
+    sittings: int = typer.Option(5, "--sittings", help="With --anchors-only: sittings timed back to back (~4 s each); the session's speed is their median."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
@@ -527,10 +528,13 @@ def kernels_cmd(
         bench = read_bench(out)
         refuse_other_cpu(bench.get("cpu_id", ()), f"the benchmark {out} was",
                          "time its anchors on the machine that timed it")
+        if sittings < 1:
+            raise ValueError(f"--sittings must be >= 1, got {sittings}")
         plats = sorted(set(bench["platform"].astype(str)))
-        log.time(phase="check", threads=threads,
-                 platform=platform or (plats[0] if plats else None))
-        typer.echo(log.report())
+        for _ in range(sittings):
+            log.time(phase="check", threads=threads,
+                     platform=platform or (plats[0] if plats else None))
+        typer.echo(log.report(last=sittings))
         return
     if out.exists() and not append:
         raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never "

@@ -104,11 +104,14 @@ def test_cli_kernels_brackets_each_draw_with_anchors_and_checks_alone(tmp_path):
     r = runner.invoke(app, [*base, "--seed", "2", "--append", "--anchor-every", "-1"])
     assert r.exit_code == 1 and "--anchor-every >= 0, got 2, 1 and -1" in r.output
     assert len(pd.read_parquet(side)) == 48 and len(kernels.read_bench(out)) == 4
-    r = runner.invoke(app, ["kernels", "--out", str(out), "--anchors-only", "--no-progress"])
+    r = runner.invoke(app, ["kernels", "--out", str(out), "--anchors-only", "--sittings", "0"])
+    assert r.exit_code == 1 and "--sittings must be >= 1, got 0" in r.output
+    r = runner.invoke(app, ["kernels", "--out", str(out), "--anchors-only", "--sittings", "1"])
     assert r.exit_code == 0, r.output
     a = pd.read_parquet(side)
     assert a.groupby("sitting")["phase"].first().tolist() == ["before", "after", "check"]
     assert "relative_time" in r.output and len(kernels.read_bench(out)) == 4  # bench untouched
+    assert "this session (1 sittings): median relative_time" in r.output
     # anchors of another CPU beside the benchmark: refused, nothing written
     a.assign(cpu_id="GenuineIntel family 6 model 207 | AVX512 | L3 1K").to_parquet(side)
     before = side.read_bytes()
@@ -145,3 +148,18 @@ def test_cli_kernels_times_anchors_through_the_draw(tmp_path, monkeypatch):
     s = a["sitting"].to_numpy()
     assert s[0] < t[0] and t[1] < s[1] < t[2] and t[3] < s[2] < t[4] and t[4] < s[3]
     assert "anchors: 4 sittings" in r.output
+
+
+def test_anchor_file_reports_the_median_of_the_last_sittings(tmp_path):
+    rows = _sittings({"2026-12-01 10:00": 1.0, "2026-12-02 09:00": 1.3,
+                      "2026-12-02 09:01": 0.9, "2026-12-02 09:02": 1.2}).assign(
+        cpu_id=devices.cpu_identity())
+    bench = tmp_path / "b.parquet"
+    for c in kernels.BENCH_COLUMNS:
+        if c not in rows:
+            rows[c] = {"kind": "relu", "batch": 1, "precision": "fp32"}.get(c, 1)
+    rows.to_parquet(anchors_path(bench))
+    text = anchors.AnchorFile(bench).report(last=3)
+    assert "4 sittings" in text
+    assert text.endswith("this session (3 sittings): median relative_time 1.200 (range "
+                         "0.900-1.300)")
