@@ -168,6 +168,8 @@ def anchor_speeds(anchors: pd.DataFrame, *, reference: Any = None) -> pd.DataFra
     wide = anchors.pivot_table(index="sitting", columns="anchor_id", values="time_ms",
                                aggfunc="median").sort_index()
     ref = wide.index[0] if reference is None else pd.Timestamp(reference)
+    if ref.tzinfo is None and getattr(wide.index, "tz", None) is not None:
+        ref = ref.tz_localize("UTC")  # sittings are stored in UTC
     if ref not in wide.index:
         raise ValueError(f"reference sitting {reference} is not in the rows; sittings: "
                          f"{[str(s) for s in wide.index]}")
@@ -240,10 +242,12 @@ class AnchorFile:
         return sitting
 
     def report(self, last: int = 0) -> str:
-        """Every sitting's relative time (:func:`anchor_speeds`), as text; with ``last``, also
-        the median and range of the last ``last`` sittings (this session's speed)."""
-        sp = anchor_speeds(self.rows).round({c: 3 for c in ("relative_time", "ratio_q25",
-                                                             "ratio_q75")})
+        """Every sitting's relative time (:func:`anchor_speeds`, sittings of the current
+        :data:`ANCHOR_VERSION`), as text; with ``last``, also the median and range of the last
+        ``last`` sittings (this session's speed)."""
+        rows = self.rows[self.rows["anchor_version"].astype(int) == ANCHOR_VERSION]
+        sp = anchor_speeds(rows).round({c: 3 for c in ("relative_time", "ratio_q25",
+                                                       "ratio_q75")})
         text = (f"anchors: {len(sp)} sittings in {self.path} (relative_time: the anchors' "
                 "median time over the first sitting's; above 1, the host ran slower)\n"
                 + sp.to_string(index=False))

@@ -53,6 +53,8 @@ def test_anchor_speeds_are_the_median_ratio_to_the_reference_sitting():
     assert sp.loc[1, "ratio_q25"] == pytest.approx(1.3) and sp.loc[1, "ratio_q75"] == pytest.approx(1.3)
     rel = anchor_speeds(rows, reference=pd.Timestamp("2026-12-02 09:00", tz="UTC"))
     assert rel["relative_time"].tolist() == pytest.approx([1 / 1.3, 1.0, 0.8 / 1.3])
+    naive = anchor_speeds(rows, reference="2026-12-02 09:00")  # read as UTC
+    assert naive["relative_time"].tolist() == pytest.approx([1 / 1.3, 1.0, 0.8 / 1.3])
 
 
 def test_anchor_speeds_refuse_bad_input():
