@@ -62,7 +62,7 @@ from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
 __all__ = [
     "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS",
     "SAMPLER_VERSION", "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
-    "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
+    "holdout_check", "kernel_features", "largest_holdout", "network_ops", "read_bench", "recorded_ops",
     "sample_kernels", "with_kernel_column",
 ]  # fmt: skip
 
@@ -573,6 +573,21 @@ def holdout_check(bench: pd.DataFrame, *, test_fraction: float = 0.2, random_sta
           .groupby(["kind", "precision"])["ape"]
           .agg(n="size", mape_pct="mean", median_ape_pct="median").reset_index())
     return KernelCheck(len(tr), len(te), regression_metrics(y, pred), by)
+
+
+def largest_holdout(bench: pd.DataFrame, *, share: float = 0.15,
+                    **model_params: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out the largest ``share`` of each operator kind and precision (by nominal roofline
+    time), fit a :class:`KernelModel` (``**model_params``) on the rest, and return the held-out
+    mask and each held-out operator's predicted / measured time (at its draw's speed): how the
+    model extrapolates to operators bigger than any it saw."""
+    size = _roofline_ms(bench)
+    largest = np.zeros(len(bench), dtype=bool)
+    for i in bench.groupby(["kind", "precision"]).indices.values():
+        largest[i] = size[i] > np.quantile(size[i], 1 - share)
+    model = KernelModel(**model_params).fit(bench[~largest])
+    pred = model.predict(bench[largest], at_draw_speed=True)
+    return largest, pred / bench["time_ms"].to_numpy(float)[largest]
 
 
 # --------------------------------------------------------------------------- networks

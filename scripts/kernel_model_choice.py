@@ -43,19 +43,12 @@ def main() -> None:
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
-    size = kernels._roofline_ms(bench)
-    largest = np.zeros(len(bench), dtype=bool)
-    for _, g in bench.groupby(["kind", "precision"]):
-        i = g.index.to_numpy()
-        largest[i] = size[i] > np.quantile(size[i], 0.85)
     rows = []
     for target, features, draws in VARIANTS:
         params = {"target": target, "features": features, "draws": draws}
         rand = [kernels.holdout_check(bench, random_state=s, **params).metrics.mape_pct
                 for s in range(args.seeds)]
-        m = kernels.KernelModel(**params).fit(bench[~largest])
-        ratio = (m.predict(bench[largest], at_draw_speed=True)
-                 / bench.loc[largest, "time_ms"].to_numpy())
+        largest, ratio = kernels.largest_holdout(bench, **params)
         big = float(100 * np.mean(np.abs(ratio - 1)))
         rows.append({"target": target, "features": features, "draws": draws,
                      "random_mape_pct": f"{np.mean(rand):.2f} ± {np.std(rand, ddof=1):.2f}",

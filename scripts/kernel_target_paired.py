@@ -51,17 +51,11 @@ def main() -> None:
     gap = wide["flops"] - wide["roofline"]  # < 0: FLOPs ahead
     se = float(gap.std(ddof=1) / np.sqrt(len(gap)))
     # the choice script's largest-15 % hold-out (per kind and precision, by nominal time)
-    size = kernels._roofline_ms(bench)
-    largest = np.zeros(len(bench), dtype=bool)
-    for _, g in bench.groupby(["kind", "precision"]):
-        i = g.index.to_numpy()
-        largest[i] = size[i] > np.quantile(size[i], 0.85)
     big = {}
     for target in TARGETS:
-        m = kernels.KernelModel(target=target, features="all", draws="aligned").fit(
-            bench[~largest])
-        ratio = m.predict(bench[largest], at_draw_speed=True) / bench.loc[largest, "time_ms"]
-        big[target] = float(100 * np.mean(np.abs(ratio.to_numpy() - 1)))
+        largest, ratio = kernels.largest_holdout(bench, target=target, features="all",
+                                                 draws="aligned")
+        big[target] = float(100 * np.mean(np.abs(ratio - 1)))
     switch = bool(gap.mean() < -se and big["flops"] <= big["roofline"])
     buf = io.StringIO()
     buf.write(f"# python scripts/kernel_target_paired.py {args.bench} --seeds {args.seeds} "

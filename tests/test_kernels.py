@@ -558,3 +558,21 @@ def test_taps_feature_is_read_only_by_the_taps_model():
                                                        features="taps").fit(bench).features_
     with pytest.raises(ValueError, match="features"):
         kernels.KernelModel(features="tap").fit(bench)
+
+
+def test_largest_holdout_holds_out_the_top_of_each_kind_and_precision():
+    """The largest 15 % (by nominal roofline time) of every kind x precision stratum is held
+    out, whatever the frame's index; the ratios are the held-out operators' predicted /
+    measured times."""
+    bench = _synthetic_bench(600).sample(frac=1.0, random_state=1)  # a shuffled index
+    mask, ratio = kernels.largest_holdout(bench, n_estimators=50)
+    size = kernels._roofline_ms(bench)
+    key = bench["kind"].astype(str) + "/" + bench["precision"].astype(str)
+    for k in key.unique():
+        s = key.to_numpy() == k
+        assert (mask[s] == (size[s] > np.quantile(size[s], 0.85))).all()
+    assert len(ratio) == mask.sum() > 0 and np.isfinite(ratio).all() and (ratio > 0).all()
+    # ratios belong to the held-out rows, in their order
+    model = kernels.KernelModel(n_estimators=50).fit(bench[~mask])
+    want = model.predict(bench[mask], at_draw_speed=True) / bench["time_ms"].to_numpy()[mask]
+    np.testing.assert_allclose(ratio, want)
