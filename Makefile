@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml Makefile
 # 2 on the 2-core machines this project is tested on. PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 reproduce: $(STAMP)
 	$(BIN)/carb reproduce --profile $(PROFILE)

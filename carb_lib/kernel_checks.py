@@ -30,10 +30,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.kernels import OP_COLUMNS, KernelModel, _time_call, bench_kernels, network_ops
+from carb_lib.kernels import (
+    OP_COLUMNS,
+    KernelModel,
+    _time_call,
+    bench_kernels,
+    holdout_check,
+    largest_holdout,
+    network_ops,
+)
 from carb_lib.vocab import KERNEL_FEATURE
 
-__all__ = ["AdditivityCheck", "additivity_check"]
+__all__ = ["AdditivityCheck", "PairedVariants", "additivity_check", "paired_variants"]
 
 logger = logging.getLogger(__name__)
 
@@ -171,3 +179,99 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
                 cfg_cols.append(c)
     frame = pd.concat([rows[cfg_cols], rows[["latency_ms"]], res], axis=1)
     return AdditivityCheck(frame[[*cfg_cols, *CHECK_COLUMNS]])
+
+
+# --------------------------------------------------------------------------- paired variants
+@dataclass
+class PairedVariants:
+    """Two :class:`~carb_lib.kernels.KernelModel` variants on the same held-out operators.
+
+    Attributes
+    ----------
+    scores : pandas.DataFrame
+        One row per split seed and variant (``seed``, ``variant``, ``mape_pct``, ``spearman``):
+        a random 20 % held out, the same for both variants of a seed.
+    largest_mape_pct : dict of str to float
+        Each variant's MAPE on the largest 15 % of each kind and precision
+        (:func:`~carb_lib.kernels.largest_holdout`).
+    n_largest : int
+        Operators in that hold-out.
+    """
+
+    scores: pd.DataFrame
+    largest_mape_pct: dict[str, float]
+    n_largest: int
+
+    @property
+    def wide(self) -> pd.DataFrame:
+        """Held-out MAPE (%) per seed (rows) and variant (columns, base first)."""
+        return self.scores.pivot(index="seed", columns="variant", values="mape_pct")[
+            list(self.largest_mape_pct)]
+
+    @property
+    def gap(self) -> pd.Series:
+        """Per-seed MAPE of the candidate minus the base (< 0: the candidate is ahead)."""
+        base, cand = list(self.largest_mape_pct)
+        return self.wide[cand] - self.wide[base]
+
+    @property
+    def gap_se(self) -> float:
+        """Standard error of the mean paired gap over seeds."""
+        return float(self.gap.std(ddof=1) / np.sqrt(len(self.gap)))
+
+    def report(self) -> str:
+        """The per-seed MAPEs, each variant's means and largest-operator MAPE, the paired gap and
+        the rule's verdict, as text."""
+        base, cand = list(self.largest_mape_pct)
+        wide, gap, se = self.wide, self.gap, self.gap_se
+        lines = ["held-out MAPE % per seed:", wide.round(3).to_string(), ""]
+        for name in (base, cand):
+            lines.append(f"{name:>8}: random {wide[name].mean():.2f} ± {wide[name].std():.2f} %, "
+                         f"largest {self.largest_mape_pct[name]:.2f} %")
+        lines.append(f"paired gap {cand} - {base}: {gap.mean():+.3f} ± {se:.3f} (SE over seeds; "
+                     f"{gap.mean() / se:+.2f} SE); {cand} ahead on {int((gap < 0).sum())} of "
+                     f"{len(gap)} seeds")
+        verdict = f"switch to {cand}" if self.candidate_wins() else f"keep {base}"
+        lines.append(f"rule ({cand} if ahead by > 1 SE on random and not behind on the largest): "
+                     f"{verdict}")
+        return "\n".join(lines) + "\n"
+
+    def candidate_wins(self) -> bool:
+        """The rule fixed in session 16: the candidate replaces the base if it is ahead on the
+        random hold-outs by more than one standard error of the paired gap *and* not behind on
+        the largest operators."""
+        base, cand = list(self.largest_mape_pct)
+        return bool(self.gap.mean() < -self.gap_se
+                    and self.largest_mape_pct[cand] <= self.largest_mape_pct[base])
+
+
+def paired_variants(bench: pd.DataFrame, base: dict[str, Any], candidate: dict[str, Any], *,
+                    seeds: int = 10, names: tuple[str, str] | None = None) -> PairedVariants:
+    """Score two kernel-model variants (``KernelModel`` keyword arguments ``base`` and
+    ``candidate``) on the same random 20 % hold-outs of ``bench`` (``seeds`` split seeds,
+    paired) and on the largest-15 % hold-out. Only operators are read.
+
+    Examples
+    --------
+    >>> pv = paired_variants(bench, {"target": "roofline"}, {"target": "flops"},
+    ...                      names=("roofline", "flops"))                # doctest: +SKIP
+    >>> pv.gap.mean(), pv.gap_se, pv.candidate_wins()                    # doctest: +SKIP
+    """
+    if seeds < 2:
+        raise ValueError(f"a paired comparison needs >= 2 seeds, got {seeds}")
+    names = names or ("base", "candidate")
+    if len(set(names)) != 2:
+        raise ValueError(f"the two variants need two names, got {names}")
+    variants = dict(zip(names, (base, candidate), strict=True))
+    rows = []
+    for seed in range(seeds):
+        for name, params in variants.items():
+            chk = holdout_check(bench, random_state=seed, **params)
+            rows.append({"seed": seed, "variant": name, "mape_pct": chk.metrics["mape_pct"],
+                         "spearman": chk.metrics["spearman"]})
+    big, n_largest = {}, 0
+    for name, params in variants.items():
+        largest, ratio = largest_holdout(bench, **params)
+        big[name] = float(100 * np.mean(np.abs(ratio - 1)))
+        n_largest = int(largest.sum())
+    return PairedVariants(pd.DataFrame(rows), big, n_largest)

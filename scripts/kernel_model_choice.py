@@ -10,8 +10,9 @@ two operator hold-outs of a kernel benchmark:
   resolution contain.
 
 The rule: the lowest mean of the two MAPEs. On the 7,000 operators of session 9 it picked
-``target="roofline", features="all"``, the default; ``features="taps"`` (session 14) is scored
-beside it since sampler v4 timed the operators that feature describes, and so is
+``target="roofline", features="all"``, the default until session 17, when a paired check
+(``scripts/kernel_paired.py target``) made ``target="flops"`` the default;
+``features="taps"`` (session 14) is scored beside it since sampler v4 timed the operators that feature describes, and so is
 ``draws="aligned"`` (session 15: the benchmark's draws were timed at host speeds up to 1.5x
 apart). Held-out operators are predicted at their draw's speed (``at_draw_speed=True``; the
 same as the reference speed for ``draws="pooled"``).

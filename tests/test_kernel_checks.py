@@ -53,3 +53,41 @@ def test_really_times_a_small_network_and_refuses_bad_rows():
         kernel_checks.additivity_check(rows.drop(columns="latency_ms"), progress=False)
     with pytest.raises(ValueError, match="at least one row"):
         kernel_checks.additivity_check(rows.iloc[:0], progress=False)
+
+
+def _two_draws_synthetic(slow: float = 1.5, n: int = 300) -> pd.DataFrame:
+    """SYNTHETIC: two draws of a known law (20 µs per call + 1 ns per FLOP), the second timed on
+    a host ``slow`` x slower."""
+    parts = []
+    for seed, factor in ((0, 1.0), (1, slow)):
+        ops = kernels.sample_kernels(n, seed=seed)
+        t = (0.02 + 1e-6 * kernels._flops(ops)) * factor
+        parts.append(ops.assign(time_ms=t, sample_seed=seed, platform="synthetic"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_paired_variants_pairs_the_hold_outs_and_applies_the_rule():
+    """Two draws 1.5x apart: aligning them must win the paired rule against pooling them, the
+    reverse comparison must keep the base, and both variants see the same hold-outs."""
+    bench = _two_draws_synthetic()
+    fast = {"n_estimators": 60}
+    pv = kernel_checks.paired_variants(bench, {"draws": "pooled", **fast},
+                                       {"draws": "aligned", **fast}, seeds=3,
+                                       names=("pooled", "aligned"))
+    assert list(pv.wide.columns) == ["pooled", "aligned"] and len(pv.wide) == 3
+    # the same hold-out per seed: each variant's score equals holdout_check's on that seed
+    for seed in range(3):
+        ref = kernels.holdout_check(bench, random_state=seed, draws="aligned", **fast)
+        assert pv.wide.loc[seed, "aligned"] == pytest.approx(ref.metrics["mape_pct"])
+    assert (pv.gap < 0).all() and pv.gap_se > 0
+    assert pv.candidate_wins() and pv.n_largest > 0
+    assert "switch to aligned" in pv.report()
+    rev = kernel_checks.paired_variants(bench, {"draws": "aligned", **fast},
+                                        {"draws": "pooled", **fast}, seeds=3,
+                                        names=("aligned", "pooled"))
+    assert not rev.candidate_wins() and "keep aligned" in rev.report()
+    np.testing.assert_allclose(rev.gap.to_numpy(), -pv.gap.to_numpy())
+    with pytest.raises(ValueError, match=">= 2 seeds"):
+        kernel_checks.paired_variants(bench, {}, {}, seeds=1)
+    with pytest.raises(ValueError, match="two names"):
+        kernel_checks.paired_variants(bench, {}, {}, seeds=2, names=("a", "a"))

@@ -69,7 +69,7 @@ class KernelLawComparison:
         """Mean and sd (``<metric>_sd``) over seeds per split and law, with the row counts."""
         g = self.scores.groupby(["split", "law"], sort=False)
         m = list(COMPARISON_METRICS)
-        return (g[m].mean().join(g[m].std(), rsuffix="_sd")
+        return (pd.concat([g[m].mean(), g[m].std().add_suffix("_sd")], axis=1)
                 .join(g[["held_out", "train_batches", "n_train", "n_test"]].first())
                 .reset_index())
 
