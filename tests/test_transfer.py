@@ -189,3 +189,22 @@ def test_arch_keys_with_mixed_families_have_no_missing_parts():
     })
     keys = arch_keys(df)
     assert keys.notna().all() and keys.nunique() == 3
+
+
+def test_ridge_drops_a_feature_missing_on_every_source_row_without_a_warning():
+    """A column all NaN on the source rows has no mean: it is dropped (the same prediction as
+    without it), quietly; NaN in other columns is filled with that column's mean."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(30, 3))
+    y = Xs @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=30)
+    Xq = rng.normal(size=(5, 3))
+    Xs_nan = np.column_stack([Xs, np.full(30, np.nan)])
+    Xs_nan[3, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = T._ridge(Xs_nan, y, np.column_stack([Xq, rng.normal(size=5)]))
+    filled = Xs.copy()
+    filled[3, 1] = np.delete(Xs[:, 1], 3).mean()
+    np.testing.assert_allclose(got, T._ridge(filled, y, Xq), rtol=1e-10)
