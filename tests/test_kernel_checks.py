@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from kernel_synthetic import two_draws
 
 from carb_lib import kernel_checks, kernels
 from carb_lib.families import mobilenetv2, resnet
@@ -55,21 +56,10 @@ def test_really_times_a_small_network_and_refuses_bad_rows():
         kernel_checks.additivity_check(rows.iloc[:0], progress=False)
 
 
-def _two_draws_synthetic(slow: float = 1.5, n: int = 300) -> pd.DataFrame:
-    """SYNTHETIC: two draws of a known law (20 µs per call + 1 ns per FLOP), the second timed on
-    a host ``slow`` x slower."""
-    parts = []
-    for seed, factor in ((0, 1.0), (1, slow)):
-        ops = kernels.sample_kernels(n, seed=seed)
-        t = (0.02 + 1e-6 * kernels._flops(ops)) * factor
-        parts.append(ops.assign(time_ms=t, sample_seed=seed, platform="synthetic"))
-    return pd.concat(parts, ignore_index=True)
-
-
 def test_paired_variants_pairs_the_hold_outs_and_applies_the_rule():
-    """Two draws 1.5x apart: aligning them must win the paired rule against pooling them, the
-    reverse comparison must keep the base, and both variants see the same hold-outs."""
-    bench = _two_draws_synthetic()
+    """SYNTHETIC two draws 1.5x apart: aligning them must win the paired rule against pooling
+    them, the reverse comparison must keep the base, and both variants see the same hold-outs."""
+    bench = two_draws(1.5, n=300)
     fast = {"n_estimators": 60}
     pv = kernel_checks.paired_variants(bench, {"draws": "pooled", **fast},
                                        {"draws": "aligned", **fast}, seeds=3,

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from kernel_synthetic import synthetic_bench, two_draws
 from typer.testing import CliRunner
 
 from carb_lib import kernels
@@ -23,14 +24,6 @@ def _configs() -> pd.DataFrame:
     frames = [resnet.sample_configs(6, seed=1), mobilenetv2.sample_configs(5, seed=2),
               vgg.sample_configs(5, seed=3), efficientnet.sample_configs(5, seed=4)]
     return pd.concat(frames, ignore_index=True)
-
-
-def _synthetic_bench(n: int = 400, seed: int = 0) -> pd.DataFrame:
-    """SYNTHETIC timings with a known law: 20 µs per call + 1 ns per FLOP (2 in fp16)."""
-    ops = kernels.sample_kernels(n, seed=seed)
-    flops = kernels._flops(ops)
-    per = np.where(ops["precision"] == "fp16", 2e-6, 1e-6)
-    return ops.assign(time_ms=0.02 + flops * per * 1e-3, cv=0.0, n_iter=1)
 
 
 def test_sample_kernels_is_seeded_valid_and_capped():
@@ -123,9 +116,9 @@ def test_an_interrupted_bench_hands_over_every_measured_row(monkeypatch):
 
 
 def test_kernel_model_learns_a_known_law_and_sums_it_per_network():
-    bench = _synthetic_bench(600)
+    bench = synthetic_bench(600)
     model = kernels.KernelModel(n_estimators=300).fit(bench)
-    test = _synthetic_bench(200, seed=9)
+    test = synthetic_bench(200, seed=9)
     pred = model.predict(test)
     err = np.abs(pred / test["time_ms"].to_numpy() - 1)
     assert np.median(err) < 0.10
@@ -161,24 +154,17 @@ def test_kernel_model_refuses_too_few_operators_and_bad_parameters():
     from sklearn.utils._param_validation import InvalidParameterError
 
     with pytest.raises(ValueError, match=">= 20 timed operators, got 5"):
-        kernels.KernelModel().fit(_synthetic_bench(5))
+        kernels.KernelModel().fit(synthetic_bench(5))
     with pytest.raises(TypeError):
         kernels.KernelModel(100, 0.1)  # everything after n_estimators is keyword-only
     for name, bad in {"n_estimators": 0, "learning_rate": 0.0, "num_leaves": 1,
                       "draws": "mixed"}.items():
         with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
-            kernels.KernelModel(**{name: bad}).fit(_synthetic_bench(30))
-
-
-def _two_draws(slow: float = 1.5) -> pd.DataFrame:
-    """SYNTHETIC: two draws of the known law, the second timed on a host ``slow`` x slower."""
-    a = _synthetic_bench(600, seed=0).assign(sample_seed=0)
-    b = _synthetic_bench(600, seed=1).assign(sample_seed=1)
-    return pd.concat([a, b.assign(time_ms=b["time_ms"] * slow)], ignore_index=True)
+            kernels.KernelModel(**{name: bad}).fit(synthetic_bench(30))
 
 
 def test_aligned_draws_recover_each_hosts_speed_and_predict_at_one_reference():
-    bench = _two_draws(1.5)
+    bench = two_draws(1.5)
     aligned = kernels.KernelModel(n_estimators=200).fit(bench)  # draws="aligned": the default
     speed = aligned.draw_speed_
     assert speed[1] / speed[0] == pytest.approx(1.5, rel=0.03)
@@ -214,7 +200,7 @@ def test_aligned_draws_recover_each_hosts_speed_and_predict_at_one_reference():
 def test_read_bench_one_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such kernel benchmark"):
         kernels.read_bench(tmp_path / "nope.parquet")
-    bench = _synthetic_bench(30)
+    bench = synthetic_bench(30)
     p = tmp_path / "b.parquet"
     bench.drop(columns=["time_ms"]).to_parquet(p)
     with pytest.raises(ValueError, match=r"column\(s\) \['time_ms'\] missing"):
@@ -424,7 +410,7 @@ def _kernel_rows():
 
     df = make_synthetic_dataset(216, seed=3, platform="synthetic_cpu", with_energy=False,
                                 with_telemetry=False, error_rate=0.0)
-    model = kernels.KernelModel(n_estimators=200).fit(_synthetic_bench(600))
+    model = kernels.KernelModel(n_estimators=200).fit(synthetic_bench(600))
     k = kernels.with_kernel_column(df, model)[KERNEL_FEATURE].to_numpy()
     return df.assign(latency_ms=0.3 + 1.2 * k), model
 
@@ -433,7 +419,7 @@ def test_estimator_learns_the_kernel_model_from_a_bench_and_predicts_alone(tmp_p
     from carb_lib.ensemble import CARBRegressor, load_model, preset, save_model
 
     df, _ = _kernel_rows()
-    bench = _synthetic_bench(600)
+    bench = synthetic_bench(600)
     params = preset("test", targets=("peak_mem_mib", "latency_ms"), latency_law="kernel")
     with_bench = CARBRegressor(**params, kernel_bench=bench).fit(df)
     assert with_bench.kernel_model_.n_ops_ == 600
@@ -460,7 +446,7 @@ def test_cli_fit_kernel_law_needs_its_bench_and_predicts_new_configs(tmp_path):
     df, _ = _kernel_rows()
     data, bench = tmp_path / "d.parquet", tmp_path / "k.parquet"
     df.drop(columns="config_id").to_parquet(data)  # the SYNTHETIC ids are not the family's
-    _synthetic_bench(600).assign(platform="synthetic_cpu").to_parquet(bench)
+    synthetic_bench(600).assign(platform="synthetic_cpu").to_parquet(bench)
     runner = CliRunner()
     fit = ["fit", "--data", str(data), "--out", str(tmp_path / "m.joblib"), "--preset", "test"]
     r = runner.invoke(app, [*fit, "--latency-law", "kernel"])
@@ -495,7 +481,7 @@ def test_kernel_law_comparison_runs_every_law_on_every_split_and_refuses_bad_inp
 
     df, _ = _kernel_rows()
     df = prepare_dataset(df)
-    bench = _synthetic_bench(600).assign(platform="synthetic_cpu")
+    bench = synthetic_bench(600).assign(platform="synthetic_cpu")
     res = kernel_law_comparison(df, bench, splits=("random", "batch_small"), seeds=2,
                                 preset="test")
     sc = res.scores
@@ -527,7 +513,7 @@ def test_kernel_law_comparison_runs_every_law_on_every_split_and_refuses_bad_inp
 def test_kernel_time_by_operator_group_sums_to_the_column():
     """``by_group=True``: where a network's operator time goes; the groups sum to kernel_ms,
     ResNet has no depthwise time, MobileNetV2 and EfficientNet do."""
-    model = kernels.KernelModel(n_estimators=100).fit(_synthetic_bench(400))
+    model = kernels.KernelModel(n_estimators=100).fit(synthetic_bench(400))
     df = _configs()
     out = kernels.with_kernel_column(df, model, by_group=True)
     groups = [f"{KERNEL_FEATURE}_{g}" for g in kernels.KERNEL_GROUPS]
@@ -552,7 +538,7 @@ def test_taps_feature_is_read_only_by_the_taps_model():
          "h_in": 14, "h_out": 14, "batch": 8, "precision": "fp32"}])
     taps = kernels.kernel_features(ops)[kernels.TAPS_FEATURE].to_numpy()
     np.testing.assert_allclose(taps, [np.log(1 / 25), np.log(4 / 25), 0.0])
-    bench = _synthetic_bench(300)
+    bench = synthetic_bench(300)
     assert kernels.TAPS_FEATURE not in kernels.KernelModel(n_estimators=20).fit(bench).features_
     assert kernels.TAPS_FEATURE in kernels.KernelModel(n_estimators=20,
                                                        features="taps").fit(bench).features_
@@ -564,7 +550,7 @@ def test_largest_holdout_holds_out_the_top_of_each_kind_and_precision():
     """The largest 15 % (by nominal roofline time) of every kind x precision stratum is held
     out, whatever the frame's index; the ratios are the held-out operators' predicted /
     measured times."""
-    bench = _synthetic_bench(600).sample(frac=1.0, random_state=1)  # a shuffled index
+    bench = synthetic_bench(600).sample(frac=1.0, random_state=1)  # a shuffled index
     mask, ratio = kernels.largest_holdout(bench, n_estimators=50)
     size = kernels._roofline_ms(bench)
     key = bench["kind"].astype(str) + "/" + bench["precision"].astype(str)
