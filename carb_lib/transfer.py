@@ -306,10 +306,10 @@ def _linear_features(F: pd.DataFrame) -> pd.DataFrame:
 def _ridge(Xs: np.ndarray, y: np.ndarray, Xq: np.ndarray) -> np.ndarray:
     from sklearn.linear_model import RidgeCV
 
-    # a feature missing on every source row has no mean; it is dropped below (not a warning)
-    present = ~np.isnan(Xs)
-    n = present.sum(axis=0)
-    mu = np.where(n > 0, np.where(present, Xs, 0.0).sum(axis=0) / np.maximum(n, 1), np.nan)
+    # a feature missing on every source row has no mean (NaN, no warning): dropped below
+    mu = np.full(Xs.shape[1], np.nan)
+    seen = ~np.isnan(Xs).all(axis=0)
+    mu[seen] = np.nanmean(Xs[:, seen], axis=0)
     keep = np.isfinite(mu)
     Xs, Xq, mu = Xs[:, keep], Xq[:, keep], mu[keep]
     Xs = np.where(np.isnan(Xs), mu, Xs)
