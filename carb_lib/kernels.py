@@ -48,16 +48,21 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from carb_lib.operators import (  # the operator vocabulary and sampler, re-exported
+from carb_lib.operators import (  # the operator vocabulary, sampler and file, re-exported
     _ELTWISE,
     _WEIGHTED,
+    BENCH_COLUMNS,
+    DRAW_COLUMN,
     KERNEL_KINDS,
     OP_COLUMNS,
     SAMPLER_VERSION,
+    _check_ops,
     _op_flops,
+    check_append,
+    read_bench,
     sample_kernels,
 )
-from carb_lib.vocab import KERNEL_FEATURE, PRECISIONS
+from carb_lib.vocab import KERNEL_FEATURE
 
 __all__ = [
     "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS",
@@ -68,10 +73,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Columns of a kernel benchmark (:func:`bench_kernels`), besides its provenance columns.
-BENCH_COLUMNS: tuple[str, ...] = (*OP_COLUMNS, "batch", "precision", "time_ms", "cv", "n_iter")
-#: The column naming a benchmark's draws (one ``carb kernels`` run, one timing session each).
-DRAW_COLUMN = "sample_seed"
 #: ``KernelModel(draws="aligned")``: rounds of leave-one-draw-out fits, and their trees.
 _ALIGN_ROUNDS, _ALIGN_TREES = 3, 200
 
@@ -236,76 +237,6 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     finally:
         torch.set_num_threads(before)
     return pd.DataFrame(rows)
-
-
-def _check_ops(ops: pd.DataFrame, need: tuple[str, ...] = ()) -> None:
-    missing = [c for c in (*OP_COLUMNS, *need) if c not in ops.columns]
-    if missing:
-        raise ValueError(f"operator table lacks column(s) {missing}")
-    bad = ~ops["kind"].astype(str).isin(KERNEL_KINDS)
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ValueError(f"row {i}: kind={_v(ops['kind'].iloc[i])} is not one of "
-                         f"{list(KERNEL_KINDS)}")
-    if "precision" in need:
-        bad = ~ops["precision"].astype(str).isin(PRECISIONS)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ValueError(f"row {i}: precision={_v(ops['precision'].iloc[i])} is not one of "
-                             f"{list(PRECISIONS)}")
-    for c in ("cin", "cout", "k", "stride", "groups", "h_in", "h_out", *(
-            ("batch",) if "batch" in need else ())):
-        v = pd.to_numeric(ops[c], errors="coerce").to_numpy(dtype=float)
-        bad = ~(np.isfinite(v) & (v >= 1))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"row {i}: {c}={_v(ops[c].iloc[i])} must be an integer >= 1")
-
-
-def _v(x: Any) -> str:
-    """A value as an error message shows it (strings quoted, numbers plain)."""
-    return repr(x) if isinstance(x, str) else str(x)
-
-
-def read_bench(path: Any) -> pd.DataFrame:
-    """A kernel benchmark file (:func:`bench_kernels`' rows), checked: one clear error for a
-    missing file, a missing column or an invalid row."""
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such kernel benchmark file (carb kernels --out ...)")
-    df = pd.read_parquet(p)
-    missing = [c for c in BENCH_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{p}: not a kernel benchmark, column(s) {missing} missing")
-    _check_ops(df, need=("batch", "precision"))
-    t = pd.to_numeric(df["time_ms"], errors="coerce").to_numpy(dtype=float)
-    bad = ~(np.isfinite(t) & (t > 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{p}: row {i}: time_ms={_v(df['time_ms'].iloc[i])} must be > 0")
-    return df
-
-
-def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
-                 torch_version: str, cpu_id: str | None = None) -> None:
-    """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
-    CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, or a sample seed it
-    already holds (one clear ``ValueError``)."""
-    for col, value in (("platform", platform), ("cpu_id", cpu_id), ("threads", threads),
-                       ("torch_version", torch_version)):
-        if value is None:
-            continue
-        have = sorted({str(v) for v in old[col].dropna().unique()}) if col in old else []
-        if have and have != [str(value)]:
-            raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
-                             "measure into a new file instead")
-    seeds = set(pd.to_numeric(old.get("sample_seed", pd.Series(dtype=float)),
-                              errors="coerce").dropna().astype(int))
-    if int(seed) in seeds:
-        raise ValueError(f"the benchmark already holds the operators of --seed {seed} "
-                         f"(seeds {sorted(seeds)}); give another seed")
 
 
 # --------------------------------------------------------------------------- the model

@@ -2,10 +2,12 @@
 
 The kernel characterization (:mod:`carb_lib.kernels`) times operators alone and learns their
 cost from their shape. This module holds the layer beneath it: the operator vocabulary
-(:data:`KERNEL_KINDS`, :data:`OP_COLUMNS`, how FLOPs are counted) and :func:`sample_kernels`,
+(:data:`KERNEL_KINDS`, :data:`OP_COLUMNS`, how FLOPs are counted), :func:`sample_kernels`,
 which draws operators from a *generic* grid — from no network family's configs — in versions
 that each reproduce the operators they drew (a benchmark's ``sampler`` and ``sample_seed``
-columns say which draw a row came from). :mod:`carb_lib.kernels` re-exports both names.
+columns say which draw a row came from), and the benchmark file: :data:`BENCH_COLUMNS`,
+:func:`read_bench` (one file, or several read as one benchmark) and :func:`check_append`.
+:mod:`carb_lib.kernels` re-exports these names.
 
 Examples
 --------
@@ -22,7 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION", "sample_kernels"]
+from carb_lib.vocab import PRECISIONS
+
+__all__ = ["BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
+           "check_append", "read_bench", "sample_kernels"]
 
 #: Operator kinds: convolutions (dense and depthwise), linear layers, and the memory-bound
 #: operators between them.
@@ -214,3 +219,115 @@ def _op_flops(weighted: Any, batch: Any, cin: Any, cout: Any, k: Any, groups: An
     elements elsewhere; arrays or one operator's scalars."""
     conv = 2 * batch * cout * cin / groups * k ** 2 * h_out ** 2
     return np.where(weighted, conv, batch * cout * h_out ** 2)
+
+
+# --------------------------------------------------------------------------- benchmark files
+#: Columns of a kernel benchmark (:func:`carb_lib.kernels.bench_kernels`), besides its
+#: provenance columns.
+BENCH_COLUMNS: tuple[str, ...] = (*OP_COLUMNS, "batch", "precision", "time_ms", "cv", "n_iter")
+#: The column naming a benchmark's draws (one ``carb kernels`` run, one timing session each).
+DRAW_COLUMN = "sample_seed"
+
+
+def _check_ops(ops: pd.DataFrame, need: tuple[str, ...] = ()) -> None:
+    missing = [c for c in (*OP_COLUMNS, *need) if c not in ops.columns]
+    if missing:
+        raise ValueError(f"operator table lacks column(s) {missing}")
+    bad = ~ops["kind"].astype(str).isin(KERNEL_KINDS)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(f"row {i}: kind={_v(ops['kind'].iloc[i])} is not one of "
+                         f"{list(KERNEL_KINDS)}")
+    if "precision" in need:
+        bad = ~ops["precision"].astype(str).isin(PRECISIONS)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(f"row {i}: precision={_v(ops['precision'].iloc[i])} is not one of "
+                             f"{list(PRECISIONS)}")
+    for c in ("cin", "cout", "k", "stride", "groups", "h_in", "h_out", *(
+            ("batch",) if "batch" in need else ())):
+        v = pd.to_numeric(ops[c], errors="coerce").to_numpy(dtype=float)
+        bad = ~(np.isfinite(v) & (v >= 1))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"row {i}: {c}={_v(ops[c].iloc[i])} must be an integer >= 1")
+
+
+def _v(x: Any) -> str:
+    """A value as an error message shows it (strings quoted, numbers plain)."""
+    return repr(x) if isinstance(x, str) else str(x)
+
+
+def read_bench(path: Any) -> pd.DataFrame:
+    """A kernel benchmark file (:func:`carb_lib.kernels.bench_kernels`' rows), checked: one
+    clear error for a missing file, a missing column or an invalid row.
+
+    ``path`` may also be a list of such files, e.g. a platform's benchmark and a later draw kept
+    in a file of its own: their rows are concatenated, each file checked, and the files must be
+    one benchmark that ``carb kernels --append`` could have written (same platform, CPU,
+    threads and PyTorch; no sample seed in two files), else one clear ``ValueError``.
+
+    Examples
+    --------
+    >>> from carb_lib.kernels import read_bench
+    >>> bench = read_bench(["data/kernels/cpu_xeon_gnr_2c.parquet",
+    ...                     "data/kernels/cpu_xeon_gnr_2c_sampler4.parquet"])  # doctest: +SKIP
+    """
+    from pathlib import Path
+
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise ValueError("no kernel benchmark file given")
+        if len(path) == 1:
+            return read_bench(path[0])
+        parts = [read_bench(p) for p in path]
+        for i in range(1, len(parts)):
+            before = [str(q) for q in path[:i]]
+            joined, part = pd.concat(parts[:i], ignore_index=True), parts[i]
+            for col in ("platform", "cpu_id", "threads", "torch_version"):
+                have, mine = (sorted({str(v) for v in d[col].dropna().unique()}) if col in d
+                              else [] for d in (joined, part))
+                if have and mine and have != mine:
+                    raise ValueError(f"{path[i]}: {col} {mine} differs from {have} in {before}: "
+                                     "not one benchmark")
+            both = set.intersection(*({int(s) for s in pd.to_numeric(
+                d.get(DRAW_COLUMN, pd.Series(dtype=float)), errors="coerce").dropna()}
+                for d in (joined, part)))
+            if both:
+                raise ValueError(f"{path[i]}: sample seed(s) {sorted(both)} also in {before}: "
+                                 "the same draw twice")
+        return pd.concat(parts, ignore_index=True)
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such kernel benchmark file (carb kernels --out ...)")
+    df = pd.read_parquet(p)
+    missing = [c for c in BENCH_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{p}: not a kernel benchmark, column(s) {missing} missing")
+    _check_ops(df, need=("batch", "precision"))
+    t = pd.to_numeric(df["time_ms"], errors="coerce").to_numpy(dtype=float)
+    bad = ~(np.isfinite(t) & (t > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{p}: row {i}: time_ms={_v(df['time_ms'].iloc[i])} must be > 0")
+    return df
+
+
+def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
+                 torch_version: str, cpu_id: str | None = None) -> None:
+    """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
+    CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, or a sample seed it
+    already holds (one clear ``ValueError``)."""
+    for col, value in (("platform", platform), ("cpu_id", cpu_id), ("threads", threads),
+                       ("torch_version", torch_version)):
+        if value is None:
+            continue
+        have = sorted({str(v) for v in old[col].dropna().unique()}) if col in old else []
+        if have and have != [str(value)]:
+            raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
+                             "measure into a new file instead")
+    seeds = set(pd.to_numeric(old.get("sample_seed", pd.Series(dtype=float)),
+                              errors="coerce").dropna().astype(int))
+    if int(seed) in seeds:
+        raise ValueError(f"the benchmark already holds the operators of --seed {seed} "
+                         f"(seeds {sorted(seeds)}); give another seed")

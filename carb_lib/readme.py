@@ -477,6 +477,11 @@ def cross_family_laws(results: Path, sub: str = "") -> str:
 ZEN5_CROSS_FAMILY = "other_cpus/cpu_epyc_zen5_2c/"
 #: The same on the Intel Xeon's rows (session 14; README command).
 XEON_CROSS_FAMILY = "other_cpus/cpu_xeon_emr_2c/"
+#: ... and on the second Intel Xeon's (session 18, pre-registered; README command).
+GNR_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c/"
+#: ... the same with its sampler-v4 draw read beside the v3 one (not pre-registered; README
+#: command).
+GNR_V4_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_sampler4/"
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
@@ -496,6 +501,10 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     # ... and on the Intel Xeon's (a second blind test, another vendor)
     "cross-family-xeon": partial(cross_family, sub=XEON_CROSS_FAMILY),
     "cross-family-laws-xeon": partial(cross_family_laws, sub=XEON_CROSS_FAMILY),
+    # ... and on a fifth CPU, with predictions committed before its data (session 18)
+    "cross-family-gnr": partial(cross_family, sub=GNR_CROSS_FAMILY),
+    "cross-family-laws-gnr": partial(cross_family_laws, sub=GNR_CROSS_FAMILY),
+    "cross-family-laws-gnr-sampler4": partial(cross_family_laws, sub=GNR_V4_CROSS_FAMILY),
 }
 
 

@@ -16,7 +16,9 @@ and ``offset`` with k = 10, ``--seeds`` seeds).
 
 ``python scripts/kernel_bench_ablation.py data/cpu_epyc_zen3_2c.parquet
 data/new_families/cpu_epyc_zen3_2c.parquet data/kernels/cpu_epyc_zen3_2c.parquet --out
-results/carb/kernel_bench_ablation``
+results/carb/kernel_bench_ablation``; a platform whose sampler-v4 draw is a file of its own
+passes both files (read as one benchmark), e.g. ``data/kernels/cpu_xeon_gnr_2c.parquet
+data/kernels/cpu_xeon_gnr_2c_sampler4.parquet``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("source", type=Path)
     ap.add_argument("target", type=Path)
-    ap.add_argument("bench", type=Path)
+    ap.add_argument("bench", type=Path, nargs="+",
+                    help="the benchmark file, or several to read as one (kernels.read_bench)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -80,7 +83,7 @@ def main() -> None:
                                sort=False) for v in ("mape_pct_mean", "spearman_mean"))
     buf = io.StringIO()
     buf.write(f"# python scripts/kernel_bench_ablation.py {args.source} {args.target} "
-              f"{args.bench} --seeds {args.seeds} --out {args.out}\n")
+              f"{' '.join(map(str, args.bench))} --seeds {args.seeds} --out {args.out}\n")
     buf.write(f"{len(resnet):,} ResNet rows, {len(tgt):,} new-family rows; operators: "
               f"{int((bench['sampler'] <= 3).sum()):,} of samplers 1-3, "
               f"{int((bench['sampler'] >= 4).sum()):,} of sampler 4\n\n")

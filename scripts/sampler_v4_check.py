@@ -30,7 +30,9 @@ default) and ``features="taps"``, both with ``draws="aligned"`` (the default):
    one nothing.
 
 ``python scripts/sampler_v4_check.py data/kernels/cpu_epyc_zen3_2c.parquet --out
-results/carb/sampler_v4_check``
+results/carb/sampler_v4_check``; where the sampler-v4 draw is a file of its own, both files
+(read as one benchmark): ``python scripts/sampler_v4_check.py data/kernels/cpu_xeon_gnr_2c.parquet
+data/kernels/cpu_xeon_gnr_2c_sampler4.parquet --out results/carb/sampler_v4_check_cpu_xeon_gnr_2c``
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def draw_speed(model: kernels.KernelModel, ops: pd.DataFrame) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("bench", type=Path)
+    ap.add_argument("bench", type=Path, nargs="+",
+                    help="the benchmark file, or several to read as one (kernels.read_bench)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
@@ -85,7 +88,8 @@ def main() -> None:
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
     new = bench["sampler"].to_numpy(int) >= 4
     if not new.any() or new.all():
-        raise SystemExit(f"{args.bench}: needs operators of samplers 1-3 and of sampler 4")
+        raise SystemExit(f"{' '.join(map(str, args.bench))}: needs operators of samplers 1-3 "
+                         "and of sampler 4")
     old_ops, new_ops = bench[~new], bench[new]
     shared = subset(bench) == "other"
     blind = []
@@ -117,7 +121,8 @@ def main() -> None:
         return t[["n", "mape_pct", "ratio"]].round(3).unstack(index)
 
     buf = io.StringIO()
-    buf.write(f"# python scripts/sampler_v4_check.py {args.bench} --seeds {args.seeds} "
+    files = " ".join(map(str, args.bench))
+    buf.write(f"# python scripts/sampler_v4_check.py {files} --seeds {args.seeds} "
               f"--out {args.out}\n")
     buf.write(f"{len(old_ops):,} operators of samplers 1-3, {len(new_ops):,} of sampler 4; "
               "MAPE % mean ± sd over seeds, ratio = median predicted / measured\n\n")

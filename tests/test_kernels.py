@@ -219,6 +219,37 @@ def test_read_bench_one_clear_error(tmp_path):
     assert len(kernels.read_bench(p)) == 30
 
 
+def test_read_bench_joins_files_of_one_benchmark_only(tmp_path):
+    """Several files read as one benchmark (a later draw kept in its own file): rows of all,
+    in order; a file of another CPU, platform or PyTorch, or a seed held twice, is one clear
+    error naming the file."""
+    prov = dict(platform="p", threads=1, torch_version="2.13.0", cpu_id="zen3 | AVX2")
+    a = synthetic_bench(30).assign(sample_seed=0, **prov)
+    b = synthetic_bench(20, seed=5).assign(sample_seed=3, **prov)
+    pa, pb, pc = (tmp_path / f"{n}.parquet" for n in "abc")
+    a.to_parquet(pa)
+    b.to_parquet(pb)
+    both = kernels.read_bench([pa, pb])
+    assert len(both) == 50 and both["sample_seed"].tolist() == [0] * 30 + [3] * 20
+    pd.testing.assert_frame_equal(kernels.read_bench([pa]), kernels.read_bench(pa))
+    with pytest.raises(ValueError, match="no kernel benchmark file given"):
+        kernels.read_bench([])
+    for change, msg in (({"cpu_id": "zen4 | AVX512"},
+                         r"cpu_id \['zen4 \| AVX512'\] differs from \['zen3 \| AVX2'\]"),
+                        ({"platform": "q"}, r"platform \['q'\] differs from \['p'\]"),
+                        ({"threads": 2}, r"threads \['2'\] differs from \['1'\]"),
+                        ({"torch_version": "2.12.0"}, r"torch_version \['2.12.0'\] differs"),
+                        ({"sample_seed": 0.0}, r"sample seed\(s\) \[0\] also in")):
+        b.assign(**change).to_parquet(pc)
+        with pytest.raises(ValueError, match=rf"c\.parquet: {msg}"):
+            kernels.read_bench([pa, pc])
+    b.drop(columns=["cpu_id"]).to_parquet(pc)  # a draw timed before cpu_id was recorded
+    assert len(kernels.read_bench([pa, pc])) == 50
+    b.assign(time_ms=-1.0).to_parquet(pc)
+    with pytest.raises(ValueError, match=r"c\.parquet: row 0: time_ms=-1.0 must be > 0"):
+        kernels.read_bench([pa, pc])
+
+
 def test_kernel_law_recovers_its_constants_and_needs_its_column():
     rng = np.random.default_rng(0)
     n = 300
