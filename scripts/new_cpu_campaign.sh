@@ -13,7 +13,7 @@
 # Then scripts/new_cpu_analyses.sh PLATFORM runs the comparisons.
 #
 # Usage: scripts/new_cpu_campaign.sh PLATFORM [RESNET_BUDGET_S NEWFAM_BUDGET_S N_OPS AUDIT_N]
-#        (defaults 1500 1200 3000 150: about 70 min on session 18's Xeon)
+#        (defaults 1500 1200 3000 150: about 60 min on session 18's Xeon)
 # Run it from a clean checkout (rows record the commit and git_dirty) on a quiet machine, e.g.
 # `nice -n -15 scripts/new_cpu_campaign.sh cpu_x`, and run nothing else heavy meanwhile.
 set -euo pipefail
