@@ -282,17 +282,14 @@ def read_bench(path: Any) -> pd.DataFrame:
             return read_bench(path[0])
         parts = [read_bench(p) for p in path]
         for i in range(1, len(parts)):
-            before = [str(q) for q in path[:i]]
-            joined, part = pd.concat(parts[:i], ignore_index=True), parts[i]
-            for col in ("platform", "cpu_id", "threads", "torch_version"):
-                have, mine = (sorted({str(v) for v in d[col].dropna().unique()}) if col in d
-                              else [] for d in (joined, part))
+            before, part = [str(q) for q in path[:i]], parts[i]
+            for col in _PROVENANCE:
+                have = sorted(set().union(*(_held(d, col) for d in parts[:i])))
+                mine = _held(part, col)
                 if have and mine and have != mine:
                     raise ValueError(f"{path[i]}: {col} {mine} differs from {have} in {before}: "
                                      "not one benchmark")
-            both = set.intersection(*({int(s) for s in pd.to_numeric(
-                d.get(DRAW_COLUMN, pd.Series(dtype=float)), errors="coerce").dropna()}
-                for d in (joined, part)))
+            both = _seeds(part) & set().union(*(_seeds(d) for d in parts[:i]))
             if both:
                 raise ValueError(f"{path[i]}: sample seed(s) {sorted(both)} also in {before}: "
                                  "the same draw twice")
@@ -318,16 +315,29 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
     """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
     CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, or a sample seed it
     already holds (one clear ``ValueError``)."""
-    for col, value in (("platform", platform), ("cpu_id", cpu_id), ("threads", threads),
-                       ("torch_version", torch_version)):
+    for col, value in zip(_PROVENANCE, (platform, cpu_id, threads, torch_version), strict=True):
         if value is None:
             continue
-        have = sorted({str(v) for v in old[col].dropna().unique()}) if col in old else []
+        have = _held(old, col)
         if have and have != [str(value)]:
             raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
                              "measure into a new file instead")
-    seeds = set(pd.to_numeric(old.get("sample_seed", pd.Series(dtype=float)),
-                              errors="coerce").dropna().astype(int))
+    seeds = _seeds(old)
     if int(seed) in seeds:
         raise ValueError(f"the benchmark already holds the operators of --seed {seed} "
                          f"(seeds {sorted(seeds)}); give another seed")
+
+
+#: The provenance columns that make operators one benchmark (:func:`check_append`).
+_PROVENANCE = ("platform", "cpu_id", "threads", "torch_version")
+
+
+def _held(df: pd.DataFrame, col: str) -> list[str]:
+    """The values of provenance column ``col`` in a benchmark, as sorted strings ([] if none)."""
+    return sorted({str(v) for v in df[col].dropna().unique()}) if col in df else []
+
+
+def _seeds(df: pd.DataFrame) -> set[int]:
+    """The sample seeds (draws) a benchmark holds."""
+    return set(pd.to_numeric(df.get(DRAW_COLUMN, pd.Series(dtype=float)),
+                             errors="coerce").dropna().astype(int))

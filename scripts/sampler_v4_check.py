@@ -85,10 +85,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
+    files = " ".join(map(str, args.bench))
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
     new = bench["sampler"].to_numpy(int) >= 4
     if not new.any() or new.all():
-        raise SystemExit(f"{' '.join(map(str, args.bench))}: needs operators of samplers 1-3 "
+        raise SystemExit(f"{files}: needs operators of samplers 1-3 "
                          "and of sampler 4")
     old_ops, new_ops = bench[~new], bench[new]
     shared = subset(bench) == "other"
@@ -121,7 +122,6 @@ def main() -> None:
         return t[["n", "mape_pct", "ratio"]].round(3).unstack(index)
 
     buf = io.StringIO()
-    files = " ".join(map(str, args.bench))
     buf.write(f"# python scripts/sampler_v4_check.py {files} --seeds {args.seeds} "
               f"--out {args.out}\n")
     buf.write(f"{len(old_ops):,} operators of samplers 1-3, {len(new_ops):,} of sampler 4; "
