@@ -22,7 +22,9 @@ from carb_lib import kernels
 from carb_lib.dataset import read_dataset
 from carb_lib.ensemble import preset as model_preset
 from carb_lib.evaluation import prepare_dataset
+from carb_lib.evaluation.kernel_law import COMPARISON_TARGETS
 from carb_lib.evaluation.models import fit_quiet
+from carb_lib.evaluation.splits import extrapolation_splits
 from carb_lib.metrics import regression_metrics
 
 
@@ -36,15 +38,15 @@ def main() -> None:
     df = prepare_dataset(read_dataset(args.dataset)).reset_index(drop=True)
     full = kernels.with_kernel_column(df, kernels.KernelModel().fit(kernels.read_bench(args.bench)),
                                       n_jobs=2)
-    test = full["batch"].astype(int) <= 8
-    params = {**model_preset("default", targets=("latency_ms", "peak_mem_mib"), random_state=0),
+    _, held, test = extrapolation_splits(full, ["batch_small"])[0]
+    params = {**model_preset("default", targets=COMPARISON_TARGETS, random_state=0),
               "latency_law": "kernel"}
     pred = np.asarray(fit_quiet(params, full[~test]).predict(full[test])["latency_ms"], float)
     t = full[test].assign(pred_ms=pred)
     m = regression_metrics(t["latency_ms"].to_numpy(float), pred)
     se = (t["pred_ms"] - t["latency_ms"]) ** 2
     t = t.assign(ratio=t["pred_ms"] / t["latency_ms"], se_share=se / se.sum())
-    print(f"{len(t):,} held-out rows (batch <= 8): R² {m.r2:.3f}, MAPE {m.mape_pct:.1f} %, "
+    print(f"{len(t):,} held-out rows ({held}): R² {m.r2:.3f}, MAPE {m.mape_pct:.1f} %, "
           f"Spearman {m.spearman:.3f}")
     cols = ["depth", "width", "resolution", "batch", "precision", "latency_ms", "pred_ms",
             "ratio", "se_share"]
