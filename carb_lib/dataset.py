@@ -260,7 +260,9 @@ SCHEMA: tuple[Column, ...] = (
     _c("carb_version", "str", "provenance", False, "allowed"),
     _c("git_commit", "str", "provenance", False, "allowed", doc="commit of the measuring code"),
     _c("git_dirty", "bool", "provenance", False, "allowed",
-       doc="the measuring checkout had uncommitted changes to tracked files"),
+       doc="the measuring checkout had uncommitted changes to tracked files (after "
+           "session 19, 2026-12-02: outside data/, results/ and figures/, which campaigns append "
+           "to)"),
     _c("mkldnn_enabled", "bool", "provenance", False, "allowed"),
     _c("cudnn_benchmark", "bool", "provenance", False, "allowed"),
     _c("tf32_matmul", "bool", "provenance", False, "allowed",

@@ -339,6 +339,19 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+#: Tracked paths whose changes do not make the measuring code dirty: a campaign appends to
+#: tracked data files while it runs (e.g. ``carb kernels --anchors-only`` before the rows).
+NOT_CODE: tuple[str, ...] = ("data", "results", "figures")
+
+
+def code_dirty(root: Path) -> bool | None:
+    """Whether the checkout at ``root`` has uncommitted changes to tracked files outside
+    :data:`NOT_CODE` (None where git cannot tell)."""
+    status = _git(root, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                  *(f":(exclude){p}" for p in NOT_CODE))
+    return bool(status) if status is not None else None
+
+
 @functools.lru_cache(maxsize=1)
 def code_version() -> dict[str, Any]:
     """``carb_version``, ``git_commit`` and ``git_dirty`` of the running package (once per
@@ -354,8 +367,7 @@ def code_version() -> dict[str, Any]:
     commit = _git(root, "rev-parse", "HEAD")
     dirty: bool | None = None
     if commit:
-        status = _git(root, "status", "--porcelain", "--untracked-files=no")
-        dirty = bool(status) if status is not None else None
+        dirty = code_dirty(root)
     else:
         commit = os.environ.get("CARB_GIT_COMMIT") or None
     return {"carb_version": ver, "git_commit": commit, "git_dirty": dirty}

@@ -14,7 +14,7 @@ to explain), then how much of ``r``'s spread each candidate explanatory variable
 A few-shot method fits k = 10 rows; only a variable that explains much of ``r`` within a
 family, the same way on each CPU, is worth a second parameter.
 
-``python scripts/cross_family_residuals.py SOURCE NEW_FAMILIES BENCH --out DIR``
+``python scripts/cross_family_residuals.py SOURCE NEW_FAMILIES BENCH [BENCH ...] --out DIR``
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("source", type=Path)
     ap.add_argument("target", type=Path)
-    ap.add_argument("bench", type=Path)
+    ap.add_argument("bench", type=Path, nargs="+",
+                    help="the platform's timed operators; several files are read as one")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -91,8 +92,9 @@ def main() -> None:
         rec["r2_all"] = 1 - np.var(r - A @ coef) / np.var(r)
         rows.append(rec)
     table = pd.DataFrame(rows)
+    benches = " ".join(map(str, args.bench))
     buf.write(f"# python scripts/cross_family_residuals.py {args.source} {args.target} "
-              f"{args.bench} --out {args.out}\n")
+              f"{benches} --out {args.out}\n")
     buf.write("log residual r = log(measured / zero-shot kernel-law prediction), per family and "
               "precision; r2_<x>: share of r's variance a line in x explains\n\n")
     with pd.option_context("display.width", 250, "display.max_columns", 40):

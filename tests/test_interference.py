@@ -5,6 +5,8 @@ interference, NVML interference queries on a fake pynvml, and config lists (--co
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 import sys
 import types
 
@@ -246,3 +248,28 @@ def test_config_list_wrong_suffix_and_misnamed_file(tmp_path, grid):
     grid.iloc[[0]].to_parquet(q)
     with pytest.raises(ConfigListError, match="cannot read as csv"):
         read_config_list(q)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_code_dirty_counts_code_not_the_data_a_campaign_appends_to(tmp_path):
+    """A campaign appends to tracked data files while it measures (anchor sittings); the rows'
+    ``git_dirty`` says whether the measuring *code* differed from its commit."""
+    from carb_lib.interference import code_dirty
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    for rel in ("carb_lib/x.py", "data/kernels/a.parquet", "results/r.csv", "figures/f.png"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("0\n")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
+    assert code_dirty(tmp_path) is False
+    for rel in ("data/kernels/a.parquet", "results/r.csv", "figures/f.png"):
+        (tmp_path / rel).write_text("1\n")
+    (tmp_path / "carb_lib" / "new.py").write_text("untracked\n")
+    assert code_dirty(tmp_path) is False
+    (tmp_path / "carb_lib" / "x.py").write_text("1\n")
+    assert code_dirty(tmp_path) is True
+    assert code_dirty(tmp_path / "not-a-repo") is None
