@@ -483,8 +483,7 @@ GNR_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c/"
 #: command).
 GNR_V4_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_sampler4/"
 #: ... on fresh new-family rows of that CPU, measured in session 19 to test the v4 finding
-#: blind (pre-registered; README command), with the v3 draw alone and with both draws.
-GNR_REST_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_rest/"
+#: blind (pre-registered; README command), with both draws.
 GNR_REST_V4_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_rest_sampler4/"
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
@@ -510,7 +509,6 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "cross-family-laws-gnr": partial(cross_family_laws, sub=GNR_CROSS_FAMILY),
     "cross-family-laws-gnr-sampler4": partial(cross_family_laws, sub=GNR_V4_CROSS_FAMILY),
     # ... and on fresh rows of that CPU (session 19, pre-registered)
-    "cross-family-laws-gnr-rest": partial(cross_family_laws, sub=GNR_REST_CROSS_FAMILY),
     "cross-family-laws-gnr-rest-sampler4": partial(cross_family_laws,
                                                    sub=GNR_REST_V4_CROSS_FAMILY),
 }

@@ -1,5 +1,7 @@
-"""The two shell scripts of a new CPU (scripts/new_cpu_campaign.sh, scripts/new_cpu_analyses.sh):
-valid bash, and the campaign refuses, before measuring anything, a platform whose files exist."""
+"""The shell scripts of a new CPU (scripts/new_cpu_campaign.sh, scripts/new_cpu_analyses.sh) and
+of fresh rows on a known one (scripts/fresh_rows_campaign.sh): valid bash, and the campaigns
+refuse, before measuring anything, to overwrite measured files; the diagnostic scripts of the
+worst small-batch rows write and read their timing list."""
 
 import subprocess
 from pathlib import Path
@@ -7,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu_analyses.sh"]
+SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu_analyses.sh",
+           ROOT / "scripts" / "fresh_rows_campaign.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -26,3 +29,59 @@ def test_campaign_refuses_a_measured_platform_and_writes_nothing():
                                 "a new CPU writes new files (another platform name?)")
     assert r.stdout == ""
     assert sorted(p.name for p in (ROOT / "data" / "kernels").iterdir()) == before
+
+
+def test_fresh_rows_campaign_refuses_existing_or_missing_files_and_writes_nothing():
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": "false"}
+    before = sorted(p.name for p in (ROOT / "data" / "kernels").iterdir())
+    r = subprocess.run(["bash", str(SCRIPTS[2]), "cpu_xeon_gnr_2c"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == ("fresh_rows_campaign: data/other_cpus/new_families/"
+                                "cpu_xeon_gnr_2c_rest.parquet exists: fresh rows go to a new file")
+    r = subprocess.run(["bash", str(SCRIPTS[2]), "cpu_never_measured"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == ("fresh_rows_campaign: no earlier rows "
+                                "data/other_cpus/new_families/cpu_never_measured.parquet")
+    assert sorted(p.name for p in (ROOT / "data" / "kernels").iterdir()) == before
+
+
+def test_additivity_config_ids_name_the_rows_or_refuse(tmp_path):
+    """``kernel_additivity.py --config-ids``: the list's rows in its order with its groups; an
+    id that is not an ok row, or a list without config_id, is one line and no output."""
+    import sys
+
+    import pandas as pd
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from kernel_additivity import _chosen_rows
+
+    df = pd.DataFrame({"config_id": ["a", "b", "c"], "latency_ms": [1.0, 2.0, 3.0]})
+    ids = tmp_path / "ids.csv"
+    pd.DataFrame({"config_id": ["c", "a"], "group": ["worst", "small"]}).to_csv(ids, index=False)
+    rows = _chosen_rows(df, ids)
+    assert rows["config_id"].tolist() == ["c", "a"] and rows["group"].tolist() == ["worst", "small"]
+    assert rows["latency_ms"].tolist() == [3.0, 1.0]
+    pd.DataFrame({"config_id": ["a", "zz"]}).to_csv(ids, index=False)
+    with pytest.raises(SystemExit, match="1 config_id.*not ok rows.*zz"):
+        _chosen_rows(df, ids)
+    pd.DataFrame({"id": ["a"]}).to_csv(ids, index=False)
+    with pytest.raises(SystemExit, match="has no config_id column"):
+        _chosen_rows(df, ids)
+    with pytest.raises(SystemExit, match="no such file"):
+        _chosen_rows(df, tmp_path / "missing.csv")
+
+
+def test_the_committed_timing_list_is_what_the_worst_rows_script_writes():
+    """The pre-registered list (session 19) is the worst-rows script's: 10 + 10 + 10 rows, the
+    groups ordered by weight bytes, the worst ten first."""
+    import pandas as pd
+
+    t = pd.read_csv(ROOT / "results" / "carb" / "replication_cpu_xeon_gnr_2c" /
+                    "additivity_list.csv")
+    assert t["group"].value_counts().to_dict() == {"worst": 10, "small": 10, "middle": 10}
+    mib = t["param_bytes"] / 2**20
+    assert mib[t["group"] == "small"].max() <= 16 < mib[t["group"] == "middle"].min()
+    assert mib[t["group"] == "middle"].max() <= 128 < mib[t["group"] == "worst"].min()
+    assert (t["group"].iloc[:10] == "worst").all() and t["config_id"].is_unique
