@@ -72,9 +72,9 @@ def main() -> None:
     bench = kernels.read_bench(args.bench)
     model = kernels.KernelModel().fit(bench)
     check = additivity_check(sample, model, window_s=0.01, n_windows=3)
-    if "group" in sample.columns:
-        check = AdditivityCheck(check.rows.assign(group=sample["group"].to_numpy(),
-                                                  config_id=sample["config_id"].to_numpy()))
+    if args.config_ids is not None:  # the named rows keep their id (and group)
+        keep = [c for c in ("group", "config_id") if c in sample.columns]
+        check = AdditivityCheck(check.rows.assign(**{c: sample[c].to_numpy() for c in keep}))
     chosen = (["--config-ids", str(args.config_ids)] if args.config_ids is not None
               else ["--per-group", str(args.per_group), "--seed", str(args.seed)])
     cmd = "python scripts/kernel_additivity.py " + " ".join(
