@@ -1,0 +1,120 @@
+"""Do networks with hundreds of MiB of weights run at the speed of their operators timed *cold*?
+
+Session 19 (README, *Why those ten*): the wide ResNets that the kernel law misses at batch 1-2
+take ~1.8x the sum of their operators timed alone, call after call, with warm caches. The
+hypothesis: in the network each operator's weights were evicted by the other layers since its
+last call, so they stream from memory. This script times every distinct weighted operator
+(conv, depthwise conv, linear) of each named row twice, with the same harness as
+:func:`carb_lib.kernels.bench_kernels`: warm (median of 3 windows >= 10 ms) and cold (the
+median of ``--reps`` single calls, each after writing a ``--flush-mib`` buffer, larger than the
+L3, that evicts the operator's weights and input); the other operators (BN, activations, adds,
+pools: no or tiny weights) count warm in both sums. It also times the network whole. Per row:
+``warm_ms``, ``cold_ms`` (operators summed with their multiplicity), ``network_ms``.
+
+``python scripts/kernel_cold_weights.py data/other_cpus/cpu_xeon_gnr_2c.parquet --config-ids
+results/carb/replication_cpu_xeon_gnr_2c/additivity_list.csv --out
+results/carb/replication_cpu_xeon_gnr_2c/cold_weights``
+
+A measurement: run it on a quiet machine, nothing else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kernel_additivity import _chosen_rows  # noqa: E402
+
+from carb_lib.dataset import read_dataset  # noqa: E402
+from carb_lib.kernel_checks import _network_call  # noqa: E402
+from carb_lib.kernels import OP_COLUMNS, _module, _time_call, network_ops  # noqa: E402
+
+WEIGHTED = ("conv", "dwconv", "linear")
+
+
+def _cold_call_s(call, flush, reps: int) -> float:
+    """Median seconds of one call, each after ``flush()`` evicted the caches."""
+    import torch
+
+    times = []
+    with torch.inference_mode():
+        call()
+        for _ in range(reps):
+            flush()
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("datasets", type=Path, nargs="+")
+    ap.add_argument("--config-ids", type=Path, required=True,
+                    help="CSV with config_id (and optionally group): the rows to time")
+    ap.add_argument("--out", type=Path, required=True, help="output stem (.csv and .txt)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--flush-mib", type=int, default=1024)
+    ap.add_argument("--max-ms", type=float, default=400.0)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    import torch
+    from tqdm.auto import tqdm
+
+    torch.set_num_threads(1)
+    df = pd.concat([read_dataset(p) for p in args.datasets], ignore_index=True)
+    df = df[(df["status"] == "ok") & (df["latency_ms"] <= args.max_ms)]
+    rows = _chosen_rows(df, args.config_ids)
+    ops, arch_id = network_ops(rows)
+    buf = torch.zeros(args.flush_mib * 2**20 // 4)
+
+    def flush() -> None:
+        buf.add_(1.0)
+
+    out = []
+    for i in tqdm(range(len(rows)), desc="networks"):
+        row = rows.iloc[i].to_dict()
+        net_s = _time_call(_network_call(row), 0.01, 3)[0]
+        mine = ops[ops["arch_id"] == arch_id[i]]
+        count = mine.groupby(list(OP_COLUMNS), sort=False).size().rename("count").reset_index()
+        dtype = torch.float16 if row["precision"] == "fp16" else torch.float32
+        warm = cold = 0.0
+        for _, op in count.iterrows():
+            r = {**op.to_dict(), "batch": int(row["batch"])}
+            call = _module(r, dtype)
+            w = _time_call(call, 0.01, 3)[0]
+            c = _cold_call_s(call, flush, args.reps) if op["kind"] in WEIGHTED else w
+            warm += w * int(op["count"])
+            cold += c * int(op["count"])
+        out.append({"config_id": row["config_id"], "group": row.get("group"),
+                    "depth": row.get("depth"), "width": row.get("width"),
+                    "batch": int(row["batch"]), "precision": row["precision"],
+                    "latency_ms": row["latency_ms"], "network_ms": 1e3 * net_s,
+                    "warm_ms": 1e3 * warm, "cold_ms": 1e3 * cold})
+    res = pd.DataFrame(out).assign(warm_over_network=lambda d: d["warm_ms"] / d["network_ms"],
+                                   cold_over_network=lambda d: d["cold_ms"] / d["network_ms"],
+                                   cold_over_warm=lambda d: d["cold_ms"] / d["warm_ms"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    res.to_csv(args.out.with_suffix(".csv"), index=False)
+    by = "group" if res["group"].notna().all() else "precision"
+    summary = res.groupby(by)[["warm_over_network", "cold_over_network", "cold_over_warm"]].median()
+    text = (f"# python scripts/kernel_cold_weights.py {' '.join(map(str, args.datasets))} "
+            f"--config-ids {args.config_ids} --out {args.out} --reps {args.reps} "
+            f"--flush-mib {args.flush_mib}\n{len(res)} networks; weighted operators timed warm "
+            f"(median of 3 windows >= 10 ms) and cold (median of {args.reps} single calls, each "
+            f"after writing {args.flush_mib} MiB); medians per {by}:\n\n"
+            f"{summary.round(3).to_string()}\n")
+    args.out.with_suffix(".txt").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
