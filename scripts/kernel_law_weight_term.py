@@ -5,8 +5,9 @@ their operators timed alone, the gap growing with their weight bytes (README, *W
 The kernel law (:mod:`carb_lib.base_models`) has one bytes term, ``(param_bytes +
 activation_bytes) / B_p``. This experiment splits it into activation bytes and weight bytes,
 each with its own non-negative bandwidth, and scores the default kernel-law model with batches
-<= 8 and >= 64 held out (3 model seeds, as ``scripts/kernel_law_replication.py``), plain law
-beside split law. The split is made by replacing the law's design columns for this process
+<= 8 and >= 64 held out (3 model seeds; :func:`carb_lib.evaluation.kernel_law.kernel_law_comparison`,
+the fits of ``scripts/kernel_law_replication.py``, its ``kernel`` rows), plain law beside split
+law. The split is made by replacing the law's design columns for this process
 only (:func:`carb_lib.base_models._terms` and :func:`~carb_lib.base_models.law_columns`); the
 library is unchanged.
 
@@ -21,15 +22,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from carb_lib import base_models, kernels
 from carb_lib.dataset import read_dataset
-from carb_lib.ensemble import preset as model_preset
 from carb_lib.evaluation import prepare_dataset
-from carb_lib.evaluation.kernel_law import COMPARISON_TARGETS
-from carb_lib.evaluation.models import fit_quiet
-from carb_lib.evaluation.splits import extrapolation_splits
-from carb_lib.metrics import regression_metrics
+from carb_lib.evaluation.kernel_law import kernel_law_comparison
 
 PLAIN_TERMS, PLAIN_COLUMNS = base_models._terms, base_models.law_columns
 
@@ -57,31 +55,25 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    df = prepare_dataset(read_dataset(args.dataset)).reset_index(drop=True)
-    km = kernels.KernelModel().fit(kernels.read_bench(args.bench))
-    full = kernels.with_kernel_column(df, km, n_jobs=1)
+    df = prepare_dataset(read_dataset(args.dataset))
+    bench = kernels.read_bench(args.bench)
     print(f"{args.dataset}: kernel-law model, held-out latency, mean ± sd over {args.seeds} "
           "model seeds")
+    parts = []
     try:
-        for split in ("batch_small", "batch_large"):
-            _, held, test = extrapolation_splits(full, [split])[0]
-            for name, terms, columns in (("plain law", PLAIN_TERMS, PLAIN_COLUMNS),
-                                         ("weight bytes apart", split_terms, split_columns)):
-                base_models._terms, base_models.law_columns = terms, columns
-                r2, mape = [], []
-                for seed in range(args.seeds):
-                    params = {**model_preset("default", targets=COMPARISON_TARGETS,
-                                             random_state=seed), "latency_law": "kernel"}
-                    pred = fit_quiet(params, full[~test]).predict(full[test])["latency_ms"]
-                    m = regression_metrics(full[test]["latency_ms"].to_numpy(float),
-                                           np.asarray(pred, float))
-                    r2.append(m.r2)
-                    mape.append(m.mape_pct)
-                print(f"  {held:<16} {name:<19} R² {np.mean(r2):.3f} ± {np.std(r2, ddof=1):.3f}"
-                      f"   MAPE {np.mean(mape):.2f} %")
+        for name, terms, columns in (("plain law", PLAIN_TERMS, PLAIN_COLUMNS),
+                                     ("weight bytes apart", split_terms, split_columns)):
+            base_models._terms, base_models.law_columns = terms, columns
+            res = kernel_law_comparison(df, bench, splits=["batch_small", "batch_large"],
+                                        seeds=args.seeds)
+            parts.append(res.scores[res.scores["law"] == "kernel"].assign(variant=name))
     finally:
         base_models._terms, base_models.law_columns = PLAIN_TERMS, PLAIN_COLUMNS
-
+    scores = pd.concat(parts)
+    for held in parts[0]["held_out"].unique():  # per split, plain law first
+        for name, g in scores[scores["held_out"] == held].groupby("variant", sort=False):
+                print(f"  {held:<16} {name:<19} R² {g['r2'].mean():.3f} ± {g['r2'].std():.3f}"
+                  f"   MAPE {g['mape_pct'].mean():.2f} %")
 
 if __name__ == "__main__":
     main()

@@ -89,8 +89,7 @@ def main() -> None:
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
     new = bench["sampler"].to_numpy(int) >= 4
     if not new.any() or new.all():
-        raise SystemExit(f"{files}: needs operators of samplers 1-3 "
-                         "and of sampler 4")
+        raise SystemExit(f"{files}: needs operators of samplers 1-3 and of sampler 4")
     old_ops, new_ops = bench[~new], bench[new]
     shared = subset(bench) == "other"
     blind = []
