@@ -15,6 +15,15 @@ pools: no or tiny weights) count warm in both sums. It also times the network wh
 results/carb/replication_cpu_xeon_gnr_2c/additivity_list.csv --out
 results/carb/replication_cpu_xeon_gnr_2c/cold_weights``
 
+Cold calls also pay for code, oneDNN's primitive cache and the TLB (session 19: 10x on the
+smallest networks). ``--evict weights`` (session 20) evicts the weights only: each weighted
+operator is timed warm through ``torch.nn.functional`` with one weight tensor, then rotating
+through copies of its weights spread over a ``--pool-mib`` buffer (larger than any cache, at
+most :data:`MAX_SLOTS` copies), input and output staying in cache; ``cold_ms`` then sums each
+operator's warm time plus its rotation's extra. It first probes one core's read bandwidth by
+working set (:func:`carb_lib.cache_probe.read_bandwidth`, ``<out>_probe.csv``) and writes every
+operator's three timings (``<out>_ops.csv``).
+
 A measurement: run it on a quiet machine, nothing else running.
 """
 
@@ -33,11 +42,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernel_additivity import _chosen_rows  # noqa: E402
 
+from carb_lib.cache_probe import cache_knee, read_bandwidth  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.kernel_checks import _network_call  # noqa: E402
 from carb_lib.kernels import OP_COLUMNS, _module, _time_call, network_ops  # noqa: E402
 
 WEIGHTED = ("conv", "dwconv", "linear")
+#: Most weight copies one operator rotates through (smaller weights rotate through less than
+#: the pool: 65,536 copies of 32 KiB fill 2 GiB).
+MAX_SLOTS = 65536
+
+
+def _weight_calls(op: dict, dtype, pool):
+    """Two no-argument calls of weighted operator ``op`` through ``torch.nn.functional``: with
+    one weight tensor (warm), and rotating through copies of its weights spread over ``pool``
+    (a flat tensor of ``dtype``); the input is the same for both."""
+    import torch
+    import torch.nn.functional as F
+
+    b, cin, cout = int(op["batch"]), int(op["cin"]), int(op["cout"])
+    if op["kind"] == "linear":
+        shape, x = (cout, cin), torch.randn(b, cin).to(dtype)
+        bias = torch.zeros(cout, dtype=dtype)
+
+        def run(w):
+            return F.linear(x, w, bias)
+    else:
+        groups = int(op["groups"]) if op["kind"] == "dwconv" else 1
+        shape = (cout, cin // groups, int(op["k"]), int(op["k"]))
+        x = torch.randn(b, cin, int(op["h_in"]), int(op["h_in"])).to(dtype)
+        s, p = int(op["stride"]), int(op["pad"])
+
+        def run(w):
+            return F.conv2d(x, w, None, s, p, 1, groups)
+    n = int(np.prod(shape))
+    if 2 * n > pool.numel():
+        raise SystemExit(f"an operator's weights ({n} elements) need --pool-mib of at least "
+                         f"twice their size")
+    slots = min(MAX_SLOTS, pool.numel() // n)
+    step = pool.numel() // slots
+    views = [pool.narrow(0, j * step, n).view(shape) for j in range(slots)]
+    state = {"j": 0}
+
+    def rotate():
+        state["j"] = (state["j"] + 1) % slots
+        return run(views[state["j"]])
+
+    return (lambda: run(views[0])), rotate, n * pool.element_size()
 
 
 def _cold_call_s(call, flush, reps: int) -> float:
@@ -64,6 +115,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--flush-mib", type=int, default=1024)
     ap.add_argument("--max-ms", type=float, default=400.0)
+    ap.add_argument("--evict", choices=("caches", "weights"), default="caches",
+                    help="caches: single calls after a --flush-mib write (session 19); weights: "
+                         "windows rotating through copies of the weights (session 20)")
+    ap.add_argument("--pool-mib", type=int, default=2048,
+                    help="--evict weights: the buffer the weight copies are spread over")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -74,12 +130,22 @@ def main() -> None:
     df = df[(df["status"] == "ok") & (df["latency_ms"] <= args.max_ms)]
     rows = _chosen_rows(df, args.config_ids)
     ops, arch_id = network_ops(rows)
-    buf = torch.zeros(args.flush_mib * 2**20 // 4)
+    if args.evict == "weights":
+        probe = read_bandwidth()
+        knee = cache_knee(probe)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        probe.to_csv(f"{args.out}_probe.csv", index=False)
+        print(probe.round(3).to_string(index=False))
+        print(knee)
+        pools = {}
+        buf = None
+    else:
+        buf = torch.zeros(args.flush_mib * 2**20 // 4)
 
     def flush() -> None:
         buf.add_(1.0)
 
-    out = []
+    out, per_op = [], []
     for i in tqdm(range(len(rows)), desc="networks"):
         row = rows.iloc[i].to_dict()
         net_s = _time_call(_network_call(row), 0.01, 3)[0]
@@ -91,7 +157,22 @@ def main() -> None:
             r = {**op.to_dict(), "batch": int(row["batch"])}
             call = _module(r, dtype)
             w = _time_call(call, 0.01, 3)[0]
-            c = _cold_call_s(call, flush, args.reps) if op["kind"] in WEIGHTED else w
+            if op["kind"] not in WEIGHTED:
+                c = w
+            elif args.evict == "caches":
+                c = _cold_call_s(call, flush, args.reps)
+            else:
+                if dtype not in pools:
+                    pools[dtype] = torch.rand(args.pool_mib * 2**20 // (2 if dtype ==
+                                              torch.float16 else 4)).to(dtype)
+                fixed, rotate, wbytes = _weight_calls(r, dtype, pools[dtype])
+                fw = _time_call(fixed, 0.01, 3)[0]
+                rw = _time_call(rotate, 0.01, 3)[0]
+                c = w + rw - fw
+                per_op.append({"config_id": row["config_id"], "group": row.get("group"),
+                               **r, "count": int(op["count"]), "weight_bytes": wbytes,
+                               "warm_ms": 1e3 * w, "fn_warm_ms": 1e3 * fw,
+                               "fn_rotated_ms": 1e3 * rw})
             warm += w * int(op["count"])
             cold += c * int(op["count"])
         out.append({"config_id": row["config_id"], "group": row.get("group"),
@@ -104,13 +185,22 @@ def main() -> None:
                                    cold_over_warm=lambda d: d["cold_ms"] / d["warm_ms"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     res.to_csv(args.out.with_suffix(".csv"), index=False)
+    if per_op:
+        pd.DataFrame(per_op).to_csv(f"{args.out}_ops.csv", index=False)
     by = "group" if res["group"].notna().all() else "precision"
     summary = res.groupby(by)[["warm_over_network", "cold_over_network", "cold_over_warm"]].median()
+    if args.evict == "caches":
+        how = (f"--reps {args.reps} --flush-mib {args.flush_mib}\n{len(res)} networks; weighted "
+               f"operators timed warm (median of 3 windows >= 10 ms) and cold (median of "
+               f"{args.reps} single calls, each after writing {args.flush_mib} MiB)")
+    else:
+        how = (f"--evict weights --pool-mib {args.pool_mib}\n{len(res)} networks; weighted "
+               f"operators timed warm (median of 3 windows >= 10 ms) and with their weights "
+               f"evicted (cold: warm + the extra of rotating through copies of the weights over "
+               f"{args.pool_mib} MiB); read bandwidth: {knee.cache_gb_per_s:.1f} GB/s in cache, "
+               f"{knee.memory_gb_per_s:.1f} GB/s from memory, knee at {knee.cache_mib:.0f} MiB")
     text = (f"# python scripts/kernel_cold_weights.py {' '.join(map(str, args.datasets))} "
-            f"--config-ids {args.config_ids} --out {args.out} --reps {args.reps} "
-            f"--flush-mib {args.flush_mib}\n{len(res)} networks; weighted operators timed warm "
-            f"(median of 3 windows >= 10 ms) and cold (median of {args.reps} single calls, each "
-            f"after writing {args.flush_mib} MiB); medians per {by}:\n\n"
+            f"--config-ids {args.config_ids} --out {args.out} {how}; medians per {by}:\n\n"
             f"{summary.round(3).to_string()}\n")
     args.out.with_suffix(".txt").write_text(text)
     print(text)
