@@ -48,6 +48,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from carb_lib.cache_probe import CacheKnee
 from carb_lib.operators import (  # the operator vocabulary, sampler and file, re-exported
     _ELTWISE,
     _WEIGHTED,
@@ -329,6 +330,18 @@ class KernelModel(RegressorMixin, BaseEstimator):
         held-out operators (``scripts/kernel_model_choice.py``: criterion 25.4 against 30.7
         pooled on the Zen 3's 15,000 operators).
     random_state : int, default=0
+    cache : carb_lib.cache_probe.CacheKnee or None, default=None
+        The platform's read-bandwidth knee (:func:`carb_lib.cache_probe.cache_knee` of a
+        :func:`~carb_lib.cache_probe.read_bandwidth` probe on that machine). When given,
+        :func:`with_kernel_column` treats a network whose weights exceed ``cache.cache_mib`` as
+        reading every weighted operator's weights from memory on each call (the other layers
+        evicted them since its last call), at ``cache.memory_gb_per_s``: see ``traffic``.
+        ``None``: operators count as timed alone, weights in cache. It does not change
+        :meth:`predict` (one operator, timed alone).
+    traffic : {"max", "sum"}, default="max"
+        How an operator's weights read from memory combine with its time alone:
+        ``max(time, weight bytes / bandwidth)`` (the reading overlaps the compute) or ``time +
+        weight bytes / bandwidth``. Read only with ``cache``.
 
     Attributes
     ----------
@@ -359,11 +372,14 @@ class KernelModel(RegressorMixin, BaseEstimator):
         "features": [StrOptions({"all", "shape", "taps"})],
         "draws": [StrOptions({"pooled", "aligned"})],
         "random_state": ["random_state"],
+        "cache": [CacheKnee, None],
+        "traffic": [StrOptions({"max", "sum"})],
     }
 
     def __init__(self, n_estimators: int = 600, *, learning_rate: float = 0.05,
                  num_leaves: int = 31, target: str = "flops", features: str = "all",
-                 draws: str = "aligned", random_state: int = 0) -> None:
+                 draws: str = "aligned", random_state: int = 0, cache: CacheKnee | None = None,
+                 traffic: str = "max") -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -371,6 +387,8 @@ class KernelModel(RegressorMixin, BaseEstimator):
         self.features = features
         self.draws = draws
         self.random_state = random_state
+        self.cache = cache
+        self.traffic = traffic
 
     def _unit(self, ops: pd.DataFrame) -> np.ndarray:
         """Log of the unit the trees' target is relative to (0 for ``target="time"``)."""
@@ -523,6 +541,19 @@ def largest_holdout(bench: pd.DataFrame, *, share: float = 0.15,
     model = KernelModel(**model_params).fit(bench[~largest])
     pred = model.predict(bench[largest], at_draw_speed=True)
     return largest, pred / bench["time_ms"].to_numpy(float)[largest]
+
+
+def _weight_traffic(o: pd.DataFrame, cache: CacheKnee, traffic: str) -> np.ndarray:
+    """Operator times ``o["t"]`` (ms, one row per call of a network ``uid``) with each weighted
+    operator's weights read from memory where its network's weights exceed ``cache.cache_mib``
+    (:class:`KernelModel`'s ``cache`` and ``traffic``)."""
+    w = _byte_parts(o)[2]
+    over = (pd.Series(w).groupby(o["uid"].to_numpy()).transform("sum").to_numpy()
+            > cache.cache_mib * 2**20)
+    read_ms = w / (cache.memory_gb_per_s * 1e9) * 1e3
+    t = o["t"].to_numpy(dtype=float)
+    slow = np.maximum(t, read_ms) if traffic == "max" else t + read_ms
+    return np.where(over, slow, t)
 
 
 # --------------------------------------------------------------------------- networks
@@ -697,6 +728,8 @@ def with_kernel_column(df: pd.DataFrame, model: KernelModel, *, progress: bool =
     sig = [*OP_COLUMNS, "batch", "precision"]
     codes = o.groupby(sig, sort=False).ngroup().to_numpy()  # numbered by first appearance
     o["t"] = model.predict(o[sig].drop_duplicates(), n_jobs=n_jobs)[codes]
+    if getattr(model, "cache", None) is not None:
+        o["t"] = _weight_traffic(o, model.cache, model.traffic)
     total = o.groupby("uid")["t"].sum().reindex(uniq["uid"]).fillna(0.0).to_numpy()
     uniq[KERNEL_FEATURE] = total
     cols = [KERNEL_FEATURE]

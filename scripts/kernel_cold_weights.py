@@ -22,7 +22,7 @@ through copies of its weights spread over a ``--pool-mib`` buffer (larger than a
 most :data:`MAX_SLOTS` copies), input and output staying in cache; ``cold_ms`` then sums each
 operator's warm time plus its rotation's extra. It first probes one core's read bandwidth by
 working set (:func:`carb_lib.cache_probe.read_bandwidth`, ``<out>_probe.csv``) and writes every
-operator's three timings (``<out>_ops.csv``).
+operator's three timings and its minor page faults per call (``<out>_ops.csv``).
 
 A measurement: run it on a quiet machine, nothing else running.
 """
@@ -51,6 +51,20 @@ WEIGHTED = ("conv", "dwconv", "linear")
 #: Most weight copies one operator rotates through (smaller weights rotate through less than
 #: the pool: 65,536 copies of 32 KiB fill 2 GiB).
 MAX_SLOTS = 65536
+
+
+def _faults_per_call(call, n: int = 3) -> float:
+    """Minor page faults per call of ``call`` (this process's, over ``n`` calls)."""
+    import resource
+
+    import torch
+
+    with torch.inference_mode():
+        call()
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(n):
+            call()
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
 
 
 def _weight_calls(op: dict, dtype, pool):
@@ -172,7 +186,8 @@ def main() -> None:
                 per_op.append({"config_id": row["config_id"], "group": row.get("group"),
                                **r, "count": int(op["count"]), "weight_bytes": wbytes,
                                "warm_ms": 1e3 * w, "fn_warm_ms": 1e3 * fw,
-                               "fn_rotated_ms": 1e3 * rw})
+                               "fn_rotated_ms": 1e3 * rw,
+                               "faults_per_call": _faults_per_call(call)})
             warm += w * int(op["count"])
             cold += c * int(op["count"])
         out.append({"config_id": row["config_id"], "group": row.get("group"),

@@ -24,6 +24,11 @@ printed tables) under ``--out``. The fits are
 
 ``python scripts/kernel_law_replication.py data/other_cpus/cpu_epyc_zen4_2c.parquet
 data/kernels/cpu_epyc_zen4_2c.parquet --out results/carb/replication_cpu_epyc_zen4_2c``
+
+``--cache-probe FILE.csv`` (session 20): the kernel law's operators read their weights from
+memory in networks whose weights exceed the cache, as that CPU's read-bandwidth probe says
+(:class:`carb_lib.kernels.KernelModel`'s ``cache``; ``scripts/kernel_cold_weights.py --evict
+weights`` writes the probe).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib import kernels
+from carb_lib.cache_probe import cache_knee
 from carb_lib.dataset import read_dataset
 from carb_lib.evaluation import prepare_dataset
 from carb_lib.evaluation.kernel_law import kernel_law_comparison
@@ -48,12 +54,24 @@ def main() -> None:
     ap.add_argument("bench", type=Path)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cache-probe", type=Path, default=None,
+                    help="this CPU's read-bandwidth probe (.csv): weights past its cache are "
+                         "read from memory (KernelModel(cache=...))")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     df = prepare_dataset(read_dataset(args.dataset)).reset_index(drop=True)
     bench = kernels.read_bench(args.bench)
+    template, probe_note = kernels.KernelModel(), ""
     try:
-        comp = kernel_law_comparison(df, bench, seeds=args.seeds)
+        if args.cache_probe is not None:
+            if not args.cache_probe.is_file():
+                raise ValueError(f"--cache-probe: no such file {args.cache_probe}")
+            knee = cache_knee(pd.read_csv(args.cache_probe))
+            template = kernels.KernelModel(cache=knee)
+            probe_note = (f"; weights past {knee.cache_mib:.0f} MiB read from memory at "
+                          f"{knee.memory_gb_per_s:.1f} GB/s ({args.cache_probe}, "
+                          f"traffic='{template.traffic}')")
+        comp = kernel_law_comparison(df, bench, seeds=args.seeds, kernel_model=template)
     except ValueError as e:
         raise SystemExit(str(e)) from None
     plats = sorted(set(df["platform"].astype(str)))
@@ -64,10 +82,11 @@ def main() -> None:
     checks = [kernels.holdout_check(bench, random_state=s) for s in range(args.seeds)]
     buf = io.StringIO()
     buf.write(f"# python scripts/kernel_law_replication.py {args.dataset} {args.bench} "
-              f"--seeds {args.seeds} --out {args.out}\n")
+              f"--seeds {args.seeds} --out {args.out}"
+              + (f" --cache-probe {args.cache_probe}" if args.cache_probe else "") + "\n")
     buf.write(f"platform {plats[0]}: {len(df):,} network rows, {len(bench):,} timed operators; "
               "every choice frozen as made on cpu_epyc_zen3_2c (default preset, KernelModel "
-              "defaults)\n\nheld-out latency, mean ± sd over seeds:\n")
+              f"defaults){probe_note}\n\nheld-out latency, mean ± sd over seeds:\n")
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         buf.write(comp.table().to_string() + "\n\n")
     worst = res.groupby("split", sort=False)["memory_mape_pct"].max()
