@@ -1,11 +1,19 @@
-"""How fast one core reads memory, by working-set size: where the last-level cache ends.
+"""What memory costs an operator in a network that it does not cost timed alone.
 
-A network whose weights do not fit in the cache a core can use reads them from memory on every
-call, while each of its operators timed alone (:func:`carb_lib.kernels.bench_kernels`) finds its
-weights in the cache. :func:`read_bandwidth` measures the two regimes on the machine itself (the
-nominal L3 of a lent VM says little: on session 20's Xeon, 480 MiB nominal, one core's read
-bandwidth halves past ~100 MiB), and :func:`cache_knee` reads from it the working set at which
-reading slows and the bandwidth from memory beyond it.
+Two effects, both measured in session 20 on the ten networks the kernel law missed most (README,
+*Why those ten*):
+
+* **Weights past the cache.** A network whose weights do not fit in the cache a core can use
+  reads them from memory on every call, while each of its operators timed alone
+  (:func:`carb_lib.kernels.bench_kernels`) finds its weights in the cache.
+  :func:`read_bandwidth` measures the two regimes on the machine itself (the nominal L3 of a
+  lent VM says little: on session 20's Xeon, 480 MiB nominal, one core's read bandwidth halves
+  past ~75 MiB), :func:`cache_knee` reads from it the working set at which reading slows and
+  the bandwidth from memory beyond it, and :class:`~carb_lib.kernels.KernelModel`'s ``cache``
+  applies it to networks (``_weight_traffic``).
+* **Buffers past glibc's mmap threshold.** A buffer larger than :data:`MMAP_MAX_BYTES` is a
+  fresh mapping on every call, whose pages fault in as they are written (``_mmap_mib``: which
+  buffers an operator allocates; ``KernelModel(faults=True)`` fits their cost per MiB).
 
 Examples
 --------
@@ -23,6 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from carb_lib.operators import _byte_parts
+from carb_lib.vocab import DEFAULT_ALLOC_BLOCK
 
 __all__ = ["PROBE_SIZES_MIB", "CacheKnee", "cache_knee", "read_bandwidth"]
 
@@ -124,3 +135,65 @@ def cache_knee(probe: pd.DataFrame, *, small_mib: float = 32, large_mib: float =
     knee = x1 if y0 == y1 else x0 + (y0 - mid) / (y0 - y1) * (x1 - x0)
     logger.info("cache %.1f GB/s up to ~%.0f MiB, memory %.1f GB/s", hi, knee, lo)
     return CacheKnee(cache_gb_per_s=hi, memory_gb_per_s=lo, cache_mib=float(knee))
+
+
+#: glibc's largest ``mmap`` threshold on 64-bit Linux (``DEFAULT_MMAP_THRESHOLD_MAX``): a buffer
+#: larger than this is a fresh mapping on every call, its pages faulted in as they are first
+#: written (9,217 minor faults for a 36 MiB reordered weight; session 20, README *Why those
+#: ten*), unless the top of the heap happens to hold it.
+MMAP_MAX_BYTES = 32 * 2**20
+_INPLACE = ("relu", "relu6", "silu")  # the families' activations write their input
+
+
+def _mmap_mib(ops: pd.DataFrame, variant: int | str = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
+    """MiB an operator allocates per call in buffers past :data:`MMAP_MAX_BYTES`, by the
+    allocator model's events (:mod:`carb_lib.families._alloc`, exact to the byte for peak
+    memory) on a CPU of allocator ``variant``: outputs, oneDNN's reordered inputs, weights and
+    outputs, column buffers, max-pool indices (in-place activations allocate nothing)."""
+    from carb_lib.families import _alloc
+
+    block, fp16_dnn = _alloc.variant_parts(variant)
+    cols = ("kind", "cin", "cout", "k", "stride", "pad", "groups", "h_in", "h_out", "batch",
+            "precision")
+    keys = list(zip(*(ops[c].tolist() for c in cols), strict=True))
+    memo: dict[tuple, float] = {}
+    out = np.empty(len(keys))
+    for i, key in enumerate(keys):
+        if key not in memo:
+            memo[key] = _mapped_bytes(key, block, fp16_dnn, _alloc) / 2**20
+        out[i] = memo[key]
+    return out
+
+
+def _mapped_bytes(op: tuple, block: int, fp16_dnn: bool, _alloc) -> float:
+    kind, cin, cout, k, stride, pad, groups, h_in, h_out, n, prec = op
+    n, hw_in, hw_out = int(n), int(h_in) ** 2, int(h_out) ** 2
+    if kind in ("conv", "dwconv"):
+        ev = _alloc.conv_events(prec, n, int(cin), int(cout), (int(k), int(k)),
+                                (int(stride), int(stride)), (int(pad), int(pad)), int(groups),
+                                hw_in, hw_out, block=block, fp16_onednn=fp16_dnn)
+    elif kind == "bn":
+        ev = _alloc.bn_events(prec, int(cin), int(cin) * hw_in)
+    elif kind == "maxpool":
+        ev = _alloc.maxpool_events(prec, int(cout) * hw_out)
+    elif kind == "avgpool":
+        ev = _alloc.global_pool_events(prec, int(cout), int(cin) * hw_in)
+    elif kind in _INPLACE:
+        ev = []
+    else:  # add, mul, sigmoid, linear: a new output
+        ev = [(int(cout) * hw_out * (2 if prec == "fp16" else 4), 0)]
+    sizes = (e[0] * n + e[1] for e in ev)
+    return float(sum(b for b in sizes if b > MMAP_MAX_BYTES))
+
+
+def _weight_traffic(o: pd.DataFrame, cache: CacheKnee, traffic: str) -> np.ndarray:
+    """Operator times ``o["t"]`` (ms, one row per call of a network ``uid``) with each weighted
+    operator's weights read from memory where its network's weights exceed ``cache.cache_mib``
+    (:class:`KernelModel`'s ``cache`` and ``traffic``)."""
+    w = _byte_parts(o)[2]
+    over = (pd.Series(w).groupby(o["uid"].to_numpy()).transform("sum").to_numpy()
+            > cache.cache_mib * 2**20)
+    read_ms = w / (cache.memory_gb_per_s * 1e9) * 1e3
+    t = o["t"].to_numpy(dtype=float)
+    slow = np.maximum(t, read_ms) if traffic == "max" else t + read_ms
+    return np.where(over, slow, t)

@@ -45,29 +45,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from carb_lib.cache_probe import CacheKnee
+from carb_lib.cache_probe import CacheKnee, _mmap_mib, _weight_traffic
 from carb_lib.operators import (  # the operator vocabulary, sampler and file, re-exported
     _ELTWISE,
-    _WEIGHTED,
     BENCH_COLUMNS,
     DRAW_COLUMN,
     KERNEL_KINDS,
     OP_COLUMNS,
     SAMPLER_VERSION,
+    _byte_parts,
     _check_ops,
     _op_flops,
+    _weighted,
     check_append,
     read_bench,
     sample_kernels,
 )
-from carb_lib.vocab import KERNEL_FEATURE
+from carb_lib.vocab import DEFAULT_ALLOC_BLOCK, FP16_ONEDNN_VARIANT, KERNEL_FEATURE
 
 __all__ = [
     "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS",
     "SAMPLER_VERSION", "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
+    "faults_per_call",
     "holdout_check", "kernel_features", "largest_holdout", "network_ops", "read_bench", "recorded_ops",
     "sample_kernels", "with_kernel_column",
 ]  # fmt: skip
@@ -76,11 +78,9 @@ logger = logging.getLogger(__name__)
 
 #: ``KernelModel(draws="aligned")``: rounds of leave-one-draw-out fits, and their trees.
 _ALIGN_ROUNDS, _ALIGN_TREES = 3, 200
-
-
-def _weighted(ops: pd.DataFrame) -> np.ndarray:
-    """Which operators have weights (:data:`_WEIGHTED`)."""
-    return np.isin(ops["kind"].astype(str).to_numpy(), _WEIGHTED)
+#: ``KernelModel(faults=True)``: fewest operators mapping buffers to fit a fault cost on, and
+#: the least share of an operator's time left to the trees once its fault term is taken out.
+_MIN_FAULT_OPS, _MIN_LEFT = 5, 0.1
 
 
 def _flops(ops: pd.DataFrame) -> np.ndarray:
@@ -102,16 +102,6 @@ _REGIME_FEATURES = ("log_gemm_", "log_cols_bytes", "align_")
 #: the kernel model learns each operator's time *relative* to them, so they only decide where
 #: an operator larger than any timed one switches from compute- to memory-bound.
 NOMINAL_FLOPS, NOMINAL_BYTES = 5e10, 1e10
-
-
-def _byte_parts(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bytes an operator reads and writes once: input, output, weights (0 without weights)."""
-    f = {c: ops[c].to_numpy(dtype=float) for c in ("cin", "cout", "k", "groups", "h_in",
-                                                    "h_out", "batch")}
-    bpe = np.where(ops["precision"].astype(str).to_numpy() == "fp16", 2.0, 4.0)
-    w = np.where(_weighted(ops), f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2 * bpe, 0.0)
-    return (f["batch"] * f["cin"] * f["h_in"] ** 2 * bpe,
-            f["batch"] * f["cout"] * f["h_out"] ** 2 * bpe, w)
 
 
 def _roofline_ms(ops: pd.DataFrame) -> np.ndarray:
@@ -177,6 +167,20 @@ def _time_call(call: Callable[[], Any], window_s: float, n_windows: int) -> tupl
     return float(np.median(ws)), float(ws.std() / ws.mean()), n
 
 
+def faults_per_call(call: Callable[[], Any], n: int = 3) -> float:
+    """Minor page faults per call of ``call`` (this process's, over ``n`` calls after one)."""
+    import resource
+
+    import torch
+
+    with torch.inference_mode():
+        call()
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(n):
+            call()
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
+
+
 def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02,
                   n_windows: int = 5, platform: str | None = None, progress: bool = True,
                   on_chunk: Callable[[pd.DataFrame], None] | None = None,
@@ -204,13 +208,17 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     Returns
     -------
     pandas.DataFrame
-        :data:`BENCH_COLUMNS` and provenance (``platform``, ``cpu_id``, ``threads``,
+        :data:`BENCH_COLUMNS`, ``faults_per_call`` (minor page faults per call over 3 calls
+        after the timing: buffers past glibc's mmap threshold, :func:`faults_per_call`) and
+        provenance (``platform``, ``cpu_id``, ``threads``, ``alloc_variant`` (the allocator
+        variant, :func:`carb_lib.families._alloc.host_variant`; since session 20),
         ``torch_version``, ``measured_at``, ``carb_version``, ``git_commit``).
     """
     import torch
     from tqdm.auto import tqdm
 
     from carb_lib.devices import CpuDevice, cpu_identity
+    from carb_lib.families._alloc import host_variant
     from carb_lib.interference import code_version
 
     _check_ops(ops, need=("batch", "precision"))
@@ -219,15 +227,18 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     try:
         plat = platform or CpuDevice().platform
         prov = {"platform": plat, "cpu_id": cpu_identity(), "threads": int(threads),
-                "torch_version": torch.__version__, **code_version()}
+                "alloc_variant": str(host_variant()), "torch_version": torch.__version__,
+                **code_version()}
         rows: list[dict[str, Any]] = []
         try:
             for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels",
                              disable=not progress):
                 dtype = torch.float16 if r["precision"] == "fp16" else torch.float32
-                t, cv, n = _time_call(_module(r, dtype), window_s, n_windows)
+                call = _module(r, dtype)
+                t, cv, n = _time_call(call, window_s, n_windows)
                 rows.append({**{c: r[c] for c in (*OP_COLUMNS, "batch", "precision")},
                              "time_ms": 1e3 * t, "cv": cv, "n_iter": n,
+                             "faults_per_call": faults_per_call(call),
                              "measured_at": pd.Timestamp.now(tz="UTC"), **prov})
                 if on_chunk is not None and len(rows) % chunk == 0:
                     on_chunk(pd.DataFrame(rows))
@@ -330,6 +341,16 @@ class KernelModel(RegressorMixin, BaseEstimator):
         held-out operators (``scripts/kernel_model_choice.py``: criterion 25.4 against 30.7
         pooled on the Zen 3's 15,000 operators).
     random_state : int, default=0
+    faults : bool, int or str, default=False
+        Split each operator's time into what the trees learn and a page-fault term: every MiB
+        it allocates per call in buffers past glibc's mmap threshold
+        (:data:`carb_lib.cache_probe.MMAP_MAX_BYTES`; which buffers: the allocator model's
+        events on a CPU of allocator variant ``faults``, 8, 16 or ``"16+fp16"``; for ``True``
+        the benchmark's ``alloc_variant`` column, recorded since session 20, else 8) costs
+        ``fault_ms_per_mib_``, fitted on the benchmark's operators that allocate such buffers
+        against trees fitted on those that do not. The trees alone cannot place the step at
+        32 MiB where the benchmark has no operators near it (session 20: a 36 MiB convolution
+        on a 1 x 1 map at batch 2, predicted 6.0 ms, runs 17 ms in the network).
     cache : carb_lib.cache_probe.CacheKnee or None, default=None
         The platform's read-bandwidth knee (:func:`carb_lib.cache_probe.cache_knee` of a
         :func:`~carb_lib.cache_probe.read_bandwidth` probe on that machine). When given,
@@ -352,6 +373,11 @@ class KernelModel(RegressorMixin, BaseEstimator):
         The benchmark's platform (None if it has no ``platform`` column).
     n_ops_ : int
         Operators it was fitted on.
+    fault_ms_per_mib_ : float
+        With ``faults``: ms per MiB of freshly mapped buffers (0.0 without, or with fewer than
+        :data:`_MIN_FAULT_OPS` operators that allocate them).
+    fault_variant_ : int, str or None
+        The allocator variant whose buffers count (None without ``faults``).
     draw_speed_ : dict of int to float
         Each draw's time relative to the reference (> 1: a slower host), 1.0 for every draw
         when ``draws="pooled"`` or the benchmark holds one draw; empty without
@@ -372,14 +398,15 @@ class KernelModel(RegressorMixin, BaseEstimator):
         "features": [StrOptions({"all", "shape", "taps"})],
         "draws": [StrOptions({"pooled", "aligned"})],
         "random_state": ["random_state"],
+        "faults": ["boolean", Options(Integral, {8, 16}), StrOptions({FP16_ONEDNN_VARIANT})],
         "cache": [CacheKnee, None],
         "traffic": [StrOptions({"max", "sum"})],
     }
 
     def __init__(self, n_estimators: int = 600, *, learning_rate: float = 0.05,
                  num_leaves: int = 31, target: str = "flops", features: str = "all",
-                 draws: str = "aligned", random_state: int = 0, cache: CacheKnee | None = None,
-                 traffic: str = "max") -> None:
+                 draws: str = "aligned", random_state: int = 0, faults: bool | int | str = False,
+                 cache: CacheKnee | None = None, traffic: str = "max") -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -387,6 +414,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
         self.features = features
         self.draws = draws
         self.random_state = random_state
+        self.faults = faults
         self.cache = cache
         self.traffic = traffic
 
@@ -418,7 +446,12 @@ class KernelModel(RegressorMixin, BaseEstimator):
         if self.features == "shape":
             X = X[[c for c in X.columns if not c.startswith(_REGIME_FEATURES)]]
         self.features_ = list(X.columns)
-        y = np.log(t[ok]) - self._unit(rows)
+        t = t[ok]
+        self.fault_variant_ = self._fault_variant(rows) if self.faults is not False else None
+        self.fault_ms_per_mib_ = self._fault_cost(X, t, rows) if self.faults is not False else 0.0
+        if self.fault_ms_per_mib_ > 0:
+            t = np.maximum(t - self.fault_ms_per_mib_ * self._mapped(rows), _MIN_LEFT * t)
+        y = np.log(t) - self._unit(rows)
         draw = _draws(rows)
         seeds, codes = np.unique(draw, return_inverse=True)
         log_speed = np.zeros(len(seeds))
@@ -432,6 +465,38 @@ class KernelModel(RegressorMixin, BaseEstimator):
         self.platform_ = str(plats[0]) if len(plats) == 1 else None
         self.n_ops_ = int(ok.sum())
         return self
+
+    def _mapped(self, ops: pd.DataFrame) -> np.ndarray:
+        """MiB each operator maps afresh per call (``fault_variant_``)."""
+        return _mmap_mib(ops, self.fault_variant_)
+
+    def _fault_variant(self, bench: pd.DataFrame) -> int | str:
+        """``faults``' allocator variant; for ``True`` the benchmark's ``alloc_variant`` when it
+        records one, else :data:`~carb_lib.vocab.DEFAULT_ALLOC_BLOCK`."""
+        if self.faults is not True:
+            return self.faults
+        seen = (bench["alloc_variant"].dropna().astype(str).unique()
+                if "alloc_variant" in bench.columns else [])
+        if len(seen) > 1:
+            raise ValueError(f"the kernel benchmark mixes allocator variants {sorted(seen)}; "
+                             "give KernelModel(faults=VARIANT)")
+        if len(seen) == 1:
+            return int(seen[0]) if seen[0].isdigit() else seen[0]
+        return DEFAULT_ALLOC_BLOCK
+
+    def _fault_cost(self, X: pd.DataFrame, t: np.ndarray, rows: pd.DataFrame) -> float:
+        """ms per freshly mapped MiB: the median, over operators that map buffers, of their
+        time beyond what trees fitted on the others predict, per MiB (>= 0)."""
+        mib = self._mapped(rows)
+        mapped = mib > 0
+        if mapped.sum() < _MIN_FAULT_OPS or (~mapped).sum() < 20:
+            logger.info("faults: %d operators map buffers past 32 MiB; no fault term",
+                        int(mapped.sum()))
+            return 0.0
+        unit = self._unit(rows)
+        trees = self._trees(self.n_estimators).fit(X[~mapped], np.log(t[~mapped]) - unit[~mapped])
+        rest = np.exp(trees.predict(X[mapped]) + unit[mapped])
+        return float(max(np.median((t[mapped] - rest) / mib[mapped]), 0.0))
 
     def _trees(self, n_estimators: int) -> Any:
         from lightgbm import LGBMRegressor
@@ -475,7 +540,10 @@ class KernelModel(RegressorMixin, BaseEstimator):
         if at_draw_speed:
             log_ratio = log_ratio + np.log([self.draw_speed_.get(int(d), 1.0)
                                             for d in _draws(ops)])
-        return np.exp(log_ratio + self._unit(ops))
+        t = np.exp(log_ratio + self._unit(ops))
+        if getattr(self, "fault_ms_per_mib_", 0.0) > 0:
+            t = t + self.fault_ms_per_mib_ * self._mapped(ops)
+        return t
 
 
 def _draws(ops: pd.DataFrame) -> np.ndarray:
@@ -541,19 +609,6 @@ def largest_holdout(bench: pd.DataFrame, *, share: float = 0.15,
     model = KernelModel(**model_params).fit(bench[~largest])
     pred = model.predict(bench[largest], at_draw_speed=True)
     return largest, pred / bench["time_ms"].to_numpy(float)[largest]
-
-
-def _weight_traffic(o: pd.DataFrame, cache: CacheKnee, traffic: str) -> np.ndarray:
-    """Operator times ``o["t"]`` (ms, one row per call of a network ``uid``) with each weighted
-    operator's weights read from memory where its network's weights exceed ``cache.cache_mib``
-    (:class:`KernelModel`'s ``cache`` and ``traffic``)."""
-    w = _byte_parts(o)[2]
-    over = (pd.Series(w).groupby(o["uid"].to_numpy()).transform("sum").to_numpy()
-            > cache.cache_mib * 2**20)
-    read_ms = w / (cache.memory_gb_per_s * 1e9) * 1e3
-    t = o["t"].to_numpy(dtype=float)
-    slow = np.maximum(t, read_ms) if traffic == "max" else t + read_ms
-    return np.where(over, slow, t)
 
 
 # --------------------------------------------------------------------------- networks

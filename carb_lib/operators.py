@@ -221,6 +221,21 @@ def _op_flops(weighted: Any, batch: Any, cin: Any, cout: Any, k: Any, groups: An
     return np.where(weighted, conv, batch * cout * h_out ** 2)
 
 
+def _weighted(ops: pd.DataFrame) -> np.ndarray:
+    """Which operators have weights (:data:`_WEIGHTED`)."""
+    return np.isin(ops["kind"].astype(str).to_numpy(), _WEIGHTED)
+
+
+def _byte_parts(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bytes an operator reads and writes once: input, output, weights (0 without weights)."""
+    f = {c: ops[c].to_numpy(dtype=float) for c in ("cin", "cout", "k", "groups", "h_in",
+                                                    "h_out", "batch")}
+    bpe = np.where(ops["precision"].astype(str).to_numpy() == "fp16", 2.0, 4.0)
+    w = np.where(_weighted(ops), f["cout"] * f["cin"] / f["groups"] * f["k"] ** 2 * bpe, 0.0)
+    return (f["batch"] * f["cin"] * f["h_in"] ** 2 * bpe,
+            f["batch"] * f["cout"] * f["h_out"] ** 2 * bpe, w)
+
+
 # --------------------------------------------------------------------------- benchmark files
 #: Columns of a kernel benchmark (:func:`carb_lib.kernels.bench_kernels`), besides its
 #: provenance columns.

@@ -45,26 +45,18 @@ from kernel_additivity import _chosen_rows  # noqa: E402
 from carb_lib.cache_probe import cache_knee, read_bandwidth  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.kernel_checks import _network_call  # noqa: E402
-from carb_lib.kernels import OP_COLUMNS, _module, _time_call, network_ops  # noqa: E402
+from carb_lib.kernels import (  # noqa: E402
+    OP_COLUMNS,
+    _module,
+    _time_call,
+    faults_per_call,
+    network_ops,
+)
 
 WEIGHTED = ("conv", "dwconv", "linear")
 #: Most weight copies one operator rotates through (smaller weights rotate through less than
 #: the pool: 65,536 copies of 32 KiB fill 2 GiB).
 MAX_SLOTS = 65536
-
-
-def _faults_per_call(call, n: int = 3) -> float:
-    """Minor page faults per call of ``call`` (this process's, over ``n`` calls)."""
-    import resource
-
-    import torch
-
-    with torch.inference_mode():
-        call()
-        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        for _ in range(n):
-            call()
-        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
 
 
 def _weight_calls(op: dict, dtype, pool):
@@ -187,7 +179,7 @@ def main() -> None:
                                **r, "count": int(op["count"]), "weight_bytes": wbytes,
                                "warm_ms": 1e3 * w, "fn_warm_ms": 1e3 * fw,
                                "fn_rotated_ms": 1e3 * rw,
-                               "faults_per_call": _faults_per_call(call)})
+                               "faults_per_call": faults_per_call(call)})
             warm += w * int(op["count"])
             cold += c * int(op["count"])
         out.append({"config_id": row["config_id"], "group": row.get("group"),

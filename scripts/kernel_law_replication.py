@@ -57,18 +57,25 @@ def main() -> None:
     ap.add_argument("--cache-probe", type=Path, default=None,
                     help="this CPU's read-bandwidth probe (.csv): weights past its cache are "
                          "read from memory (KernelModel(cache=...))")
+    ap.add_argument("--faults", default=None, choices=("8", "16", "16+fp16"),
+                    help="KernelModel(faults=VARIANT): a page-fault term per MiB of buffers past "
+                         "32 MiB (the allocator model's on a CPU of that variant), fitted on the "
+                         "operators")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     df = prepare_dataset(read_dataset(args.dataset)).reset_index(drop=True)
     bench = kernels.read_bench(args.bench)
-    template, probe_note = kernels.KernelModel(), ""
+    faults = False if args.faults is None else (
+        int(args.faults) if args.faults.isdigit() else args.faults)
+    template = kernels.KernelModel(faults=faults)
+    probe_note = f"; KernelModel(faults={faults!r})" if args.faults else ""
     try:
         if args.cache_probe is not None:
             if not args.cache_probe.is_file():
                 raise ValueError(f"--cache-probe: no such file {args.cache_probe}")
             knee = cache_knee(pd.read_csv(args.cache_probe))
-            template = kernels.KernelModel(cache=knee)
-            probe_note = (f"; weights past {knee.cache_mib:.0f} MiB read from memory at "
+            template = kernels.KernelModel(faults=faults, cache=knee)
+            probe_note += (f"; weights past {knee.cache_mib:.0f} MiB read from memory at "
                           f"{knee.memory_gb_per_s:.1f} GB/s ({args.cache_probe}, "
                           f"traffic='{template.traffic}')")
         comp = kernel_law_comparison(df, bench, seeds=args.seeds, kernel_model=template)
@@ -83,7 +90,8 @@ def main() -> None:
     buf = io.StringIO()
     buf.write(f"# python scripts/kernel_law_replication.py {args.dataset} {args.bench} "
               f"--seeds {args.seeds} --out {args.out}"
-              + (f" --cache-probe {args.cache_probe}" if args.cache_probe else "") + "\n")
+              + (f" --cache-probe {args.cache_probe}" if args.cache_probe else "")
+              + (f" --faults {args.faults}" if args.faults else "") + "\n")
     buf.write(f"platform {plats[0]}: {len(df):,} network rows, {len(bench):,} timed operators; "
               "every choice frozen as made on cpu_epyc_zen3_2c (default preset, KernelModel "
               f"defaults){probe_note}\n\nheld-out latency, mean ± sd over seeds:\n")

@@ -21,10 +21,16 @@ Questions:
   re-run of ``scripts/kernel_taps_check.py`` with the FLOPs target put ``taps`` ahead on held-out
   operators on the three CPUs it checks, by less than a split seed's sd on the Zen 3.
 
+* ``faults`` (session 20): ``faults=False`` against ``True`` (a page-fault term per MiB of
+  buffers past glibc's 32 MiB mmap threshold, fitted on the operators: README, *Why those
+  ten*); ``target="flops"``, ``features="all"``, ``draws="aligned"``.
+
 ``python scripts/kernel_paired.py target data/kernels/cpu_epyc_zen3_2c.parquet --seeds 10
 --out results/carb/kernel_target_paired``
 ``python scripts/kernel_paired.py taps data/kernels/cpu_epyc_zen3_2c.parquet --seeds 10
 --out results/carb/kernel_taps_paired``
+``python scripts/kernel_paired.py faults data/kernels/cpu_epyc_zen3_2c.parquet --seeds 10
+--out results/carb/kernel_faults_paired``
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from carb_lib.kernel_checks import paired_variants
 QUESTIONS = {
     "target": ("target", "roofline", "flops", {"features": "all", "draws": "aligned"}),
     "taps": ("features", "all", "taps", {"target": "flops", "draws": "aligned"}),
+    "faults": ("faults", False, True, {"target": "flops", "features": "all", "draws": "aligned"}),
 }
 
 
@@ -54,7 +61,7 @@ def main() -> None:
     param, base, cand, fixed = QUESTIONS[args.question]
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
     pv = paired_variants(bench, {param: base, **fixed}, {param: cand, **fixed},
-                         seeds=args.seeds, names=(base, cand))
+                         seeds=args.seeds, names=(str(base), str(cand)))
     text = (f"# python scripts/kernel_paired.py {args.question} {args.bench} --seeds "
             f"{args.seeds} --out {args.out}\n"
             f"{len(bench):,} operators; random 20 % held out, {args.seeds} paired split seeds; "

@@ -21,10 +21,10 @@ def _probe(knee_at: float) -> pd.DataFrame:
 
 
 def test_cache_knee_finds_both_regimes_and_the_size_between():
-    k = cache_knee(_probe(80))  # 64 MiB at 30 GB/s, 96 MiB at 12: half way at 64 + 15/18 * 32
+    k = cache_knee(_probe(80))  # 64 MiB at 30 GB/s, 96 MiB at 12: 21 GB/s half way between
     assert (k.cache_gb_per_s, k.memory_gb_per_s) == (30.0, 12.0)
-    assert k.cache_mib == pytest.approx(64 + 15 / 18 * 32)
-    assert cache_knee(_probe(200)).cache_mib == pytest.approx(128 + 15 / 18 * 128)
+    assert k.cache_mib == pytest.approx(80.0)
+    assert cache_knee(_probe(200)).cache_mib == pytest.approx(192.0)
     # a gradual fall is interpolated where it crosses the midpoint (21 GB/s)
     p = pd.DataFrame({"size_mib": [8, 32, 64, 128, 1024], "read_gb_per_s": [30, 30, 25, 15, 12]})
     assert cache_knee(p).cache_mib == pytest.approx(64 + 4 / 10 * 64)
@@ -75,3 +75,76 @@ def test_weights_past_the_cache_are_read_from_memory_in_networks_only():
             assert got[i] == pytest.approx(expect, rel=1e-9) and got[i] > base[i]
     with pytest.raises(Exception, match="traffic"):
         kernels.KernelModel(cache=knee, traffic="min").fit(bench)
+
+
+def _op(**kw) -> dict:
+    return {"kind": "conv", "cin": 1024, "cout": 1024, "k": 3, "stride": 1, "pad": 1,
+            "groups": 1, "h_in": 1, "h_out": 1, "batch": 2, "precision": "fp32", **kw}
+
+
+def test_mmap_mib_lists_the_buffers_past_glibcs_threshold():
+    """The MiB that session 20 counted in minor faults per call (4 KiB each) on the Xeon."""
+    from carb_lib.cache_probe import _mmap_mib
+
+    big = 16 * 64 * 112**2 * 4 / 2**20  # 49 MiB
+    ops = pd.DataFrame([
+        _op(),                               # oneDNN reorders its 36 MiB of weights per call
+        _op(batch=1),                        # batch 1 on a 1 x 1 map: PyTorch's own kernel
+        _op(cout=512),                       # 18 MiB of weights: under the threshold
+        _op(precision="fp16", cout=2048, batch=1),  # 36 MiB of float16 weights
+        _op(kind="bn", k=1, pad=0, cin=64, cout=64, h_in=112, h_out=112, batch=16),
+        _op(kind="relu", k=1, pad=0, cin=64, cout=64, h_in=112, h_out=112, batch=16),  # in place
+        _op(cin=64, cout=64, h_in=112, h_out=112, batch=16),  # input, output, blocked output
+        _op(kind="maxpool", cin=64, cout=64, stride=2, h_in=224, h_out=112, batch=16),  # + indices
+    ])
+    np.testing.assert_allclose(_mmap_mib(ops, 16), [36, 0, 0, 0, big, 0, 3 * big, 3 * big])
+    # where oneDNN runs float16 convolutions, their weights are reordered too
+    np.testing.assert_allclose(_mmap_mib(ops, "16+fp16")[3], 36)
+    with pytest.raises(ValueError, match="block=12 is not modelled"):
+        _mmap_mib(ops, 12)
+
+
+def test_fault_term_learns_a_known_cost_per_mapped_mib():
+    from carb_lib.cache_probe import _mmap_mib
+
+    ops = kernels.sample_kernels(1500, seed=3)
+    mib = _mmap_mib(ops, 8)
+    assert (mib > 0).sum() >= 40
+    flops = kernels._flops(ops)
+    t = 0.02 + flops * np.where(ops["precision"] == "fp16", 2e-9, 1e-9) + 0.4 * mib  # SYNTHETIC
+    bench = ops.assign(time_ms=t, cv=0.0, n_iter=1)
+    test = ops.index % 5 == 0
+    with_f = kernels.KernelModel(n_estimators=300, faults=True).fit(bench[~test])
+    without = kernels.KernelModel(n_estimators=300).fit(bench[~test])
+    assert with_f.fault_ms_per_mib_ == pytest.approx(0.4, rel=0.15)
+    assert without.fault_ms_per_mib_ == 0.0
+    mapped = test & (mib > 0)
+    err = {name: np.median(np.abs(m.predict(bench[mapped]) / t[mapped] - 1))
+           for name, m in (("with", with_f), ("without", without))}
+    assert err["with"] < 0.10 and err["with"] < err["without"]
+    # too few mapping operators: no fault term
+    few = bench[mib == 0].iloc[:200]
+    assert kernels.KernelModel(n_estimators=20, faults=True).fit(few).fault_ms_per_mib_ == 0.0
+
+
+def test_faults_per_call_counts_fresh_mappings_only():
+    import torch
+
+    def fresh():  # 40 MiB past glibc's mmap threshold, written: faulted in on every call
+        torch.empty(10 * 2**20).fill_(1.0)
+
+    kept = torch.empty(10 * 2**20)
+    assert kernels.faults_per_call(fresh) > 0.9 * 40 * 2**20 / 4096
+    assert kernels.faults_per_call(lambda: kept.fill_(1.0)) < 50
+
+
+def test_fault_variant_comes_from_the_benchmark_or_the_parameter():
+    bench = synthetic_bench(300)
+    assert kernels.KernelModel(n_estimators=5, faults=True).fit(bench).fault_variant_ == 8
+    tagged = bench.assign(alloc_variant="16+fp16")
+    assert kernels.KernelModel(n_estimators=5, faults=True).fit(tagged).fault_variant_ == "16+fp16"
+    assert kernels.KernelModel(n_estimators=5, faults=16).fit(tagged).fault_variant_ == 16
+    assert kernels.KernelModel(n_estimators=5).fit(tagged).fault_variant_ is None
+    mixed = tagged.assign(alloc_variant=np.where(np.arange(300) % 2, "8", "16"))
+    with pytest.raises(ValueError, match=r"mixes allocator variants \['16', '8'\]"):
+        kernels.KernelModel(n_estimators=5, faults=True).fit(mixed)

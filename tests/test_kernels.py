@@ -91,6 +91,10 @@ def test_bench_kernels_times_each_operator_and_restores_threads():
     assert list(out.columns[: len(kernels.BENCH_COLUMNS)]) == list(kernels.BENCH_COLUMNS)
     assert (out["time_ms"] > 0).all() and (out["n_iter"] >= 1).all()
     assert (out["platform"] == "test_cpu").all() and (out["threads"] == 1).all()
+    from carb_lib.families._alloc import host_variant
+
+    assert (out["alloc_variant"] == str(host_variant())).all()
+    assert (out["faults_per_call"] >= 0).all()  # small operators: buffers under 32 MiB
     assert [len(c) for c in seen] == [2, 4]  # the rows so far, every 2 operators
     with pytest.raises(ValueError, match="row 0: kind='pool'"):
         kernels.bench_kernels(ops.assign(kind="pool"), progress=False)
