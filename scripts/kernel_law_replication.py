@@ -25,7 +25,8 @@ printed tables) under ``--out``. The fits are
 ``python scripts/kernel_law_replication.py data/other_cpus/cpu_epyc_zen4_2c.parquet
 data/kernels/cpu_epyc_zen4_2c.parquet --out results/carb/replication_cpu_epyc_zen4_2c``
 
-``--cache-probe FILE.csv`` (session 20): the kernel law's operators read their weights from
+``--same-configs-as OTHER.parquet`` keeps the rows of configs that ``OTHER`` holds (two
+sittings compared on the same configs). ``--cache-probe FILE.csv`` (session 20): the kernel law's operators read their weights from
 memory in networks whose weights exceed the cache, as that CPU's read-bandwidth probe says
 (:class:`carb_lib.kernels.KernelModel`'s ``cache``; ``scripts/kernel_cold_weights.py --evict
 weights`` writes the probe).
@@ -57,6 +58,9 @@ def main() -> None:
     ap.add_argument("--cache-probe", type=Path, default=None,
                     help="this CPU's read-bandwidth probe (.csv): weights past its cache are "
                          "read from memory (KernelModel(cache=...))")
+    ap.add_argument("--same-configs-as", type=Path, default=None,
+                    help="another dataset: keep only the rows whose config_id it holds (compare "
+                         "two sittings on the same configs)")
     ap.add_argument("--faults", default=None, choices=("8", "16", "16+fp16"),
                     help="KernelModel(faults=VARIANT): a page-fault term per MiB of buffers past "
                          "32 MiB (the allocator model's on a CPU of that variant), fitted on the "
@@ -64,6 +68,9 @@ def main() -> None:
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     df = prepare_dataset(read_dataset(args.dataset)).reset_index(drop=True)
+    if args.same_configs_as is not None:
+        other = set(read_dataset(args.same_configs_as)["config_id"].astype(str))
+        df = df[df["config_id"].astype(str).isin(other)].reset_index(drop=True)
     bench = kernels.read_bench(args.bench)
     faults = False if args.faults is None else (
         int(args.faults) if args.faults.isdigit() else args.faults)
@@ -91,7 +98,9 @@ def main() -> None:
     buf.write(f"# python scripts/kernel_law_replication.py {args.dataset} {args.bench} "
               f"--seeds {args.seeds} --out {args.out}"
               + (f" --cache-probe {args.cache_probe}" if args.cache_probe else "")
-              + (f" --faults {args.faults}" if args.faults else "") + "\n")
+              + (f" --faults {args.faults}" if args.faults else "")
+              + (f" --same-configs-as {args.same_configs_as}" if args.same_configs_as else "")
+              + "\n")
     buf.write(f"platform {plats[0]}: {len(df):,} network rows, {len(bench):,} timed operators; "
               "every choice frozen as made on cpu_epyc_zen3_2c (default preset, KernelModel "
               f"defaults){probe_note}\n\nheld-out latency, mean ± sd over seeds:\n")

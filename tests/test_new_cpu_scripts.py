@@ -85,3 +85,40 @@ def test_the_committed_timing_list_is_what_the_worst_rows_script_writes():
     assert mib[t["group"] == "small"].max() <= 16 < mib[t["group"] == "middle"].min()
     assert mib[t["group"] == "middle"].max() <= 128 < mib[t["group"] == "worst"].min()
     assert (t["group"].iloc[:10] == "worst").all() and t["config_id"].is_unique
+
+
+def test_faults_check_compares_counted_faults_with_the_allocator_model(tmp_path):
+    """``kernel_faults_check.py``: operators that fault as the allocator model expects are
+    counted as agreeing, the rest are listed by kind; a benchmark without fault counts is one
+    line."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kernel_synthetic import synthetic_bench
+
+    from carb_lib.cache_probe import _mmap_mib
+
+    bench = synthetic_bench(600, seed=2)
+    mib = _mmap_mib(bench, 16)
+    faults = mib * 256.0
+    wrong = np.flatnonzero(mib > 0)[:2]  # two mapping operators that did not fault (heap)
+    faults[wrong] = 0.0
+    path = tmp_path / "bench.parquet"
+    bench.assign(faults_per_call=faults, platform="t").to_parquet(path)
+    out = tmp_path / "check.txt"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "kernel_faults_check.py"), str(path),
+                        "--variant", "16", "--out", str(out)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    n = int((mib > 0).sum())
+    text = out.read_text()
+    assert f"{n} expected to map" in text
+    assert f"{100 * (n - 2) / n:.1f} % fault >= 0.9x" in text and "100.00 % fault < 100" in text
+    assert "operators that disagree" in text
+    bench.to_parquet(path)
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "kernel_faults_check.py"), str(path),
+                        "--variant", "16", "--out", str(out)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 1 and "has no faults_per_call column" in r.stderr
