@@ -1,7 +1,7 @@
 """What memory costs an operator in a network that it does not cost timed alone.
 
 Two effects, both measured in session 20 on the ten networks the kernel law missed most (README,
-*Why those ten*):
+*Weights evicted, then page faults*):
 
 * **Weights past the cache.** A network whose weights do not fit in the cache a core can use
   reads them from memory on every call, while each of its operators timed alone
@@ -139,8 +139,8 @@ def cache_knee(probe: pd.DataFrame, *, small_mib: float = 32, large_mib: float =
 
 #: glibc's largest ``mmap`` threshold on 64-bit Linux (``DEFAULT_MMAP_THRESHOLD_MAX``): a buffer
 #: larger than this is a fresh mapping on every call, its pages faulted in as they are first
-#: written (9,217 minor faults for a 36 MiB reordered weight; session 20, README *Why those
-#: ten*), unless the top of the heap happens to hold it.
+#: written (9,217 minor faults for a 36 MiB reordered weight; session 20, README *Weights
+#: evicted, then page faults*), unless the top of the heap happens to hold it.
 MMAP_MAX_BYTES = 32 * 2**20
 _INPLACE = ("relu", "relu6", "silu")  # the families' activations write their input
 
