@@ -181,7 +181,7 @@ def _mapped_bytes(op: tuple, block: int, fp16_dnn: bool, _alloc) -> float:
     elif kind in _INPLACE:
         ev = []
     else:  # add, mul, sigmoid, linear: a new output
-        ev = [(int(cout) * hw_out * (2 if prec == "fp16" else 4), 0)]
+        ev = _alloc._new_events(prec, int(cout) * hw_out)
     sizes = (e[0] * n + e[1] for e in ev)
     return float(sum(b for b in sizes if b > MMAP_MAX_BYTES))
 

@@ -447,10 +447,13 @@ class KernelModel(RegressorMixin, BaseEstimator):
             X = X[[c for c in X.columns if not c.startswith(_REGIME_FEATURES)]]
         self.features_ = list(X.columns)
         t = t[ok]
-        self.fault_variant_ = self._fault_variant(rows) if self.faults is not False else None
-        self.fault_ms_per_mib_ = self._fault_cost(X, t, rows) if self.faults is not False else 0.0
-        if self.fault_ms_per_mib_ > 0:
-            t = np.maximum(t - self.fault_ms_per_mib_ * self._mapped(rows), _MIN_LEFT * t)
+        self.fault_variant_, self.fault_ms_per_mib_ = None, 0.0
+        if self.faults is not False:
+            self.fault_variant_ = self._fault_variant(rows)
+            mib = self._mapped(rows)
+            self.fault_ms_per_mib_ = self._fault_cost(X, t, rows, mib)
+            if self.fault_ms_per_mib_ > 0:
+                t = np.maximum(t - self.fault_ms_per_mib_ * mib, _MIN_LEFT * t)
         y = np.log(t) - self._unit(rows)
         draw = _draws(rows)
         seeds, codes = np.unique(draw, return_inverse=True)
@@ -481,13 +484,15 @@ class KernelModel(RegressorMixin, BaseEstimator):
             raise ValueError(f"the kernel benchmark mixes allocator variants {sorted(seen)}; "
                              "give KernelModel(faults=VARIANT)")
         if len(seen) == 1:
-            return int(seen[0]) if seen[0].isdigit() else seen[0]
+            from carb_lib.families._alloc import parse_variant
+
+            return parse_variant(seen[0])
         return DEFAULT_ALLOC_BLOCK
 
-    def _fault_cost(self, X: pd.DataFrame, t: np.ndarray, rows: pd.DataFrame) -> float:
-        """ms per freshly mapped MiB: the median, over operators that map buffers, of their
-        time beyond what trees fitted on the others predict, per MiB (>= 0)."""
-        mib = self._mapped(rows)
+    def _fault_cost(self, X: pd.DataFrame, t: np.ndarray, rows: pd.DataFrame,
+                    mib: np.ndarray) -> float:
+        """ms per freshly mapped MiB (``mib`` per operator): the median, over operators that map
+        buffers, of their time beyond what trees fitted on the others predict, per MiB (>= 0)."""
         mapped = mib > 0
         if mapped.sum() < _MIN_FAULT_OPS or (~mapped).sum() < 20:
             logger.info("faults: %d operators map buffers past 32 MiB; no fault term",

@@ -27,6 +27,7 @@ import pandas as pd
 
 from carb_lib import kernels
 from carb_lib.cache_probe import _mmap_mib
+from carb_lib.families._alloc import parse_variant
 
 PAGES_PER_MIB = 256
 
@@ -38,7 +39,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="the report (.txt)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    variant = int(args.variant) if args.variant.isdigit() else args.variant
+    variant = parse_variant(args.variant)
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
     if "faults_per_call" not in bench.columns or bench["faults_per_call"].isna().all():
         raise SystemExit(f"{args.bench} has no faults_per_call column (timed before session 20)")

@@ -47,6 +47,7 @@ from carb_lib.cache_probe import cache_knee
 from carb_lib.dataset import read_dataset
 from carb_lib.evaluation import prepare_dataset
 from carb_lib.evaluation.kernel_law import kernel_law_comparison
+from carb_lib.families._alloc import parse_variant
 
 
 def main() -> None:
@@ -72,8 +73,7 @@ def main() -> None:
         other = set(read_dataset(args.same_configs_as)["config_id"].astype(str))
         df = df[df["config_id"].astype(str).isin(other)].reset_index(drop=True)
     bench = kernels.read_bench(args.bench)
-    faults = False if args.faults is None else (
-        int(args.faults) if args.faults.isdigit() else args.faults)
+    faults = False if args.faults is None else parse_variant(args.faults)
     template = kernels.KernelModel(faults=faults)
     probe_note = f"; KernelModel(faults={faults!r})" if args.faults else ""
     try:

@@ -145,6 +145,10 @@ def test_fault_variant_comes_from_the_benchmark_or_the_parameter():
     assert kernels.KernelModel(n_estimators=5, faults=True).fit(tagged).fault_variant_ == "16+fp16"
     assert kernels.KernelModel(n_estimators=5, faults=16).fit(tagged).fault_variant_ == 16
     assert kernels.KernelModel(n_estimators=5).fit(tagged).fault_variant_ is None
+    as_text = bench.assign(alloc_variant="16")  # a file column holds text: read as the block 16
+    assert kernels.KernelModel(n_estimators=5, faults=True).fit(as_text).fault_variant_ == 16
+    with pytest.raises(ValueError, match="block=12 is not modelled"):
+        kernels.KernelModel(n_estimators=5, faults=True).fit(bench.assign(alloc_variant="12"))
     mixed = tagged.assign(alloc_variant=np.where(np.arange(300) % 2, "8", "16"))
     with pytest.raises(ValueError, match=r"mixes allocator variants \['16', '8'\]"):
         kernels.KernelModel(n_estimators=5, faults=True).fit(mixed)

@@ -127,6 +127,14 @@ def variant_parts(variant: int | str) -> tuple[int, bool]:
     return int(variant), False
 
 
+def parse_variant(text: str) -> int | str:
+    """An allocator variant (:data:`BLOCKS`) from its text, e.g. ``"16"`` or ``"16+fp16"`` as a
+    file column or a command line holds it; ``ValueError`` for one that is not modelled."""
+    variant: int | str = int(text) if str(text).isdigit() else str(text)
+    variant_parts(variant)
+    return variant
+
+
 def host_variant() -> int | str:
     """The allocator variant (:data:`BLOCKS`) of the CPU this process runs on:
     :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT` where PyTorch's oneDNN runs fp16 convs, 16 on
