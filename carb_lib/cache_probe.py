@@ -35,7 +35,7 @@ import pandas as pd
 from carb_lib.operators import _byte_parts
 from carb_lib.vocab import DEFAULT_ALLOC_BLOCK
 
-__all__ = ["PROBE_SIZES_MIB", "CacheKnee", "cache_knee", "read_bandwidth"]
+__all__ = ["PROBE_SIZES_MIB", "CacheKnee", "bench_variant", "cache_knee", "read_bandwidth"]
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +143,19 @@ def cache_knee(probe: pd.DataFrame, *, small_mib: float = 32, large_mib: float =
 #: evicted, then page faults*), unless the top of the heap happens to hold it.
 MMAP_MAX_BYTES = 32 * 2**20
 _INPLACE = ("relu", "relu6", "silu")  # the families' activations write their input
+
+
+def bench_variant(bench: pd.DataFrame) -> int | str:
+    """The allocator variant a kernel benchmark records (its ``alloc_variant`` column, since
+    session 20), else :data:`~carb_lib.vocab.DEFAULT_ALLOC_BLOCK`; ``ValueError`` for a mix."""
+    from carb_lib.families._alloc import parse_variant
+
+    seen = (bench["alloc_variant"].dropna().astype(str).unique()
+            if "alloc_variant" in bench.columns else [])
+    if len(seen) > 1:
+        raise ValueError(f"the kernel benchmark mixes allocator variants {sorted(seen)}; "
+                         "give KernelModel(faults=VARIANT)")
+    return parse_variant(seen[0]) if len(seen) == 1 else DEFAULT_ALLOC_BLOCK
 
 
 def _mmap_mib(ops: pd.DataFrame, variant: int | str = DEFAULT_ALLOC_BLOCK) -> np.ndarray:

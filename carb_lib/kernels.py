@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from carb_lib.cache_probe import CacheKnee, _mmap_mib, _weight_traffic
+from carb_lib.cache_probe import CacheKnee, _mmap_mib, _weight_traffic, bench_variant
 from carb_lib.operators import (  # the operator vocabulary, sampler and file, re-exported
     _ELTWISE,
     BENCH_COLUMNS,
@@ -64,7 +64,7 @@ from carb_lib.operators import (  # the operator vocabulary, sampler and file, r
     read_bench,
     sample_kernels,
 )
-from carb_lib.vocab import DEFAULT_ALLOC_BLOCK, FP16_ONEDNN_VARIANT, KERNEL_FEATURE
+from carb_lib.vocab import FP16_ONEDNN_VARIANT, KERNEL_FEATURE
 
 __all__ = [
     "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS",
@@ -449,7 +449,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
         t = t[ok]
         self.fault_variant_, self.fault_ms_per_mib_ = None, 0.0
         if self.faults is not False:
-            self.fault_variant_ = self._fault_variant(rows)
+            self.fault_variant_ = self.faults if self.faults is not True else bench_variant(rows)
             mib = self._mapped(rows)
             self.fault_ms_per_mib_ = self._fault_cost(X, t, rows, mib)
             if self.fault_ms_per_mib_ > 0:
@@ -473,21 +473,6 @@ class KernelModel(RegressorMixin, BaseEstimator):
         """MiB each operator maps afresh per call (``fault_variant_``)."""
         return _mmap_mib(ops, self.fault_variant_)
 
-    def _fault_variant(self, bench: pd.DataFrame) -> int | str:
-        """``faults``' allocator variant; for ``True`` the benchmark's ``alloc_variant`` when it
-        records one, else :data:`~carb_lib.vocab.DEFAULT_ALLOC_BLOCK`."""
-        if self.faults is not True:
-            return self.faults
-        seen = (bench["alloc_variant"].dropna().astype(str).unique()
-                if "alloc_variant" in bench.columns else [])
-        if len(seen) > 1:
-            raise ValueError(f"the kernel benchmark mixes allocator variants {sorted(seen)}; "
-                             "give KernelModel(faults=VARIANT)")
-        if len(seen) == 1:
-            from carb_lib.families._alloc import parse_variant
-
-            return parse_variant(seen[0])
-        return DEFAULT_ALLOC_BLOCK
 
     def _fault_cost(self, X: pd.DataFrame, t: np.ndarray, rows: pd.DataFrame,
                     mib: np.ndarray) -> float:
