@@ -122,3 +122,38 @@ def test_faults_check_compares_counted_faults_with_the_allocator_model(tmp_path)
                         "--variant", "16", "--out", str(out)], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert r.returncode == 1 and "has no faults_per_call column" in r.stderr
+
+
+def test_kernel_sittings_pairs_one_draw_and_refuses_another(tmp_path):
+    """``kernel_sittings.py``: one draw timed twice is paired row by row; a host 1.2x slower
+    with one operator 2x slower on top gives median 1.2 and that one operator outside ±10 %;
+    two different draws are one line naming the first row that differs, and no report."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kernel_synthetic import synthetic_bench
+
+    old = synthetic_bench(200, seed=4)
+    new = old.assign(time_ms=old["time_ms"] * 1.2)
+    new.loc[7, "time_ms"] *= 2.0
+    paths = {}
+    for name, df in (("old", old), ("new", new), ("other", synthetic_bench(200, seed=5))):
+        paths[name] = tmp_path / f"{name}.parquet"
+        df.to_parquet(paths[name])
+    out = tmp_path / "sittings.txt"
+    script = str(ROOT / "scripts" / "kernel_sittings.py")
+    r = subprocess.run([sys.executable, script, str(paths["old"]), str(paths["new"]), "--out",
+                        str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "200 operators paired; time new / old: median 1.200" in text
+    assert f"{100 * 199 / 200:.1f} % within ±10 %" in text
+    assert np.isfinite(float(text.split("log old time: ")[1].split()[0]))
+    out.unlink()
+    r = subprocess.run([sys.executable, script, str(paths["old"]), str(paths["other"]), "--out",
+                        str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 1 and not out.exists()
+    assert r.stderr.strip().startswith("kernel_sittings: row ") and ": operator (" in r.stderr
+    assert r.stderr.strip().endswith("not the same draw")
