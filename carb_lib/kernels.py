@@ -473,7 +473,6 @@ class KernelModel(RegressorMixin, BaseEstimator):
         """MiB each operator maps afresh per call (``fault_variant_``)."""
         return _mmap_mib(ops, self.fault_variant_)
 
-
     def _fault_cost(self, X: pd.DataFrame, t: np.ndarray, rows: pd.DataFrame,
                     mib: np.ndarray) -> float:
         """ms per freshly mapped MiB (``mib`` per operator): the median, over operators that map

@@ -23,7 +23,8 @@ Questions:
 
 * ``faults`` (session 20): ``faults=False`` against ``True`` (a page-fault term per MiB of
   buffers past glibc's 32 MiB mmap threshold, fitted on the operators: README, *Weights
-  evicted, then page faults*; the rule said switch, session 20 kept it off: see there); ``target="flops"``, ``features="all"``, ``draws="aligned"``.
+  evicted, then page faults*; the rule said switch, session 20 kept it off: see there);
+  ``target="flops"``, ``features="all"``, ``draws="aligned"``.
 
 ``python scripts/kernel_paired.py target data/kernels/cpu_epyc_zen3_2c.parquet --seeds 10
 --out results/carb/kernel_target_paired``

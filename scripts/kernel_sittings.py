@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.kernels import OP_COLUMNS
+from carb_lib.metrics import within_pct
 
 PAIR_COLUMNS = [*OP_COLUMNS, "batch", "precision"]
 
@@ -45,23 +46,24 @@ def paired(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 def report(p: pd.DataFrame) -> str:
     """The text summary of :func:`paired` rows."""
     med = float(p["ratio"].median())
-    rel = p["ratio"] / med
-    within = (rel - 1).abs() <= 0.10
+    p = p.assign(expected_ms=p["old_ms"] * med)  # the old time at this sitting's median speed
     log_r, log_t = np.log(p["ratio"]), np.log(p["old_ms"])
     buf = io.StringIO()
     print(f"{len(p):,} operators paired; time new / old: median {med:.3f} "
           f"(p10 {p['ratio'].quantile(0.1):.3f}, p90 {p['ratio'].quantile(0.9):.3f})", file=buf)
-    print(f"with the median divided out: {100 * within.mean():.1f} % within ±10 %, "
-          f"{100 * ((rel - 1).abs() <= 0.05).mean():.1f} % within ±5 %; "
-          f"sd of the log ratio {float(np.log(rel).std()):.3f}", file=buf)
+    print(f"with the median divided out: "
+          f"{100 * within_pct(p['expected_ms'], p['new_ms'], 10):.1f} % within ±10 %, "
+          f"{100 * within_pct(p['expected_ms'], p['new_ms'], 5):.1f} % within ±5 %; "
+          f"sd of the log ratio {float(np.log(p['ratio'] / med).std()):.3f}", file=buf)
     print(f"correlation of log ratio with log old time: {np.corrcoef(log_r, log_t)[0, 1]:.2f}",
           file=buf)
     size = pd.qcut(p["old_ms"], 4, labels=["fastest quarter", "second", "third",
                                            "slowest quarter"])
     for name, key in (("kind", p["kind"] + " " + p["precision"]), ("old time", size)):
-        g = p.assign(within=within).groupby(key, observed=True)
+        g = p.groupby(key, observed=True)
+        within = g.apply(lambda x: within_pct(x["expected_ms"], x["new_ms"], 10))
         t = pd.DataFrame({"n": g.size(), "median_ratio": g["ratio"].median().round(3),
-                          "within_10pct": (100 * g["within"].mean()).round(1)})
+                          "within_10pct": (100 * within).round(1)})
         print(f"\nby {name}:\n{t.to_string()}", file=buf)
     return buf.getvalue()
 
