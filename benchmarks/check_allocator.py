@@ -32,6 +32,11 @@ DATASETS = ("data/cpu_epyc_zen3_2c.parquet", "data/new_families/cpu_epyc_zen3_2c
             "data/other_cpus/cpu_xeon_gnr_2c.parquet",
             "data/other_cpus/new_families/cpu_xeon_gnr_2c.parquet",
             "data/other_cpus/new_families/cpu_xeon_gnr_2c_rest.parquet",
+            "data/other_cpus/cpu_xeon_gnr_2c_session19.parquet",
+            "data/other_cpus/cpu_xeon_gnr_2c_session20.parquet",
+            "data/other_cpus/cpu_epyc_zen4_2c.parquet",
+            "data/other_cpus/cpu_epyc_zen5_2c.parquet",
+            "data/other_cpus/new_families/cpu_epyc_zen5_2c.parquet",
             "data/other_cpus/new_families/cpu_epyc_zen5_2c_rest.parquet")
 
 

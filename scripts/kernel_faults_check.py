@@ -26,10 +26,8 @@ import numpy as np
 import pandas as pd
 
 from carb_lib import kernels
-from carb_lib.cache_probe import _mmap_mib
+from carb_lib.cache_probe import PAGES_PER_MIB, fault_agreement
 from carb_lib.families._alloc import parse_variant
-
-PAGES_PER_MIB = 256
 
 
 def main() -> None:
@@ -43,11 +41,9 @@ def main() -> None:
     bench = kernels.read_bench(args.bench).reset_index(drop=True)
     if "faults_per_call" not in bench.columns or bench["faults_per_call"].isna().all():
         raise SystemExit(f"{args.bench} has no faults_per_call column (timed before session 20)")
-    mib = _mmap_mib(bench, variant)
+    agree = fault_agreement(bench, variant)
+    mib, mapped, hit, quiet = agree.mib, agree.mapped, agree.hit, agree.quiet
     faults = bench["faults_per_call"].to_numpy(dtype=float)
-    mapped = mib > 0
-    hit = faults >= 0.9 * mib * PAGES_PER_MIB
-    quiet = faults < 100
     lines = [f"# python scripts/kernel_faults_check.py {args.bench} --variant {args.variant} "
              f"--out {args.out}",
              f"{len(bench):,} operators; {int(mapped.sum())} expected to map buffers past 32 MiB "
@@ -56,7 +52,7 @@ def main() -> None:
              f"pages (median faults / expected {np.median(faults[mapped] / (mib[mapped] * PAGES_PER_MIB)):.3f})",
              f"  not expected to map: {100 * quiet[~mapped].mean():.2f} % fault < 100 times per "
              f"call (median {np.median(faults[~mapped]):.1f})"]
-    off = (mapped & ~hit) | (~mapped & ~quiet)
+    off = agree.disagreeing
     if off.any():
         tab = (pd.DataFrame({"kind": bench["kind"], "precision": bench["precision"],
                              "expected_to_map": mapped, "off": off})[off]

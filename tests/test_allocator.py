@@ -444,3 +444,29 @@ def test_the_two_xeons_peak_alike_on_every_shared_config():
         assert len(m) >= 1000
         assert (m["peak_mem_mib_a"] == m["peak_mem_mib_b"]).all()
         assert 1.2 < float(np.median(m["latency_ms_a"] / m["latency_ms_b"])) < 1.6
+
+
+@pytest.mark.parametrize("block,depth", [("basic", 34), ("bottleneck", 200)])
+def test_repeated_blocks_are_counted_not_walked(block, depth):
+    """The ResNet walk visits blocks 0 and 1 of a stage and counts the rest (they repeat block
+    1 exactly): features and peak still equal the built model's, at a depth where a stage has
+    36 blocks."""
+    from carb_lib.families.resnet import STAGE_BLOCKS, _resnet_unit
+    from carb_lib.features import measured_features, static_features
+
+    assert max(STAGE_BLOCKS[(block, depth)]) > 2
+    _resnet_unit.cache_clear()
+    fam = get_family("resnet")
+    df = pd.DataFrame({"family": "resnet", "block": block, "depth": depth, "width": 0.5,
+                       "early_downsample": False, "resolution": 32, "batch": [3, 16],
+                       "precision": "fp32", "num_classes": 10})
+    feats = static_features(df)
+    for i, row in df.iterrows():
+        cfg = fam.from_row(row.to_dict())
+        meas = measured_features(cfg)
+        for col, value in meas.items():
+            assert feats.at[i, col] == value, col
+        with torch.device("meta"):
+            model = fam.build_model(cfg)
+        sim = simulate_peak(model, (cfg.batch, 3, 32, 32), precision="fp32")
+        assert feats.at[i, ALLOC_FEATURE] == pytest.approx(sim.peak_bytes, rel=0, abs=0.5)

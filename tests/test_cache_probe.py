@@ -102,6 +102,12 @@ def test_mmap_mib_lists_the_buffers_past_glibcs_threshold():
     np.testing.assert_allclose(_mmap_mib(ops, "16+fp16")[3], 36)
     with pytest.raises(ValueError, match="block=12 is not modelled"):
         _mmap_mib(ops, 12)
+    # a buffer of exactly 32 MiB: left out by default, counted with inclusive=True
+    edge = pd.DataFrame([_op(kind="add", k=1, pad=0, cin=16, cout=16, h_in=128, h_out=128,
+                             batch=32)])  # 16 x 128 x 128 float32 x 32 images = 32 MiB
+    assert _mmap_mib(edge, 16).tolist() == [0.0]
+    assert _mmap_mib(edge, 16, inclusive=True).tolist() == [32.0]
+    np.testing.assert_allclose(_mmap_mib(ops, 16, inclusive=True), _mmap_mib(ops, 16))
 
 
 def test_fault_term_learns_a_known_cost_per_mapped_mib():

@@ -157,3 +157,26 @@ def test_kernel_sittings_pairs_one_draw_and_refuses_another(tmp_path):
     assert r.returncode == 1 and not out.exists()
     assert r.stderr.strip().startswith("kernel_sittings: row ") and ": operator (" in r.stderr
     assert r.stderr.strip().endswith("not the same draw")
+
+
+def test_mmap_boundary_finds_the_operators_with_a_buffer_of_exactly_32_mib():
+    """``mmap_boundary.py`` picks the operators whose events hold a buffer of exactly 32 MiB
+    (those the two fault rules disagree on) and refuses to run without ``--out``."""
+    import importlib.util
+    import sys
+
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("mmap_boundary",
+                                                  ROOT / "scripts" / "mmap_boundary.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    base = dict(kind="add", cin=16, cout=16, k=1, stride=1, pad=0, groups=1, h_in=128,
+                h_out=128, precision="fp32")
+    ops = pd.DataFrame([{**base, "batch": 32},    # 32 MiB exactly
+                        {**base, "batch": 33},    # 33 MiB: past it under both rules
+                        {**base, "batch": 31}])   # 31 MiB: under it under both
+    assert mod._exactly_edge(ops, 16).tolist() == [True, False, False]
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mmap_boundary.py")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "--out is required" in r.stderr

@@ -362,7 +362,14 @@ def _candidates(kind: str, args: tuple) -> list[tuple[float, float]]:
         w += ev[1]
         if ev[0] > 0 or ev[1] > 0:
             pts.append((a, w))
-    return [p for p in pts if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in pts)]
+    keep = []
+    for p in pts:  # (a plain loop: this runs for every op geometry of a cold walk)
+        for q in pts:
+            if q[0] >= p[0] and q[1] >= p[1] and q != p:
+                break
+        else:
+            keep.append(p)
+    return keep
 
 
 #: Candidate points kept per op and lane (an op has at most this many undominated ones).
@@ -453,14 +460,21 @@ def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndar
 
 
 def alloc_feature_columns(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
-                          precision: np.ndarray, batch: np.ndarray,
+                          precision: np.ndarray | pd.Series, batch: np.ndarray,
                           bpe: np.ndarray) -> dict[str, np.ndarray]:
     """Every :data:`~carb_lib.vocab.ALLOC_FEATURES` column (one per allocator variant) of every
     row: :func:`alloc_peak_bytes` with each variant (the precisions are factorized once, as a
     categorical, for all of them)."""
-    prec = pd.Categorical(np.asarray(precision, dtype=object))
+    pcodes, uniq = pd.factorize(precision if isinstance(precision, pd.Series)
+                                else np.asarray(precision, dtype=object))
+    prec = pd.Categorical.from_codes(pcodes, categories=pd.Index(np.asarray(uniq, dtype=object)))
     return {name: alloc_peak_bytes(alloc_units, codes, params, prec, batch, bpe, block)
             for block, name in ALLOC_FEATURES.items()}
+
+
+#: Where the batch ranges of :data:`LANES` start and end (each lane's range is a union of the
+#: tiers between consecutive breaks, so a row's lane follows from its precision and tier).
+_BREAKS = np.array(sorted({lo for _, lo, _, _ in LANES} | {hi + 1 for _, _, hi, _ in LANES}))
 
 
 def lane_of(precision: np.ndarray, batch: np.ndarray, block: int | str = BLOCK) -> np.ndarray:
@@ -468,18 +482,19 @@ def lane_of(precision: np.ndarray, batch: np.ndarray, block: int | str = BLOCK) 
     (:data:`BLOCKS`: oneDNN's channel block, or :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`);
     -1 where none applies."""
     channels, fp16_dnn = variant_parts(block)
-    prec_s = pd.Series(precision if isinstance(precision, pd.Categorical)
-                       else np.asarray(precision, dtype=object))
-    pcodes, uniq = pd.factorize(prec_s)
-    b = np.asarray(batch)
-    lane = np.full(len(b), -1, dtype=np.int64)
+    pcodes, uniq = pd.factorize(precision if isinstance(precision, pd.Categorical)
+                                else np.asarray(precision, dtype=object))
+    tier = np.searchsorted(_BREAKS, np.asarray(batch), side="right") - 1  # -1: below the first
+    # (precision, tier) -> lane; the last row (code -1: missing) and the last two columns
+    # (beyond the last break; tier -1) stay -1
+    table = np.full((len(uniq) + 1, len(_BREAKS) + 1), -1, dtype=np.int64)
     for j, p in enumerate(uniq):
-        rows = pcodes == j
-        for i, (prec, lo, hi, blk) in enumerate(LANES):
-            want = (16 if fp16_dnn else 0) if prec == "fp16" else channels
-            if prec == p and blk == want:
-                lane[rows & (b >= lo) & (b <= hi)] = i
-    return lane
+        for t, start in enumerate(_BREAKS[:-1]):
+            for i, (prec, lo, hi, blk) in enumerate(LANES):
+                want = (16 if fp16_dnn else 0) if prec == "fp16" else channels
+                if prec == p and blk == want and lo <= start <= hi:
+                    table[j, t] = i
+    return table[pcodes, tier]
 
 
 def alloc_peak(tables: np.ndarray, codes: np.ndarray, precision: np.ndarray,

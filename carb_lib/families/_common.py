@@ -142,6 +142,15 @@ def scale_extra_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray,
     return out[list(EXTRA_STATIC_FEATURES)]
 
 
+def broadcast_rows(table: np.ndarray, codes: np.ndarray, columns: list[str],
+                   index: pd.Index) -> pd.DataFrame:
+    """``table[codes]`` as a frame of ``columns`` (one per column of ``table``), gathered
+    column by column into the column-major layout that pandas keeps (no transposing copy of
+    a frame of a million rows)."""
+    gathered = np.ascontiguousarray(table.T)[:, codes]  # (columns, rows), C order
+    return pd.DataFrame(gathered.T, columns=columns, index=index, copy=False)
+
+
 def factorize_rows(df: pd.DataFrame, key_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
     """Codes of the unique rows of ``df[key_cols]`` and those unique rows (fast for 1M rows).
 

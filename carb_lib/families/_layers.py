@@ -65,7 +65,7 @@ import pandas as pd
 
 from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_feature_columns
 from carb_lib.families._base import ConfigError
-from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT
+from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT, broadcast_rows
 from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
 #: The family-agnostic extra static features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`).
@@ -264,11 +264,11 @@ def static_frame(df: pd.DataFrame, family: str, arch_columns: tuple[str, ...],
                             cfg.num_classes))
     nu = len(UNIT_COLUMNS)
     table = np.array(rows, dtype=np.float64).reshape(len(uniques), nu + len(ALLOC_UNIT_COLUMNS))
-    units = pd.DataFrame(table[codes, :nu], columns=list(UNIT_COLUMNS), index=df.index)
+    units = broadcast_rows(table[:, :nu], codes, list(UNIT_COLUMNS), df.index)
     batch, bpe = _batches(df["batch"]), bytes_per_element(df["precision"])
     out = scale_units(units, batch, bpe)
     alloc = alloc_feature_columns(table[:, nu:], codes, units["params"].to_numpy(),
-                                  df["precision"].to_numpy(), batch, bpe)
+                                  df["precision"], batch, bpe)
     for name, values in alloc.items():
         out[name] = values
     return out

@@ -65,6 +65,7 @@ from carb_lib.families._common import (
     BATCH_SIZES,
     EXTRA_UNIT_COLUMNS,
     UNIT_COLUMNS,
+    broadcast_rows,
     bytes_per_element,
     check_columns,
     check_int,
@@ -377,9 +378,30 @@ def _resnet_unit(
     # stages; the stem's output is referenced until the stages return, each stage's input
     # until the stage returns (nn.Sequential's arguments)
     stem_out = x
+
+    def totals() -> tuple:
+        return (*n.values(), macs, params, act, mb, mem.buffer_elems, mem.n_buffers)
+
+    def repeat(before: tuple, times: int) -> None:
+        """Count the last block ``times`` more (its sums since ``before``); its ops add no
+        allocator candidate (the same geometries at the same live bytes) and no new peak."""
+        nonlocal macs, params, act, mb
+        d = [b - a for a, b in zip(before, totals(), strict=True)]
+        for k, dk in zip(n, d, strict=False):
+            n[k] += dk * times
+        m = len(n)
+        macs, params, act, mb = (v + dk * times for v, dk in
+                                 zip((macs, params, act, mb), d[m:m + 4], strict=True))
+        mem.buffer_elems += d[m + 4] * times
+        mem.n_buffers += d[m + 5] * times
+
     for i, (nb, w) in enumerate(zip(blocks, widths, strict=True)):
         stage_in = x
-        for j in range(nb):
+        # blocks 2.. of a stage repeat block 1 exactly (stride 1, no projection, the same
+        # shapes and live bytes): walk blocks 0 and 1, then count block 1 nb - 2 more times
+        for j in range(min(nb, 2)):
+            if j == 1:
+                before = totals()
             s = 2 if (i > 0 and j == 0) else 1
             cout = w * exp
             xin = x
@@ -422,6 +444,8 @@ def _resnet_unit(
             mb += 3 * e2  # the in-place residual add reads two tensors, writes one
             relu(e2)  # after the in-place residual add
             h, x, cin = h2, e2, cout
+        if nb > 2:
+            repeat(before, nb - 2)
     # head
     act += cin  # adaptive average pool output (C x 1 x 1)
     n["pool"] += 1
@@ -514,7 +538,7 @@ def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None
         rows.append(unit_fn(*u))
     nu = len(RESNET_UNIT_COLUMNS)
     table = np.array(rows, dtype=np.float64).reshape(len(uniq), nu + len(ALLOC_UNIT_COLUMNS))
-    units = pd.DataFrame(table[codes, :nu], columns=list(RESNET_UNIT_COLUMNS), index=df.index)
+    units = broadcast_rows(table[:, :nu], codes, list(RESNET_UNIT_COLUMNS), df.index)
     return units, table[:, nu:], codes
 
 
@@ -554,7 +578,7 @@ def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
     for c in EXTRA_STATIC_FEATURES:
         out[c] = extra[c].to_numpy()
     for name, values in alloc_feature_columns(alloc, codes, units["params"].to_numpy(),
-                                              df["precision"].to_numpy(), batch, bpe).items():
+                                              df["precision"], batch, bpe).items():
         out[name] = values
     return out
 
