@@ -42,7 +42,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check carb_lib tests benchmarks scripts
+	$(BIN)/ruff check carb_lib tests benchmarks scripts examples
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

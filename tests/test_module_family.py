@@ -81,6 +81,8 @@ def test_hand_counts_of_a_user_network():
     assert f["flops"] == fcm.get_total_flops()
     dw = 3 * 2 * (16 * 9 * 16 * 16) * 2  # 3 depthwise convs, 16 x 16 outputs, batch 2
     assert f["dw_flops_share"] == dw / f["flops"]
+    # SE: Conv2d(16, 4, 1) and Conv2d(4, 16, 1) on a 1 x 1 map, 3 blocks, batch 2
+    assert f["se_flops"] == 3 * 2 * (16 * 4 + 4 * 16) * 2
 
 
 @pytest.mark.parametrize("family", ["resnet", "mobilenetv2", "efficientnet", "nb201"])
@@ -106,8 +108,9 @@ def test_flops_equal_flop_counter_mode_on_the_project_networks(family):
         model(torch.empty(2, 3, cfg.resolution, cfg.resolution, device="meta"))
     assert meas["flops"] == fcm.get_total_flops()
     analytic = static_features(pd.DataFrame([cfg.to_dict()])).iloc[0]
-    for col in ("flops", "params", "n_conv", "n_bn", "n_fc", "n_dwconv", "n_add", "n_se"):
-        assert meas[col] == analytic[col], col
+    cols = ("flops", "params", "n_conv", "n_bn", "n_fc", "n_dwconv", "n_add", "n_se")
+    for col in (*cols, "se_flops") if family != "nb201" else cols:
+        assert meas[col] == analytic[col], col  # se_flops: traced from each gate to its pool
     if cfg.family in ("mobilenetv2", "efficientnet"):  # depthwise share, as the family has it
         assert meas["dw_flops_share"] == analytic["dw_flops_share"]
 
@@ -335,3 +338,31 @@ def test_bad_input_is_one_line_and_nothing_is_measured_or_written(fitted, tmp_pa
                   "--out", str(out), *args)  # fmt: skip
     assert_one_line_error(res, *fragments)
     assert not out.exists()
+
+
+def test_the_readme_example_network():
+    """``examples/my_cnn.py:my_cnn`` (README, *Your own network*): four depthwise-separable
+    blocks, no residual add and no SE, its parameters those of the built network."""
+    spec = str(Path(__file__).resolve().parents[1] / "examples" / "my_cnn.py") + ":my_cnn"
+    cfg = M.ModuleConfig(spec, (3, 96, 96), 8, "fp16")
+    f = static_features(pd.DataFrame([cfg.to_dict()])).iloc[0]
+    assert (f["n_conv"], f["n_dwconv"], f["n_bn"], f["n_fc"]) == (9, 4, 9, 1)
+    assert (f["n_add"], f["n_se"], f["se_flops"]) == (0, 0, 0)
+    assert f["params"] == sum(p.numel() for p in M.build_from_spec(spec, "{}").parameters())
+    assert f["param_bytes"] == 2 * f["params"] and cfg.num_classes == 1000
+
+
+def test_a_shared_model_predicts_a_user_module(fitted, tmp_path):
+    """A ``--feature-set shared`` model reads ``se_flops``, which user modules now carry (before
+    session 22 such a prediction stopped at a missing ``se_flops`` column)."""
+    data = fitted[0].parent / "syn.parquet"
+    model, out = tmp_path / "shared.joblib", tmp_path / "p.csv"
+    res = cli("fit", "--data", str(data), "--out", str(model), "--quick",
+              "--feature-set", "shared")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = cli("predict", "--model", str(model), "--module", TINY, "--input-shape", "3,32,32",
+              "--batches", "1,16", "--out", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out)
+    assert len(pred) == 2 and (pred["se_flops"] > 0).all()
+    assert np.isfinite(pred["latency_ms_pred"]).all() and (pred["latency_ms_pred"] > 0).all()

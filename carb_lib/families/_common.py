@@ -285,8 +285,8 @@ def _residual_adds() -> Any:
     """A dispatch mode counting the memory-bound binary ops that are no module: residual
     additions (``aten.add``/``add_`` of two tensors of one shape; attributes ``n``, ``nbytes``)
     and squeeze-and-excitation gating multiplies (``aten.mul``/``mul_`` of an N x C x ... map by
-    an N x C x 1 x ... gate; attributes ``n_gate``, ``gate_bytes``); bytes are those read and
-    written (the inputs and the output)."""
+    an N x C x 1 x ... gate; attributes ``n_gate``, ``gate_bytes``, and ``gates``, the gate
+    tensors); bytes are those read and written (the inputs and the output)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -306,6 +306,7 @@ def _residual_adds() -> Any:
         def __init__(self) -> None:
             super().__init__()
             self.n = self.nbytes = self.n_gate = self.gate_bytes = 0
+            self.gates: list = []
 
         def observe(self, func, args, out) -> None:
             """Count ``func(*args) -> out`` if it is a residual add or a gating multiply."""
@@ -318,6 +319,7 @@ def _residual_adds() -> Any:
             elif func in muls and (is_gate(a, b) or is_gate(b, a)):
                 self.n_gate += 1
                 self.gate_bytes += nbytes(a, b, out)
+                self.gates.append(b if is_gate(a, b) else a)
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))

@@ -40,8 +40,11 @@ microseconds. Conventions (as for the built-in families, :mod:`carb_lib.features
 * ``peak_act_bytes``: an estimate — the input batch plus the largest inputs + output of one
   leaf module call (no liveness analysis of a user graph);
 * functional calls (``torch.relu``, ``F.max_pool2d``) are not layers: they count in
-  ``flops`` where they have FLOPs, not in the layer counts. ``se_flops`` is not attributed
-  (not a column of this family).
+  ``flops`` where they have FLOPs, not in the layer counts;
+* ``se_flops``: FLOPs of the conv and ``Linear`` modules on the path from each gating
+  multiply's gate back to the pooling module that squeezed it (the modules' outputs traced
+  through forward hooks); a gate computed by functional calls (``x.mean``, ``torch.sigmoid``)
+  ends the trace there, and its convs are not counted.
 
 Bad input raises a :class:`ModuleError` (a :class:`~carb_lib.families.ConfigError`) whose one-line
 message names the factory and, where user code failed, the exception it raised.
@@ -95,9 +98,9 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("module", "input_shape", "batch", "precisio
 MODULE_COLUMNS: tuple[str, ...] = (
     COMMON_CONFIG_COLUMNS[0], *(c.name for c in OWN_COLUMNS), *COMMON_CONFIG_COLUMNS[1:]
 )
-#: Extra static features measured for user modules (``se_flops`` cannot be attributed).
+#: Extra static features measured for user modules (the family-agnostic ones).
 EXTRA_COLUMNS: tuple[str, ...] = (
-    "n_dwconv", "n_pool", "n_add", "n_se", "dw_flops_share", "memory_bound_bytes",
+    "n_dwconv", "n_pool", "n_add", "n_se", "dw_flops_share", "se_flops", "memory_bound_bytes",
 )  # fmt: skip
 #: Every static feature column of the family.
 FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *EXTRA_COLUMNS)
@@ -332,8 +335,14 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     def nbytes(t: Any) -> int:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
+    made: dict[int, tuple] = {}  # id of a leaf's output -> (leaf, kind, its inputs' ids)
+    held: list = []  # the traced tensors stay alive: their ids are not reused
+
     def hook(module, inputs, out):
-        kind = kinds[id(module)][1]
+        name, kind = kinds[id(module)]
+        if isinstance(out, torch.Tensor):  # the first producer wins (in-place ops return it)
+            made.setdefault(id(out), (name, kind, [id(i) for i in inputs]))
+            held.append((out, inputs))
         out_b = sum(nbytes(o) for o in (out if isinstance(out, (tuple, list)) else (out,)))
         in_b = sum(nbytes(i) for i in inputs)
         tot["act"] += out_b
@@ -368,7 +377,11 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
                           f"{tuple(out.shape) if isinstance(out, torch.Tensor) else ''}")
     flops = int(fcm.get_total_flops())
     per_module, root = fcm.get_flop_counts(), type(model).__name__
-    dw = sum(sum(per_module.get(f"{root}.{n}" if n else root, {}).values()) for n in dw_leaves)
+
+    def leaf_flops(names) -> int:
+        return sum(sum(per_module.get(f"{root}.{n}" if n else root, {}).values()) for n in names)
+
+    dw, se = leaf_flops(dw_leaves), leaf_flops(_se_leaves(made, binary.gates))
     params = int(sum(p.numel() for p in model.parameters()))
     bpe = BYTES_PER_ELEMENT[precision]
     act = tot["act"]
@@ -380,9 +393,30 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
         "arith_intensity_flop_per_byte": flops / (params * bpe + act) if params + act else 0.0,
         "n_dwconv": counts["dwconv"], "n_pool": counts["pool"], "n_add": binary.n,
         "n_se": binary.n_gate, "dw_flops_share": dw / flops if flops else 0.0,
+        "se_flops": int(se),
         "memory_bound_bytes": tot["mb"] + binary.nbytes + binary.gate_bytes,
         "num_classes": int(out[0].numel()), "dw_flops": int(dw),
     }  # fmt: skip
+
+
+def _se_leaves(made: dict[int, tuple], gates: list) -> set[str]:
+    """Names of the conv and linear leaves that compute the SE ``gates``: from each gate back
+    through leaf outputs (``made``) to the pooling leaf that squeezed it."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [id(g) for g in gates]
+    while stack:
+        t = stack.pop()
+        if t in seen or t not in made:
+            continue
+        seen.add(t)
+        name, kind, inputs = made[t]
+        if kind == "pool":
+            continue
+        if kind in ("conv", "fc"):
+            found.add(name)
+        stack.extend(inputs)
+    return found
 
 
 class ModuleInfo(NamedTuple):
@@ -643,6 +677,7 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("n_dwconv", "n_pool", "n_add", "n_se"):
         out[c] = u[c].astype(np.int64)
     dw = (u["dw_flops"] * batch).astype(np.int64)
+    out["se_flops"] = (u["se_flops"] * batch).astype(np.int64)
     out["dw_flops_share"] = np.where(out["flops"] > 0, dw / np.maximum(out["flops"], 1), 0.0)
     out["memory_bound_bytes"] = (u["memory_bound_bytes"] * el * batch * bpe).astype(np.int64)
     out.update(_alloc_peaks(df, batch))
