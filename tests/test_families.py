@@ -108,8 +108,8 @@ def test_family_implements_the_protocol(name):
     feats = fam.static_features(frame)
     assert tuple(feats.columns) == fam.feature_columns
     assert tuple(feats.columns[: len(STATIC_FEATURES)]) == STATIC_FEATURES
-    # every family fills the extras (a user module's SE FLOPs cannot be attributed)
-    extras = set(EXTRA_STATIC_FEATURES) - ({"se_flops"} if name == "module" else set())
+    # every family fills the extras (a user module's SE FLOPs traced since session 22)
+    extras = set(EXTRA_STATIC_FEATURES)
     assert extras <= set(feats.columns)
     measured = fam.measured_features(cfg)
     assert set(measured) >= {"flops", "params", "activation_bytes", *extras}

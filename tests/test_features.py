@@ -52,8 +52,10 @@ def test_compare_features_dispatches_to_every_family():
     cmp = compare_features(mixed)
     assert cmp.groupby("config_id").ngroups == 6 == len(family_names())
     assert cmp["match"].all(), cmp[~cmp["match"]].to_string()
-    for col in ("flops", *EXTRA_STATIC_FEATURES):  # a user module's SE FLOPs: not attributed
-        assert (cmp["column"] == col).sum() == (5 if col == "se_flops" else 6), col
+    for col in ("flops", *EXTRA_STATIC_FEATURES):  # a user module's SE FLOPs too (traced)
+        assert (cmp["column"] == col).sum() == 6, col
+    se = cmp[(cmp["column"] == "se_flops") & (cmp["config_id"] == 5)]["measured"].tolist()
+    assert se == [2 * 2 * (16 * 4 + 4 * 16) * 3]  # tiny: 2 SE blocks of 16 channels, batch 3
     share = cmp.loc[cmp["column"] == "dw_flops_share", "measured"].tolist()
     assert share[:2] == [0, 0] and 0 < share[2] < 1 and 0 < share[5] < 1  # depthwise convs
     # the comparison is real: the measured values are those of each family's own function
