@@ -7,6 +7,7 @@ naming the problem (and the user code's exception) and nothing is measured or wr
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -366,3 +367,15 @@ def test_a_shared_model_predicts_a_user_module(fitted, tmp_path):
     pred = pd.read_csv(out)
     assert len(pred) == 2 and (pred["se_flops"] > 0).all()
     assert np.isfinite(pred["latency_ms_pred"]).all() and (pred["latency_ms_pred"] > 0).all()
+
+
+@pytest.mark.parametrize("linear", [False, True])
+def test_se_flops_of_functional_and_linear_squeeze_excitation(linear):
+    """The SE branch is traced through functional calls (``x.mean``, ``torch.relu``,
+    ``torch.sigmoid``) and reshapes; neither the 3x3 conv before it nor the classifier after
+    it counts."""
+    cfg = M.ModuleConfig(f"{NETS}:functional_se", (3, 32, 32), 4, "fp32",
+                         json.dumps({"linear": linear}))
+    f = static_features(pd.DataFrame([cfg.to_dict()])).iloc[0]
+    assert f["n_se"] == 1
+    assert f["se_flops"] == 4 * 2 * (16 * 4 + 4 * 16)  # reduce + expand, batch 4

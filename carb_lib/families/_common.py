@@ -286,7 +286,9 @@ def _residual_adds() -> Any:
     additions (``aten.add``/``add_`` of two tensors of one shape; attributes ``n``, ``nbytes``)
     and squeeze-and-excitation gating multiplies (``aten.mul``/``mul_`` of an N x C x ... map by
     an N x C x 1 x ... gate; attributes ``n_gate``, ``gate_bytes``, and ``gates``, the gate
-    tensors); bytes are those read and written (the inputs and the output)."""
+    tensors); bytes are those read and written (the inputs and the output). ``inputs_of`` maps
+    the id of every op's output to its tensor inputs' ids (the first op that wrote it), and
+    the tensors stay referenced, so that a gate can be traced back to its squeeze."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -307,6 +309,8 @@ def _residual_adds() -> Any:
             super().__init__()
             self.n = self.nbytes = self.n_gate = self.gate_bytes = 0
             self.gates: list = []
+            self.inputs_of: dict[int, list[int]] = {}
+            self._held: list = []
 
         def observe(self, func, args, out) -> None:
             """Count ``func(*args) -> out`` if it is a residual add or a gating multiply."""
@@ -324,6 +328,10 @@ def _residual_adds() -> Any:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             self.observe(func, args, out)
+            if isinstance(out, torch.Tensor):
+                ins = [a for a in args if isinstance(a, torch.Tensor)]
+                self.inputs_of.setdefault(id(out), [id(a) for a in ins])
+                self._held.append((out, ins))
             return out
 
     return BinaryOps()

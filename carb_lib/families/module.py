@@ -41,10 +41,10 @@ microseconds. Conventions (as for the built-in families, :mod:`carb_lib.features
   leaf module call (no liveness analysis of a user graph);
 * functional calls (``torch.relu``, ``F.max_pool2d``) are not layers: they count in
   ``flops`` where they have FLOPs, not in the layer counts;
-* ``se_flops``: FLOPs of the conv and ``Linear`` modules on the path from each gating
-  multiply's gate back to the pooling module that squeezed it (the modules' outputs traced
-  through forward hooks); a gate computed by functional calls (``x.mean``, ``torch.sigmoid``)
-  ends the trace there, and its convs are not counted.
+* ``se_flops``: FLOPs of the conv and ``Linear`` modules whose outputs lie on the path from
+  each gating multiply's gate back to its squeeze: every op's inputs, followed through tensors
+  that are 1 x 1 in space (the squeeze's input is not), functional calls (``x.mean``,
+  ``torch.sigmoid``) included; a functional conv in the branch is not counted.
 
 Bad input raises a :class:`ModuleError` (a :class:`~carb_lib.families.ConfigError`) whose one-line
 message names the factory and, where user code failed, the exception it raised.
@@ -335,14 +335,14 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     def nbytes(t: Any) -> int:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
-    made: dict[int, tuple] = {}  # id of a leaf's output -> (leaf, kind, its inputs' ids)
+    made: dict[int, tuple] = {}  # id of a leaf's output -> (leaf, kind, output shape)
     held: list = []  # the traced tensors stay alive: their ids are not reused
 
     def hook(module, inputs, out):
         name, kind = kinds[id(module)]
         if isinstance(out, torch.Tensor):  # the first producer wins (in-place ops return it)
-            made.setdefault(id(out), (name, kind, [id(i) for i in inputs]))
-            held.append((out, inputs))
+            made.setdefault(id(out), (name, kind))
+            held.append(out)
         out_b = sum(nbytes(o) for o in (out if isinstance(out, (tuple, list)) else (out,)))
         in_b = sum(nbytes(i) for i in inputs)
         tot["act"] += out_b
@@ -381,7 +381,7 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     def leaf_flops(names) -> int:
         return sum(sum(per_module.get(f"{root}.{n}" if n else root, {}).values()) for n in names)
 
-    dw, se = leaf_flops(dw_leaves), leaf_flops(_se_leaves(made, binary.gates))
+    dw, se = leaf_flops(dw_leaves), leaf_flops(_se_leaves(made, binary, held))
     params = int(sum(p.numel() for p in model.parameters()))
     bpe = BYTES_PER_ELEMENT[precision]
     act = tot["act"]
@@ -399,23 +399,25 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     }  # fmt: skip
 
 
-def _se_leaves(made: dict[int, tuple], gates: list) -> set[str]:
-    """Names of the conv and linear leaves that compute the SE ``gates``: from each gate back
-    through leaf outputs (``made``) to the pooling leaf that squeezed it."""
+def _se_leaves(made: dict[int, tuple], binary: Any, held: list) -> set[str]:
+    """Names of the conv and linear leaves that compute the SE gates of ``binary`` (the
+    dispatch mode): from each gate back through every op's inputs, only into tensors that are
+    1 x 1 in space (so the trace stops at the squeeze), collecting leaves whose outputs it
+    reaches (``made``, from the forward hooks)."""
+    small = {id(t) for t in (*held, *(o for o, _ in binary._held))
+             if all(d == 1 for d in t.shape[2:])}
     found: set[str] = set()
     seen: set[int] = set()
-    stack = [id(g) for g in gates]
+    stack = [id(g) for g in binary.gates]
     while stack:
         t = stack.pop()
-        if t in seen or t not in made:
+        if t in seen or t not in small:
             continue
         seen.add(t)
-        name, kind, inputs = made[t]
-        if kind == "pool":
-            continue
+        name, kind = made.get(t, ("", None))
         if kind in ("conv", "fc"):
             found.add(name)
-        stack.extend(inputs)
+        stack.extend(binary.inputs_of.get(t, ()))
     return found
 
 
