@@ -366,6 +366,13 @@ RANGE_COLUMNS: tuple[str, ...] = ("block", "depth", "width", "early_downsample",
 #: Unit of each target (:data:`carb_lib.vocab.TARGET_UNITS`; costs are per batch).
 UNITS: dict[str, str] = TARGET_UNITS
 _DISTANCE_NUMERIC = ("depth", "width", "resolution", "batch")
+#: What a user network (family ``module``) is compared on: its size and kind of layers, as
+#: the model sees them, not a config of a family.
+MODULE_RANGE_COLUMNS: tuple[str, ...] = (
+    "resolution", "batch", "precision", "flops", "params", "activation_bytes", "n_dwconv",
+    "dw_flops_share", "n_add", "n_se",
+)  # fmt: skip
+_MODULE_DISTANCE_NUMERIC = ("flops", "params", "resolution", "batch")
 _DISTANCE_CATEGORICAL = ("block", "precision", "early_downsample")
 
 
@@ -443,17 +450,18 @@ def training_ranges(config: pd.DataFrame, train: pd.DataFrame,
     return pd.DataFrame(rows, columns=["column", "value", "train_min", "train_max", "outside"])
 
 
-def nearest_measured(config: pd.DataFrame, measured: pd.DataFrame, k: int = 5) -> pd.DataFrame:
+def nearest_measured(config: pd.DataFrame, measured: pd.DataFrame, k: int = 5,
+                     numeric: Sequence[str] = _DISTANCE_NUMERIC) -> pd.DataFrame:
     """The ``k`` measured rows nearest to ``config``.
 
-    Distance: Euclidean over log2 of depth, width, resolution and batch (each divided by its
-    standard deviation in ``measured``), plus 1 for each of block, precision and
-    early_downsample that differs. 0 means the same config was measured.
+    Distance: Euclidean over log2 of the ``numeric`` columns (default depth, width, resolution
+    and batch; each divided by its standard deviation in ``measured``), plus 1 for each of
+    block, precision and early_downsample that differs. 0 means the same config was measured.
     """
     if measured.empty:
         return measured.assign(distance=pd.Series(dtype=float))
     d2 = np.zeros(len(measured))
-    for col in _DISTANCE_NUMERIC:
+    for col in numeric:
         if col in measured.columns and col in config.columns:
             m = np.log2(pd.to_numeric(measured[col], errors="coerce").astype(float).to_numpy())
             c = math.log2(float(config[col].iloc[0]))
@@ -464,7 +472,8 @@ def nearest_measured(config: pd.DataFrame, measured: pd.DataFrame, k: int = 5) -
             d2 += (measured[col].astype(str).to_numpy() != str(config[col].iloc[0])).astype(float)
     dist = np.sqrt(np.nan_to_num(d2, nan=np.inf))
     order = np.argsort(dist, kind="stable")[:k]
-    cols = [c for c in ("platform", "block", "depth", "width", "early_downsample", "resolution",
+    cols = [c for c in ("platform", "family", "block", "depth", "width", "early_downsample",
+                        "resolution",
                         "batch", "precision", "flops", "peak_mem_mib", "energy_j", "latency_ms")
             if c in measured.columns]
     out = measured.iloc[order][cols].copy()
@@ -474,7 +483,8 @@ def nearest_measured(config: pd.DataFrame, measured: pd.DataFrame, k: int = 5) -
 
 def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
                 measured: pd.DataFrame | None = None, coverage: float = DEFAULT_COVERAGE,
-                k: int = 5) -> CostReport:
+                k: int = 5, *, columns: Sequence[str] = RANGE_COLUMNS,
+                distance: Sequence[str] = _DISTANCE_NUMERIC) -> CostReport:
     """Predict ``config``'s cost with ``model`` and put it in context.
 
     Parameters
@@ -491,6 +501,9 @@ def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
         Nominal coverage of the split-conformal intervals.
     k : int
         Nearest measured rows listed.
+    columns, distance : sequence of str
+        Columns compared with the training range (:func:`training_ranges`) and numeric
+        columns of the distance (:func:`nearest_measured`).
     """
     iv = model.predict_interval(config, coverage=coverage)
     pred = pd.DataFrame([
@@ -501,8 +514,52 @@ def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
            if t == "energy_j" else "not in the training data"
            for t in getattr(model, "skipped_targets_", [])}
     measured = train if measured is None else measured
-    return CostReport(config, pred, nearest_measured(config, measured, k),
-                      training_ranges(config, train), why)
+    return CostReport(config, pred, nearest_measured(config, measured, k, distance),
+                      training_ranges(config, train, columns), why)
+
+
+def module_config(module: str, input_shape: Any, batch: int = 1, precision: str = "fp32",
+                  module_kwargs: Any = "{}") -> pd.DataFrame:
+    """One user network (family ``module``: ``package.module:function`` or
+    ``path/to/file.py:function``) as a one-row frame with its static features.
+
+    Raises
+    ------
+    carb_lib.families.ConfigError
+        One line naming the factory and what failed.
+    """
+    from carb_lib.families.module import ModuleConfig
+    from carb_lib.features import static_features
+
+    row = pd.DataFrame([ModuleConfig(module, input_shape, batch, precision,
+                                     module_kwargs).to_dict()])
+    feats = static_features(row)
+    return pd.concat([row, feats[[c for c in feats.columns if c not in row.columns]]], axis=1)
+
+
+def module_cost(model, train: pd.DataFrame, module: str, input_shape: Any, *, batch: int = 1,
+                precision: str = "fp32", module_kwargs: Any = "{}",
+                measured: pd.DataFrame | None = None, coverage: float = DEFAULT_COVERAGE,
+                k: int = 5) -> CostReport:
+    """"What does *my* network cost?": :func:`cost_report` of a user network, shown.
+
+    Compared with the training rows on :data:`MODULE_RANGE_COLUMNS` (static features the
+    training rows lack are computed first); the nearest measured rows by FLOPs, parameters,
+    resolution and batch. Fit the model with ``feature_set="shared"`` on several families.
+
+    Examples
+    --------
+    >>> rep = module_cost(model, train, "examples/my_cnn.py:my_cnn", "3,96,96",
+    ...                   batch=8)  # doctest: +SKIP
+    """
+    from carb_lib.features import fill_static_features
+
+    cfg = module_config(module, input_shape, batch, precision, module_kwargs)
+    train = fill_static_features(train, [c for c in MODULE_RANGE_COLUMNS if c in cfg.columns])
+    rep = cost_report(model, cfg, train, measured, coverage, k, columns=MODULE_RANGE_COLUMNS,
+                      distance=_MODULE_DISTANCE_NUMERIC)
+    _display_report(rep)
+    return rep
 
 
 def _report_html(rep: CostReport) -> str:

@@ -197,3 +197,33 @@ def test_static_cost_report(cpu_model, monkeypatch):
     rep = explore.network_cost(model, train, interactive=False, block="basic", depth=18)
     assert isinstance(rep, explore.CostReport)
     assert rep.config["depth"].iloc[0] == 18
+
+
+def test_module_cost_reports_a_user_network(cpu_model, monkeypatch):
+    """``module_cost``: a user network's predicted cost with intervals (those of
+    ``predict_interval``), its depthwise convs outside the ResNet training rows' range
+    (computed for rows that lack the column), nearest rows by FLOPs, parameters, resolution
+    and batch; a factory that does not exist is one line."""
+    from pathlib import Path
+
+    from carb_lib.families import ConfigError
+
+    monkeypatch.setattr(explore, "_display_report", lambda rep: None)
+    model, train, measured = cpu_model
+    nets = Path(__file__).parent / "fixtures" / "user_module" / "nets.py"
+    assert "n_dwconv" not in train.columns
+    rep = explore.module_cost(model, train, f"{nets}:tiny", "3,64,64", batch=8, coverage=0.8,
+                              k=4)
+    cfg = explore.module_config(f"{nets}:tiny", "3,64,64", 8)
+    iv = model.predict_interval(cfg, coverage=0.8)
+    pred = rep.prediction.set_index("target")
+    for t in model.targets_:
+        assert pred.loc[t, "predicted"] == pytest.approx(iv[t].iloc[0])
+        assert pred.loc[t, "lo"] <= pred.loc[t, "predicted"] <= pred.loc[t, "hi"]
+    ranges = rep.ranges.set_index("column")
+    assert ranges.loc["n_dwconv", "value"] == 2 and ranges.loc["n_dwconv", "train_max"] == 0
+    assert rep.is_extrapolation and "n_dwconv" in rep.summary()
+    assert not ranges.loc["resolution", "outside"] and not ranges.loc["batch", "outside"]
+    assert len(rep.nearest) == 4 and rep.nearest["distance"].is_monotonic_increasing
+    with pytest.raises(ConfigError, match="no_such_pkg"):
+        explore.module_config("no_such_pkg.nets:f", "3,32,32")
