@@ -288,7 +288,7 @@ def _residual_adds() -> Any:
     an N x C x 1 x ... gate; attributes ``n_gate``, ``gate_bytes``, and ``gates``, the gate
     tensors); bytes are those read and written (the inputs and the output). ``inputs_of`` maps
     the id of every op's output to its tensor inputs' ids (the first op that wrote it), and
-    the tensors stay referenced, so that a gate can be traced back to its squeeze."""
+    the tensors stay referenced (``held``), so that a gate can be traced back to its squeeze."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -310,7 +310,7 @@ def _residual_adds() -> Any:
             self.n = self.nbytes = self.n_gate = self.gate_bytes = 0
             self.gates: list = []
             self.inputs_of: dict[int, list[int]] = {}
-            self._held: list = []
+            self.held: list = []
 
         def observe(self, func, args, out) -> None:
             """Count ``func(*args) -> out`` if it is a residual add or a gating multiply."""
@@ -331,7 +331,7 @@ def _residual_adds() -> Any:
             if isinstance(out, torch.Tensor):
                 ins = [a for a in args if isinstance(a, torch.Tensor)]
                 self.inputs_of.setdefault(id(out), [id(a) for a in ins])
-                self._held.append((out, ins))
+                self.held.append((out, ins))
             return out
 
     return BinaryOps()

@@ -335,7 +335,7 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     def nbytes(t: Any) -> int:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
-    made: dict[int, tuple] = {}  # id of a leaf's output -> (leaf, kind, output shape)
+    made: dict[int, tuple] = {}  # id of a leaf's output -> (leaf name, kind)
     held: list = []  # the traced tensors stay alive: their ids are not reused
 
     def hook(module, inputs, out):
@@ -404,7 +404,7 @@ def _se_leaves(made: dict[int, tuple], binary: Any, held: list) -> set[str]:
     dispatch mode): from each gate back through every op's inputs, only into tensors that are
     1 x 1 in space (so the trace stops at the squeeze), collecting leaves whose outputs it
     reaches (``made``, from the forward hooks)."""
-    small = {id(t) for t in (*held, *(o for o, _ in binary._held))
+    small = {id(t) for t in (*held, *(o for o, _ in binary.held))
              if all(d == 1 for d in t.shape[2:])}
     found: set[str] = set()
     seen: set[int] = set()
