@@ -555,7 +555,9 @@ def module_cost(model, train: pd.DataFrame, module: str, input_shape: Any, *, ba
     from carb_lib.features import fill_static_features
 
     cfg = module_config(module, input_shape, batch, precision, module_kwargs)
-    train = fill_static_features(train, [c for c in MODULE_RANGE_COLUMNS if c in cfg.columns])
+    config_columns = ("resolution", "batch", "precision")
+    train = fill_static_features(train, [c for c in MODULE_RANGE_COLUMNS
+                                         if c not in config_columns])
     rep = cost_report(model, cfg, train, measured, coverage, k, columns=MODULE_RANGE_COLUMNS,
                       distance=_MODULE_DISTANCE_NUMERIC)
     _display_report(rep)
