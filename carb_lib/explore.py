@@ -409,7 +409,7 @@ def make_config(block: str = "basic", depth: int = 18, width: float = 1.0,
     carb_lib.space.ConfigError
         If a value is outside the design space.
     """
-    from carb_lib.features import static_features
+    from carb_lib.features import with_static_features
     from carb_lib.space import ResNetConfig
 
     cfg = ResNetConfig(block=block, depth=int(depth), width=float(width),
@@ -419,8 +419,7 @@ def make_config(block: str = "basic", depth: int = 18, width: float = 1.0,
                          "width": cfg.width, "early_downsample": cfg.early_downsample,
                          "resolution": cfg.resolution, "batch": cfg.batch,
                          "precision": cfg.precision, "num_classes": cfg.num_classes}])
-    feats = static_features(row)
-    return pd.concat([row, feats[[c for c in feats.columns if c not in row.columns]]], axis=1)
+    return with_static_features(row)
 
 
 def training_ranges(config: pd.DataFrame, train: pd.DataFrame,
@@ -529,12 +528,10 @@ def module_config(module: str, input_shape: Any, batch: int = 1, precision: str 
         One line naming the factory and what failed.
     """
     from carb_lib.families.module import ModuleConfig
-    from carb_lib.features import static_features
+    from carb_lib.features import with_static_features
 
-    row = pd.DataFrame([ModuleConfig(module, input_shape, batch, precision,
-                                     module_kwargs).to_dict()])
-    feats = static_features(row)
-    return pd.concat([row, feats[[c for c in feats.columns if c not in row.columns]]], axis=1)
+    return with_static_features(pd.DataFrame([ModuleConfig(module, input_shape, batch,
+                                                           precision, module_kwargs).to_dict()]))
 
 
 def module_cost(model, train: pd.DataFrame, module: str, input_shape: Any, *, batch: int = 1,

@@ -90,7 +90,7 @@ def main() -> None:
     if args.out is None:
         ap.error("--out is required")
 
-    from carb_lib.cache_probe import PAGES_PER_MIB, _mmap_mib, fault_agreement
+    from carb_lib.cache_probe import PAGES_PER_MIB, fault_agreement
     from carb_lib.devices import cpu_identity
     from carb_lib.families._alloc import parse_variant
 
@@ -108,9 +108,9 @@ def main() -> None:
         path, _, var = spec.rpartition(":")
         variant = parse_variant(var)
         bench = pd.read_parquet(path).reset_index(drop=True)
+        agree = {incl: fault_agreement(bench, variant, inclusive=incl) for incl in (False, True)}
         edge = np.flatnonzero(_exactly_edge(bench, variant))
-        gt = _mmap_mib(bench.iloc[edge], variant) * PAGES_PER_MIB
-        ge = _mmap_mib(bench.iloc[edge], variant, inclusive=True) * PAGES_PER_MIB
+        gt, ge = (agree[incl].mib[edge] * PAGES_PER_MIB for incl in (False, True))
         fresh = [_fresh("--child-op", path, str(i)) for i in edge]
         tab = bench.iloc[edge][["kind", "cin", "cout", "k", "stride", "h_in", "h_out", "batch",
                                 "precision", "faults_per_call"]].assign(
@@ -123,7 +123,7 @@ def main() -> None:
                   f"{(np.asarray(fresh) >= 0.9 * ge).sum()} / {len(edge)}"]
         print("\n".join(lines[-3:]), flush=True)
         for rule, inclusive in ((">", False), (">=", True)):
-            a = fault_agreement(bench, variant, inclusive=inclusive)
+            a = agree[inclusive]
             shares.append({"benchmark": Path(path).stem, "rule": f"{rule} 32 MiB",
                            "expected_to_map": int(a.mapped.sum()),
                            "mapped_and_faulting_pct": 100 * a.hit[a.mapped].mean(),

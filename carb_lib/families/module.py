@@ -335,14 +335,13 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     def nbytes(t: Any) -> int:
         return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
-    made: dict[int, tuple] = {}  # id of a leaf's output -> (leaf name, kind)
-    held: list = []  # the traced tensors stay alive: their ids are not reused
+    # id of a leaf's output -> (leaf name, kind); the dispatch mode keeps the tensors alive
+    made: dict[int, tuple] = {}
 
     def hook(module, inputs, out):
         name, kind = kinds[id(module)]
         if isinstance(out, torch.Tensor):  # the first producer wins (in-place ops return it)
             made.setdefault(id(out), (name, kind))
-            held.append(out)
         out_b = sum(nbytes(o) for o in (out if isinstance(out, (tuple, list)) else (out,)))
         in_b = sum(nbytes(i) for i in inputs)
         tot["act"] += out_b
@@ -381,7 +380,7 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     def leaf_flops(names) -> int:
         return sum(sum(per_module.get(f"{root}.{n}" if n else root, {}).values()) for n in names)
 
-    dw, se = leaf_flops(dw_leaves), leaf_flops(_se_leaves(made, binary, held))
+    dw, se = leaf_flops(dw_leaves), leaf_flops(_se_leaves(made, binary))
     params = int(sum(p.numel() for p in model.parameters()))
     bpe = BYTES_PER_ELEMENT[precision]
     act = tot["act"]
@@ -399,13 +398,12 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
     }  # fmt: skip
 
 
-def _se_leaves(made: dict[int, tuple], binary: Any, held: list) -> set[str]:
+def _se_leaves(made: dict[int, tuple], binary: Any) -> set[str]:
     """Names of the conv and linear leaves that compute the SE gates of ``binary`` (the
     dispatch mode): from each gate back through every op's inputs, only into tensors that are
     1 x 1 in space (so the trace stops at the squeeze), collecting leaves whose outputs it
     reaches (``made``, from the forward hooks)."""
-    small = {id(t) for t in (*held, *(o for o, _ in binary.held))
-             if all(d == 1 for d in t.shape[2:])}
+    small = {id(o) for o, _ in binary.held if all(d == 1 for d in o.shape[2:])}
     found: set[str] = set()
     seen: set[int] = set()
     stack = [id(g) for g in binary.gates]
