@@ -277,6 +277,9 @@ def merge_parts(
 ) -> pd.DataFrame:
     """Join a campaign folder's result parts into one validated dataset.
 
+    A folder of passes (``pass0/``, ``pass1/``, ... of ``carb profile --passes``) is first
+    combined into one row per config (:func:`carb_lib.passes.combine_passes`: the fastest
+    pass's row, the first pass's memory) and its reference rows joined.
     Rows are deduplicated per (platform, config_id) by :func:`dedupe` (first ``ok`` row,
     else the last row), rows of ``existing`` counting as earlier. **An existing file at
     ``out_path`` is extended, never silently replaced**: it is the ``existing`` dataset unless
@@ -314,13 +317,18 @@ def merge_parts(
             raise IsADirectoryError(f"{out_path} is a folder; give a .parquet file name")
         if out_path.suffix != ".parquet":
             raise ValueError(f"{out_path}: a dataset is written as Parquet; name it *.parquet")
+    from carb_lib.passes import combine_passes, pass_dirs, read_passes
+
+    passes = pass_dirs(folder)
     try:
-        df = read_parts(folder, RESULTS_PREFIX)
+        df = combine_passes(read_passes(folder)) if passes else read_parts(folder, RESULTS_PREFIX)
     except Exception as exc:  # a corrupt part file
         raise SchemaError(f"{folder}: cannot read the part files: {exc}") from None
     if len(df) == 0:
         raise FileNotFoundError(f"no {RESULTS_PREFIX}-*.parquet parts in {folder}")
-    ref = reference_rows(folder)
+    refs = [r for r in map(reference_rows, passes or [folder]) if len(r)]
+    ref = (pd.concat(refs, ignore_index=True).sort_values("measured_at", kind="stable")
+           .reset_index(drop=True) if refs else pd.DataFrame())  # fmt: skip
     df["latency_norm_ms"] = normalise_latency(df, ref)
     if existing is None and out_path is not None and out_path.exists() and not force:
         existing = out_path

@@ -324,6 +324,7 @@ def profile(
     cluster_timeout_s: float = typer.Option(10.0, "--cluster-timeout-s", help="How long to try reaching a tcp:// scheduler."),
     max_tries: int = typer.Option(3, "--max-tries", help="With --cluster: worker deaths a config may cause before it gets a status=error row."),
     chunk_size: int = typer.Option(1, "--chunk-size", help="With --cluster: configs per task."),
+    passes: int = typer.Option(1, "--passes", help="Measure the configs this many times, a whole pass apart, into OUT/pass<p>/; `carb merge` keeps each config's fastest pass (a host whose speed swings: carb_lib.passes)."),
     module: str | None = _MODULE,
     input_shape: str | None = _INPUT_SHAPE,
     module_kwargs: str = _MODULE_KWARGS,
@@ -338,7 +339,7 @@ def profile(
     timeout = _alias(timeout_s, timeout_old, "--timeout", "--timeout-s", default=300.0)
     cooldown = _alias(cooldown_s, cooldown_old, "--cooldown", "--cooldown-s")
     for name, value, lo in (("--n-sample", n_sample, 1), ("--threads", threads, 1),
-                            ("--ref-every", ref_every, 0)):  # fmt: skip
+                            ("--ref-every", ref_every, 0), ("--passes", passes, 1)):  # fmt: skip
         if value is not None and value < lo:
             raise ValueError(f"{name} must be >= {lo}, got {value}")
     for name, value in (("--timeout-s", timeout), ("--time-budget-s", time_budget),
@@ -372,6 +373,16 @@ def profile(
         typer.echo(f"protocol: {settings} (all settings in {out / 'protocol.json'})", err=True)
     common = dict(platform=platform, seed=seed, ref_every=ref_every, time_budget_s=time_budget,
                   max_gflops=max_gflops, shard=shard, progress=progress)
+    if passes > 1:
+        if cluster is not None:
+            raise ValueError("--passes measures on this machine; it does not combine with --cluster")
+        from carb_lib.passes import pass_agreement, read_passes, run_passes
+
+        for p, r in enumerate(run_passes(df, out, passes, device, Protocol(**kw), **common)):
+            typer.echo(f"pass {p}: counts {r.counts}; drift {r.drift}")
+        if (agree := pass_agreement(read_passes(out))) is not None:
+            typer.echo(agree.summary())
+        return
     if cluster is None:
         res = run_campaign(df, out, device, Protocol(**kw), **common)
     else:
@@ -417,6 +428,10 @@ def merge(
     df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out,
                      force=force, allow_mixed_platforms=allow_mixed_platforms)  # fmt: skip
     typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")
+    from carb_lib.passes import pass_agreement, read_passes
+
+    if (agree := pass_agreement(read_passes(parts_dir))) is not None:
+        typer.echo(agree.summary())
 
 
 @app.command()
