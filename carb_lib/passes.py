@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MEMORY_COLUMNS", "PassAgreement", "combine_passes", "pass_agreement", "pass_dirs",
-           "read_passes", "run_passes"]
+__all__ = ["MEMORY_COLUMNS", "PassAgreement", "combine_passes", "latency_matrix",
+           "pass_agreement", "pass_dirs", "read_passes", "run_passes"]
 
 logger = logging.getLogger("carb.passes")
 
@@ -66,8 +66,8 @@ def read_passes(folder: str | Path) -> list[pd.DataFrame]:
     return [read_parts(p) for p in pass_dirs(folder)]
 
 
-def _latency_matrix(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """``config_id`` x pass table of ok latencies (NaN where a pass has no ok row)."""
+def latency_matrix(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``config_id`` x pass table of ``latency_ms`` of ok rows (NaN where a pass has none)."""
     cols = {}
     for p, f in enumerate(frames):
         if len(f) == 0:
@@ -98,7 +98,7 @@ def combine_passes(frames: list[pd.DataFrame]) -> pd.DataFrame:
     if not frames or all(len(f) == 0 for f in frames):
         return pd.DataFrame()
     first = frames[0]
-    lat = _latency_matrix(frames)
+    lat = latency_matrix(frames)
     rows: list[pd.DataFrame] = []
     for p, f in enumerate(frames):
         if len(f):
@@ -161,7 +161,7 @@ class PassAgreement:
 
 def pass_agreement(frames: list[pd.DataFrame]) -> PassAgreement | None:
     """The halves check of :class:`PassAgreement`; None with fewer than 2 passes."""
-    lat = _latency_matrix(frames)
+    lat = latency_matrix(frames)
     r = lat.shape[1]
     if r < 2:
         return None

@@ -9,7 +9,8 @@
 #      detector flags the first), for BUDGET_S in all;
 #   4. carb merge (fastest pass per config), split into the fresh rows
 #      (data/other_cpus/new_families/PLATFORM_passes.parquet) and the re-measured ones
-#      (results/measurement/passes_PLATFORM/remeasured_rows.parquet);
+#      (results/measurement/passes_PLATFORM/remeasured_rows.parquet); every pass's rows in
+#      results/measurement/passes_PLATFORM/pass_rows.parquet;
 #   5. the host's noise again.
 #
 # Usage: scripts/passes_campaign.sh PLATFORM [PASSES BUDGET_S]   (defaults 8 3600)
@@ -53,6 +54,13 @@ is_fresh = rows["config_id"].isin(fresh)
 write_dataset(rows[is_fresh].reset_index(drop=True), new)
 write_dataset(rows[~is_fresh].reset_index(drop=True), f"{res}/remeasured_rows.parquet")
 print(f"fresh rows {int(is_fresh.sum())} -> {new}; re-measured {int((~is_fresh).sum())}")
+EOF
+$PY - "runs/${PLAT}_passes_parts" "$RES/pass_rows.parquet" <<'EOF'
+import sys
+import pandas as pd
+from carb_lib.passes import read_passes
+frames = read_passes(sys.argv[1])  # every pass's rows, kept for scripts/passes_check.py
+pd.concat([f.assign(**{"pass": p}) for p, f in enumerate(frames)]).to_parquet(sys.argv[2])
 EOF
 say "host noise (after)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true

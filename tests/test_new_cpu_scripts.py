@@ -1,5 +1,6 @@
 """The shell scripts of a new CPU (scripts/new_cpu_campaign.sh, scripts/new_cpu_analyses.sh) and
-of fresh rows on a known one (scripts/fresh_rows_campaign.sh): valid bash, and the campaigns
+of fresh rows on a known one (scripts/fresh_rows_campaign.sh, and in passes:
+scripts/passes_campaign.sh, scripts/passes_analyses.sh): valid bash, and the campaigns
 refuse, before measuring anything, to overwrite measured files; the diagnostic scripts of the
 worst small-batch rows write and read their timing list."""
 
@@ -10,7 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu_analyses.sh",
-           ROOT / "scripts" / "fresh_rows_campaign.sh"]
+           ROOT / "scripts" / "fresh_rows_campaign.sh", ROOT / "scripts" / "passes_campaign.sh",
+           ROOT / "scripts" / "passes_analyses.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -45,6 +47,16 @@ def test_fresh_rows_campaign_refuses_existing_or_missing_files_and_writes_nothin
     assert r.stderr.strip() == ("fresh_rows_campaign: no earlier rows "
                                 "data/other_cpus/new_families/cpu_never_measured.parquet")
     assert sorted(p.name for p in (ROOT / "data" / "kernels").iterdir()) == before
+
+
+def test_passes_campaign_refuses_existing_rows_and_writes_nothing():
+    before = sorted(p.name for p in (ROOT / "results" / "measurement").iterdir())
+    r = subprocess.run(["bash", str(SCRIPTS[3]), "cpu_epyc_zen5_2c"], capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == ("passes_campaign: data/other_cpus/new_families/"
+                                "cpu_epyc_zen5_2c_passes.parquet exists: fresh rows go to a new file")
+    assert sorted(p.name for p in (ROOT / "results" / "measurement").iterdir()) == before
 
 
 def test_additivity_config_ids_name_the_rows_or_refuse(tmp_path):

@@ -74,6 +74,8 @@ def test_two_passes_measure_merge_and_refuse_a_single_pass_folder(tmp_path):
     both = pd.concat([p0, p1]).groupby("config_id")["latency_ms"].min()
     assert np.allclose(merged.set_index("config_id")["latency_ms"], both.loc[merged["config_id"]])
     assert merged["peak_mem_mib"].notna().all() and merged["latency_norm_ms"].notna().all()
+    r = CliRunner().invoke(app, ["merge", str(out), str(tmp_path / "d2.parquet")])
+    assert r.exit_code == 0 and "2 passes, 4 configs; fastest of passes 1-1" in r.output
     # a rerun resumes both passes: nothing left to measure
     again = run_passes(cfg, out, 2, "cpu", FAST, platform="synthetic_cpu", ref_every=0,
                        progress=False)  # fmt: skip
@@ -85,3 +87,24 @@ def test_two_passes_measure_merge_and_refuse_a_single_pass_folder(tmp_path):
         run_passes(cfg, single, 2, "cpu", FAST)
     r = CliRunner().invoke(app, ["profile", "--passes", "0", "--out", str(tmp_path / "x")])
     assert r.exit_code != 0 and "--passes must be >= 1" in r.output
+
+
+def test_the_committed_protocol_check_is_what_the_script_writes(tmp_path):
+    """Session 23's check.txt (pre-registration G1-G2) from the committed rows of every pass."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    res = root / "results" / "measurement" / "passes_cpu_epyc_zen5_2c"
+    out = tmp_path / "check.txt"
+    r = subprocess.run([sys.executable, str(root / "scripts" / "passes_check.py"),
+                        str(res / "pass_rows.parquet"), "--quiet",
+                        str(root / "data/other_cpus/new_families/cpu_epyc_zen5_2c.parquet"),
+                        str(root / "data/other_cpus/cpu_epyc_zen5_2c.parquet"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=120, cwd=root,
+                       env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    body = out.read_text().splitlines()[1:]
+    assert body == (res / "check.txt").read_text().splitlines()[1:]
+    assert any("fastest pass     n  90  median ratio 1.149" in line for line in body)
