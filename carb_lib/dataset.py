@@ -207,7 +207,8 @@ SCHEMA: tuple[Column, ...] = (
     _c("latency_window_cv", "float", "quality", False, "allowed", True,
        doc="CV of the used windows' median latencies: the row's own noise"),
     _c("latency_passes", "int", "quality", False, "allowed", True,
-       doc="passes whose fastest row is the row (carb profile --passes; missing: one pass)"),
+       doc="passes that measured the config ok; the row is the fastest (carb profile --passes; "
+           "missing: one pass)"),
     _c("latency_pass_spread", "float", "quality", False, "allowed", True,
        doc="median latency over the passes / the fastest pass's - 1 (carb_lib.passes)"),
     _c("cpu_share", "float", "quality", False, "allowed", True,
