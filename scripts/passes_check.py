@@ -78,6 +78,15 @@ def main() -> None:
     lines.append("\n## halves check (fastest of the first half of the passes against the second)")
     agree = pass_agreement(frames)
     lines.append(f"all configs: {agree.summary() if agree else 'one pass: no halves'}")
+    for k in range(2, len(frames), 2):
+        s = pass_agreement(frames[:k])
+        lines.append(f"  with the first {k} passes only: median |log ratio| "
+                     f"{100 * s.median_abs_log_ratio:4.1f} %, within 10 % {100 * s.within_10:5.1f} %")
+    if len(frames) >= 2:  # interleaved halves: the host's drift over the campaign cancels
+        a_, b_ = lat.iloc[:, 0::2].min(axis=1), lat.iloc[:, 1::2].min(axis=1)
+        lr = np.abs(np.log(a_ / b_)).dropna()
+        lines.append(f"  even against odd passes: median |log ratio| {100 * lr.median():4.1f} %, "
+                     f"within 10 % {100 * (lr < np.log(1.10)).mean():5.1f} %")
     fresh = lat.index.difference(quiet.index)
     for f in sorted(set(fam.loc[fresh])) if agree else []:
         ids = set(fam.loc[fresh][fam.loc[fresh] == f].index)
