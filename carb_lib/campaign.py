@@ -248,6 +248,7 @@ def run_campaign(
     idle_seconds: float = 2.0,
     progress: bool = True,
     log: Any = None,
+    desc: str | None = None,
 ) -> CampaignResult:
     """Measure ``configs`` on one device into part files under ``out_dir``.
 
@@ -283,6 +284,8 @@ def run_campaign(
     log : callable, optional
         ``log(str)`` for messages (default: ``logger.info`` of the ``carb.campaign`` logger,
         which ``carb`` shows on stderr).
+    desc : str, optional
+        Label of the progress bar (default ``carb <platform>``).
 
     Returns
     -------
@@ -309,7 +312,7 @@ def run_campaign(
             configs, out, dev, protocol, plat=plat, seed=seed, ref_every=ref_every,
             reference=reference, time_budget_s=time_budget_s, max_gflops=max_gflops,
             shard_t=shard_t, idle_seconds=idle_seconds, progress=progress, log=log,
-            t_begin=t_begin,
+            t_begin=t_begin, desc=desc,
         )  # fmt: skip
 
 
@@ -330,6 +333,7 @@ def _run_locked(
     progress: bool,
     log: Any,
     t_begin: float,
+    desc: str | None = None,
 ) -> CampaignResult:
     """The body of :func:`run_campaign`, run while holding the folder's lock."""
     from tqdm.auto import tqdm
@@ -409,7 +413,7 @@ def _run_locked(
         return True
 
     n_measured = 0
-    bar = tqdm(total=len(todo), desc=f"carb {plat}", unit="cfg", disable=not progress,
+    bar = tqdm(total=len(todo), desc=desc or f"carb {plat}", unit="cfg", disable=not progress,
                dynamic_ncols=True, smoothing=0.05)  # fmt: skip
     try:
         if ref_every and len(todo) and not checkpoint():

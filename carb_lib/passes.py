@@ -249,7 +249,8 @@ def run_passes(
                 break
         logger.info("[passes] pass %d of %d: %d configs", p + 1, n_passes, len(todo))
         results.append(run_campaign(todo, out / f"pass{p}", device, protocol, seed=seed + p,
-                                    time_budget_s=left, **campaign))  # fmt: skip
+                                    time_budget_s=left, desc=f"pass {p + 1}/{n_passes}",
+                                    **campaign))  # fmt: skip
         if p == 0:
             first = read_parts(out / "pass0")
             ok_ids = set(first.loc[first["status"] == "ok", "config_id"]) if len(first) else set()

@@ -108,3 +108,11 @@ def test_the_committed_protocol_check_is_what_the_script_writes(tmp_path):
     body = out.read_text().splitlines()[1:]
     assert body == (res / "check.txt").read_text().splitlines()[1:]
     assert any("fastest pass     n  90  median ratio 1.149" in line for line in body)
+
+
+def test_each_pass_has_its_own_progress_bar(tmp_path, capsys):
+    cfg = cp.sample_configs(1, seed=3, max_gflops=0.02, sample_under_cap=True)
+    run_passes(cfg, tmp_path / "p", 2, "cpu", FAST, platform="synthetic_cpu", ref_every=0,
+               progress=True)  # fmt: skip
+    err = capsys.readouterr().err
+    assert "pass 1/2" in err and "pass 2/2" in err
