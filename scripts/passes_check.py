@@ -64,7 +64,7 @@ def main() -> None:
     lines = [f"# scripts/passes_check.py {a.passes}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} "
              f"UTC; {lat.shape[1]} passes, {len(lat)} configs; {len(shared)} measured before in "
              f"{', '.join(map(str, a.quiet))}"]  # fmt: skip
-    lines.append("\n## the re-measured configs against the quiet host")
+    lines.append("\n## the re-measured configs against their earlier rows (--quiet)")
     for name, est in (("fastest pass  ", sub.min(axis=1)), ("median of passes", sub.median(axis=1)),
                       ("first pass alone", sub.iloc[:, 0])):  # fmt: skip
         lines.append(f"{name:16s} {against(est, q)}")
