@@ -317,11 +317,11 @@ def merge_parts(
             raise IsADirectoryError(f"{out_path} is a folder; give a .parquet file name")
         if out_path.suffix != ".parquet":
             raise ValueError(f"{out_path}: a dataset is written as Parquet; name it *.parquet")
-    from carb_lib.passes import combine_passes, pass_dirs, read_passes
+    from carb_lib.passes import merge_passes, pass_dirs
 
     passes = pass_dirs(folder)
     try:
-        df = combine_passes(read_passes(folder)) if passes else read_parts(folder, RESULTS_PREFIX)
+        df = merge_passes(folder) if passes else read_parts(folder, RESULTS_PREFIX)
     except Exception as exc:  # a corrupt part file
         raise SchemaError(f"{folder}: cannot read the part files: {exc}") from None
     if len(df) == 0:

@@ -376,12 +376,10 @@ def profile(
     if passes > 1:
         if cluster is not None:
             raise ValueError("--passes measures on this machine; it does not combine with --cluster")
-        from carb_lib.passes import pass_agreement, read_passes, run_passes
+        from carb_lib.passes import run_passes
 
         for p, r in enumerate(run_passes(df, out, passes, device, Protocol(**kw), **common)):
             typer.echo(f"pass {p}: counts {r.counts}; drift {r.drift}")
-        if (agree := pass_agreement(read_passes(out))) is not None:
-            typer.echo(agree.summary())
         return
     if cluster is None:
         res = run_campaign(df, out, device, Protocol(**kw), **common)
@@ -428,10 +426,6 @@ def merge(
     df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out,
                      force=force, allow_mixed_platforms=allow_mixed_platforms)  # fmt: skip
     typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")
-    from carb_lib.passes import pass_agreement, read_passes
-
-    if (agree := pass_agreement(read_passes(parts_dir))) is not None:
-        typer.echo(agree.summary())
 
 
 @app.command()

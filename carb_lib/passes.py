@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["MEMORY_COLUMNS", "PassAgreement", "combine_passes", "latency_matrix",
-           "pass_agreement", "pass_dirs", "read_passes", "run_passes"]
+           "latency_spread", "merge_passes", "pass_agreement", "pass_dirs", "read_passes",
+           "run_passes"]
 
 logger = logging.getLogger("carb.passes")
 
@@ -75,6 +76,11 @@ def latency_matrix(frames: list[pd.DataFrame]) -> pd.DataFrame:
         ok = f[f["status"] == "ok"].drop_duplicates("config_id", keep="first")
         cols[p] = ok.set_index("config_id")["latency_ms"].astype(float)
     return pd.DataFrame(cols)
+
+
+def latency_spread(lat: pd.DataFrame) -> pd.Series:
+    """Per config of a :func:`latency_matrix`: median over its passes / fastest - 1."""
+    return lat.median(axis=1) / lat.min(axis=1) - 1.0
 
 
 def combine_passes(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -114,7 +120,7 @@ def combine_passes(frames: list[pd.DataFrame]) -> pd.DataFrame:
             from_first = out["config_id"].map(mem[col])
             out[col] = from_first.where(out["config_id"].isin(mem.index), out[col])
     n = lat.notna().sum(axis=1)
-    spread = lat.median(axis=1) / lat.min(axis=1) - 1.0
+    spread = latency_spread(lat)
     out["latency_passes"] = out["config_id"].map(n).fillna(0).astype(int)
     out["latency_pass_spread"] = out["config_id"].map(spread).astype(float)
     order = {c: i for i, c in enumerate(pd.concat([f["config_id"] for f in frames]).unique())}
@@ -132,7 +138,7 @@ class PassAgreement:
         Configs with an ok row in at least one pass of each half.
     n_passes : int
     halves : tuple of int
-        Passes in the first and the second half.
+        Passes in the first and the second half (even and odd passes with ``interleaved``).
     median_abs_log_ratio : float
         Median |log(fastest of half 1 / fastest of half 2)|.
     within_5, within_10 : float
@@ -140,6 +146,8 @@ class PassAgreement:
     pass_speed : tuple of float
         Per pass, the median over configs of its latency over the config's fastest: 1 = the
         fastest pass; 1.3 = a pass that ran 30 % slow.
+    interleaved : bool
+        Even passes against odd ones, not the first half against the second.
     """
 
     n_configs: int
@@ -149,25 +157,36 @@ class PassAgreement:
     within_5: float
     within_10: float
     pass_speed: tuple[float, ...] = field(default=())
+    interleaved: bool = False
 
     def summary(self) -> str:
         speeds = " ".join(f"{s:.2f}" for s in self.pass_speed)
-        return (f"{self.n_passes} passes, {self.n_configs} configs; fastest of passes "
-                f"1-{self.halves[0]} against fastest of the other {self.halves[1]}: median "
+        which = ("fastest of the even passes against fastest of the odd" if self.interleaved else
+                 f"fastest of passes 1-{self.halves[0]} against fastest of the other "
+                 f"{self.halves[1]}")  # fmt: skip
+        return (f"{self.n_passes} passes, {self.n_configs} configs; {which}: median "
                 f"|log ratio| {100 * self.median_abs_log_ratio:.1f} %, within 5 % "
                 f"{100 * self.within_5:.0f} %, within 10 % {100 * self.within_10:.0f} %; "
                 f"pass speeds (1 = fastest) {speeds}")  # fmt: skip
 
 
-def pass_agreement(frames: list[pd.DataFrame]) -> PassAgreement | None:
-    """The halves check of :class:`PassAgreement`; None with fewer than 2 passes."""
+def pass_agreement(frames: list[pd.DataFrame], *,
+                   interleaved: bool = False) -> PassAgreement | None:
+    """The halves check of :class:`PassAgreement`; None with fewer than 2 passes.
+
+    ``interleaved=True`` compares the even passes with the odd ones instead of the first half
+    with the second: a drift of the host over the campaign then cancels.
+    """
     lat = latency_matrix(frames)
     r = lat.shape[1]
     if r < 2:
         return None
     h = r // 2
-    a = lat.iloc[:, :h].min(axis=1)
-    b = lat.iloc[:, h:].min(axis=1)
+    if interleaved:
+        h = (r + 1) // 2
+        a, b = lat.iloc[:, 0::2].min(axis=1), lat.iloc[:, 1::2].min(axis=1)
+    else:
+        a, b = lat.iloc[:, :h].min(axis=1), lat.iloc[:, h:].min(axis=1)
     both = a.notna() & b.notna()
     lr = np.abs(np.log(a[both] / b[both]).to_numpy(dtype=float))
     rel = lat.div(lat.min(axis=1), axis=0)
@@ -178,8 +197,17 @@ def pass_agreement(frames: list[pd.DataFrame]) -> PassAgreement | None:
         median_abs_log_ratio=float(np.median(lr)) if len(lr) else nan,
         within_5=float(np.mean(lr < np.log(1.05))) if len(lr) else nan,
         within_10=float(np.mean(lr < np.log(1.10))) if len(lr) else nan,
-        pass_speed=speed,
+        pass_speed=speed, interleaved=interleaved,
     )  # fmt: skip
+
+
+def merge_passes(folder: str | Path) -> pd.DataFrame:
+    """:func:`combine_passes` of a folder of passes, read once; logs the halves check."""
+    frames = read_passes(folder)
+    agree = pass_agreement(frames)
+    if agree is not None:
+        logger.info(agree.summary())
+    return combine_passes(frames)
 
 
 def run_passes(
@@ -199,7 +227,8 @@ def run_passes(
     ``seed``; pass ``p`` measures the configs pass 0 measured ``ok``, in the order of seed
     ``seed + p``, with the same protocol. A time budget is shared: pass ``p`` gets the
     time left divided by the passes left (so pass 0 sets how many configs all passes measure).
-    Rerunning resumes every pass.
+    Rerunning resumes every pass. At the end the halves check (:func:`pass_agreement`) of
+    every pass so far is logged.
 
     Parameters
     ----------
@@ -260,4 +289,6 @@ def run_passes(
             todo = ids[ids["config_id"].isin(ok_ids)].reset_index(drop=True)
             if not len(todo):
                 break
+    if (agree := pass_agreement(read_passes(out))) is not None:
+        logger.info(agree.summary())
     return results

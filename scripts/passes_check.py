@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from carb_lib.passes import latency_matrix, pass_agreement, read_passes
+from carb_lib.passes import latency_matrix, latency_spread, pass_agreement, read_passes
 
 
 def against(est: pd.Series, quiet: pd.Series) -> str:
@@ -82,11 +82,9 @@ def main() -> None:
         s = pass_agreement(frames[:k])
         lines.append(f"  with the first {k} passes only: median |log ratio| "
                      f"{100 * s.median_abs_log_ratio:4.1f} %, within 10 % {100 * s.within_10:5.1f} %")
-    if len(frames) >= 2:  # interleaved halves: the host's drift over the campaign cancels
-        a_, b_ = lat.iloc[:, 0::2].min(axis=1), lat.iloc[:, 1::2].min(axis=1)
-        lr = np.abs(np.log(a_ / b_)).dropna()
-        lines.append(f"  even against odd passes: median |log ratio| {100 * lr.median():4.1f} %, "
-                     f"within 10 % {100 * (lr < np.log(1.10)).mean():5.1f} %")
+    if (s := pass_agreement(frames, interleaved=True)) is not None:  # the host's drift cancels
+        lines.append(f"  even against odd passes: median |log ratio| "
+                     f"{100 * s.median_abs_log_ratio:4.1f} %, within 10 % {100 * s.within_10:5.1f} %")
     fresh = lat.index.difference(quiet.index)
     for f in sorted(set(fam.loc[fresh])) if agree else []:
         ids = set(fam.loc[fresh][fam.loc[fresh] == f].index)
@@ -95,7 +93,7 @@ def main() -> None:
         lines.append(f"  fresh {f:12s} n {s.n_configs:3d}: median |log ratio| "
                      f"{100 * s.median_abs_log_ratio:4.1f} %, within 5 % {100 * s.within_5:5.1f} "
                      f"%, within 10 % {100 * s.within_10:5.1f} %")  # fmt: skip
-    spread = (lat.median(axis=1) / lat.min(axis=1) - 1).dropna()
+    spread = latency_spread(lat).dropna()
     lines.append(f"\nlatency_pass_spread (median of passes / fastest - 1): median "
                  f"{100 * spread.median():.1f} %, p90 {100 * spread.quantile(0.9):.1f} %")  # fmt: skip
     mem = pd.DataFrame({p: f[f["status"] == "ok"].drop_duplicates("config_id")

@@ -56,6 +56,10 @@ def test_halves_check_and_pass_speeds():
     assert agree.median_abs_log_ratio == pytest.approx(np.log(1.02))
     assert agree.pass_speed == pytest.approx((1.0, 1.3, 1.02, 1.3))
     assert "4 passes, 10 configs" in agree.summary()
+    even_odd = pass_agreement([_pass(base), _pass(slow), _pass(near), _pass(slow)],
+                              interleaved=True)  # fastest of 1, 3 = base; of 2, 4 = slow
+    assert even_odd.median_abs_log_ratio == pytest.approx(np.log(1.3)) and even_odd.within_10 == 0
+    assert "even passes against fastest of the odd" in even_odd.summary()
     assert pass_agreement([_pass(base)]) is None
 
 
