@@ -151,6 +151,7 @@ def cross_family_evaluation(
     own_model: bool = True,
     default_method: str = "blend",
     latency_law: str = "roofline",
+    siblings: bool = False,
     progress: bool = True,
 ) -> CrossFamilyResult:
     """Zero-shot, few-shot and own-model accuracy on families the source model never saw.
@@ -181,6 +182,13 @@ def cross_family_evaluation(
     latency_law : {"roofline", "kernel"}, default="roofline"
         The latency base law of the source and own models (``CARBRegressor(latency_law=...)``;
         ``"kernel"`` needs :data:`~carb_lib.vocab.KERNEL_FEATURE` in both frames).
+    siblings : bool, default=False
+        Leave one family out: each family's source model is fitted on ``source`` *and* every
+        row of the other families in ``target`` (its *siblings*), the situation of a user who
+        has measured some families and asks for the next one. The evaluated family's rows stay
+        out of its source; its split, k rows and scores are those of ``siblings=False`` with
+        the same seed, so the two results pair seed by seed. Needs two or more families in
+        ``target``.
     progress : bool, default=True
         A tqdm bar over seeds x families.
 
@@ -192,7 +200,7 @@ def cross_family_evaluation(
     ------
     ValueError
         An unknown family or method, a k < 2, a family with fewer training rows than the
-        largest k, rows of several platforms.
+        largest k, rows of several platforms, ``siblings=True`` with one family in ``target``.
     """
     from tqdm.auto import tqdm
 
@@ -224,6 +232,10 @@ def cross_family_evaluation(
                          f"{sorted(set(tgt['family'].astype(str)))}")
     if not families or src.empty:
         raise ValueError("need source rows and at least one new family in the target rows")
+    tgt_fams = tgt["family"].astype(str).to_numpy()
+    if siblings and len(set(tgt_fams)) < 2:
+        raise ValueError(f"siblings=True needs rows of two or more families in the target, got "
+                         f"{sorted(set(tgt_fams))}")
     targets = tuple(targets)
     rows: list[dict[str, Any]] = []
     preds: list[pd.DataFrame] = []
@@ -232,9 +244,12 @@ def cross_family_evaluation(
     for seed in range(n_seeds):
         params = {**_preset(preset, targets=targets, random_state=seed),
                   "latency_law": latency_law}
-        src_model = fit_quiet({**params, "feature_set": "shared"}, src)
+        src_model = None if siblings else fit_quiet({**params, "feature_set": "shared"}, src)
         for family in families:
-            rows_f = tgt[tgt["family"].astype(str) == family].reset_index(drop=True)
+            if siblings:  # this family's source: the source rows and its siblings' rows
+                src_model = fit_quiet({**params, "feature_set": "shared"},
+                                      pd.concat([src, tgt[tgt_fams != family]], ignore_index=True))
+            rows_f = tgt[tgt_fams == family].reset_index(drop=True)
             split = grouped_split(rows_f, (1 - test_fraction, 0.0, test_fraction),
                                   random_state=seed)
             pool = rows_f[split.to_numpy() == "train"].reset_index(drop=True)
@@ -288,7 +303,7 @@ def cross_family_evaluation(
         params={"families": list(families), "ks": ks, "n_seeds": n_seeds, "preset": preset,
                 "targets": list(targets), "methods": list(methods),
                 "default_method": default_method, "test_fraction": test_fraction,
-                "latency_law": latency_law,
+                "latency_law": latency_law, "siblings": bool(siblings),
                 "source_rows": src["family"].astype(str).value_counts().to_dict(),
                 "target_rows": tgt["family"].astype(str).value_counts().to_dict(),
                 "notes": notes},
