@@ -473,6 +473,98 @@ def cross_family_laws(results: Path, sub: str = "") -> str:
     return "\n".join(out) + "\n" + _source(*sources)
 
 
+def cross_family_siblings(results: Path, sub: str = "") -> str:
+    """Notebook 05: the kernel law with the ResNet-only source beside a source that also holds
+    the other new families' rows (``cross_family_evaluation(siblings=True)``)."""
+    rel = f"{sub}cross_family/siblings_comparison.csv"
+    if not (results / rel).exists():
+        return ("_Not computed: notebook 05 ran without `kernel_bench` or with one new "
+                "family._\n")
+    c = _read(results, rel)
+    plain = _read(results, f"{sub}cross_family/issue_targets_kernel_law.csv")
+    sib = _read(results, f"{sub}cross_family/issue_targets_kernel_law_siblings.csv")
+    method = _judged_method(plain)
+    out = ["| family | model | latency MAPE % ResNet only → with siblings | within ±10 % | "
+           "Spearman |", "|---|---|---|---|---|"]
+    for _, r in c.iterrows():
+        k = int(r["k"])
+        label = "zero-shot" if r["model"] == "zero_shot" else f"{r['model']}, k={k}"
+        bold = "**" if (r["model"], k) == (method, 10) else ""
+        out.append(
+            f"| {r['family']} | {label} | {r['resnet_only_mape_pct']:.1f} → "
+            f"{bold}{r['with_siblings_mape_pct']:.1f}{bold} | "
+            f"{100 * r['resnet_only_within_10pct']:.1f} → "
+            f"{100 * r['with_siblings_within_10pct']:.1f} % | {r['resnet_only_spearman']:.3f} → "
+            f"{r['with_siblings_spearman']:.3f} ± {r['with_siblings_spearman_sd']:.3f} |")
+    out.append(f"\nIssue targets met with the kernel law: ResNet-only source **{int(plain['met'].sum())}"
+               f" of {len(plain)}**, with siblings {int(sib['met'].sum())} of {len(sib)} (the issue "
+               "judges the ResNet-only source).")
+    return "\n".join(out) + "\n" + _source(
+        rel, f"{sub}cross_family/issue_targets_kernel_law.csv",
+        f"{sub}cross_family/issue_targets_kernel_law_siblings.csv")
+
+
+#: ``scripts/sibling_source_check.py``'s data sets (``results/cross_family/siblings/<name>``),
+#: in the README's order: the development platform, then pre-registration I's six blind sets.
+SIBLING_SETS: dict[str, str] = {
+    "cpu_epyc_zen3_2c": "Zen 3 (development)",
+    "cpu_epyc_zen5_2c": "Zen 5, session 12 (quiet)",
+    "cpu_epyc_zen5_2c_rest": "Zen 5, session 21 (noisy)",
+    "cpu_epyc_zen5_2c_passes": "Zen 5, session 23 (passes)",
+    "cpu_xeon_gnr_2c": "Xeon GNR",
+    "cpu_xeon_gnr_2c_rest": "Xeon GNR, session 19",
+    "cpu_xeon_emr_2c": "Xeon EMR (noisy)",
+}
+_ALL_SIBLINGS = {"efficientnet": "resnet+mobilenetv2+vgg",
+                 "mobilenetv2": "resnet+efficientnet+vgg", "vgg": "resnet+efficientnet+mobilenetv2"}
+
+
+def _sibling_cell(s: pd.DataFrame, rel: str, fam: str, source: str, model: str = "offset",
+                  col: str = "mape_pct_mean") -> float:
+    hit = s[(s["family"] == fam) & (s["source"] == source) & (s["model"] == model)]
+    if len(hit) != 1:
+        raise ReadmeError(f"{rel}: {len(hit)} rows for {fam} / {source} / {model}")
+    return float(hit[col].iloc[0])
+
+
+def sibling_source(results: Path) -> str:
+    """``scripts/sibling_source_check.py`` on every data set (pre-registration I): latency MAPE
+    with ``offset`` at k = 10, ResNet-only source -> with all siblings, the control, and the
+    predictions as ``scripts/sibling_source_score.py`` judged them."""
+    out = ["| data set | efficientnet | mobilenetv2 | vgg | efficientnet: + mobilenetv2 alone / "
+           "+ vgg alone | Spearman efficientnet | Spearman mobilenetv2 |",
+           "|---|---|---|---|---|---|---|"]
+    sources = []
+    for name, label in SIBLING_SETS.items():
+        rel = f"cross_family/siblings/{name}/summary.csv"
+        if not (results / rel).exists():
+            continue
+        get = partial(_sibling_cell, _read(results, rel), rel)
+        sources.append(rel)
+        cells = [f"{get(f, 'resnet'):.1f} → **{get(f, _ALL_SIBLINGS[f]):.1f} ± "
+                 f"{get(f, _ALL_SIBLINGS[f], col='mape_pct_sd'):.1f}** "
+                 f"({get(f, 'resnet', 'own_model'):.1f})" for f in ("efficientnet", "mobilenetv2")]
+        cells.append(f"{get('vgg', 'resnet'):.1f} → {get('vgg', _ALL_SIBLINGS['vgg']):.1f}")
+        cells.append(f"{get('efficientnet', 'resnet+mobilenetv2'):.1f} / "
+                     f"{get('efficientnet', 'resnet+vgg'):.1f}")
+        cells += [f"{get(f, 'resnet', col='spearman_mean'):.3f} → "
+                  f"{get(f, _ALL_SIBLINGS[f], col='spearman_mean'):.3f}"
+                  for f in ("efficientnet", "mobilenetv2")]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    if not sources:
+        return "_Not computed: run `scripts/sibling_source_blind.sh`._\n"
+    scores = results / "cross_family/siblings/scores.txt"
+    if scores.exists():
+        judged = [ln for ln in scores.read_text().splitlines()
+                  if ln[:1] == "I" and (" HELD: " in ln or " MISSED: " in ln)]
+        held = sum(" HELD: " in ln for ln in judged)
+        out.append(f"\nPredictions held: **{held} of {len(judged)}** "
+                   "(`scripts/sibling_source_score.py`):\n")
+        out += [f"- {ln}" for ln in judged]
+        sources.append("cross_family/siblings/scores.txt")
+    return "\n".join(out) + "\n" + _source(*sources)
+
+
 #: ``results_dir`` (under ``results/``) of notebook 05 run on the Zen 5 rows (README command).
 ZEN5_CROSS_FAMILY = "other_cpus/cpu_epyc_zen5_2c/"
 #: The same on the Intel Xeon's rows (session 14; README command).
@@ -498,6 +590,8 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "screening": screening,
     "cross-family": cross_family,
     "cross-family-laws": cross_family_laws,
+    "cross-family-siblings": cross_family_siblings,
+    "sibling-source": sibling_source,
     # notebook 05 on the quiet Zen 5's rows (a blind test of the choices made on the Zen 3)
     "cross-family-zen5": partial(cross_family, sub=ZEN5_CROSS_FAMILY),
     "cross-family-laws-zen5": partial(cross_family_laws, sub=ZEN5_CROSS_FAMILY),

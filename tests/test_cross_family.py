@@ -241,6 +241,38 @@ def test_cross_family_evaluation_refuses_two_platforms(rows):
         cross_family_evaluation(src.assign(platform="gpu_x"), tgt, progress=False)
 
 
+def test_siblings_source_is_the_source_plus_the_other_families_rows(rows):
+    """siblings=True fits each family's source on the source rows and every row of the other
+    new families, and nothing of its own: exactly a siblings=False run whose source is built by
+    hand, on the same split, k rows and seeds (so the two pair seed by seed)."""
+    src, tgt = rows
+    kw = {"ks": (10,), "n_seeds": 2, "preset": "test", "targets": ("latency_ms",),
+          "methods": ("offset",), "default_method": "offset", "own_model": False,
+          "progress": False}
+    sib = cross_family_evaluation(src, tgt, families=["efficientnet"], siblings=True, **kw)
+    assert sib.params["siblings"] is True
+    by_hand = cross_family_evaluation(
+        pd.concat([src, tgt[tgt["family"] != "efficientnet"]], ignore_index=True), tgt,
+        families=["efficientnet"], **kw)
+    key = ["seed", "model", "k"]
+    a, b = sib.scores.sort_values(key), by_hand.scores.sort_values(key)
+    assert len(a) == 4
+    np.testing.assert_allclose(a["mape_pct"], b["mape_pct"], rtol=1e-12)
+    assert (a["n_test"].to_numpy() == b["n_test"].to_numpy()).all()
+    plain = cross_family_evaluation(src, tgt, families=["efficientnet"], **kw)
+    assert plain.params["siblings"] is False
+    c = plain.scores.sort_values(key)
+    assert (c["n_test"].to_numpy() == a["n_test"].to_numpy()).all()  # the same test rows
+    assert not np.allclose(c["mape_pct"], a["mape_pct"])  # another source model
+
+
+def test_siblings_need_two_families(rows):
+    src, tgt = rows
+    with pytest.raises(ValueError, match="siblings=True needs rows of two or more families"):
+        cross_family_evaluation(src, tgt[tgt["family"] == "vgg"], siblings=True,
+                                progress=False, preset="test", n_seeds=1, own_model=False)
+
+
 def test_family_candidates_mix_families_under_the_cap():
     c = family_candidates(["resnet", *NEW], 50, seed=3, max_gflops=1.0, precisions=["fp32"])
     counts = c["family"].value_counts()

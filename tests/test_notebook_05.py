@@ -92,6 +92,23 @@ def test_notebook_05_quick(run_notebook):
         assert row["roofline_spearman"] == pytest.approx(s.loc[key, "spearman_mean"])
     checks_k = pd.read_csv(out / "results/cross_family/issue_targets_kernel_law.csv")
     assert rec["kernel/n_targets_met"] == int(checks_k["met"].sum()) and len(checks_k) == 9
+    # the sibling source beside the ResNet-only one, on the same split and k rows
+    assert rec["have_siblings"] is True
+    sib = pd.read_csv(out / "results/cross_family/summary_kernel_law_siblings.csv").set_index(
+        ["family", "target", "model", "k"])
+    assert set(sib.index.get_level_values("model")) >= {"zero_shot", "offset"}
+    assert "own_model" not in set(sib.index.get_level_values("model"))
+    side = pd.read_csv(out / "results/cross_family/siblings_comparison.csv")
+    for fam in NEW:
+        key = (fam, "latency_ms", "offset", 10)
+        assert rec[f"siblings/{fam}/offset@10/mape_pct"] == pytest.approx(
+            sib.loc[key, "mape_pct_mean"], rel=1e-12)
+        row = side[(side["family"] == fam) & (side["model"] == "offset")].iloc[0]
+        assert row["with_siblings_mape_pct"] == pytest.approx(sib.loc[key, "mape_pct_mean"])
+        assert row["resnet_only_mape_pct"] == pytest.approx(k.loc[key, "mape_pct_mean"])
+        assert sib.loc[key, "n_test"] == k.loc[key, "n_test"]
+    checks_s = pd.read_csv(out / "results/cross_family/issue_targets_kernel_law_siblings.csv")
+    assert rec["siblings/n_targets_met"] == int(checks_s["met"].sum()) and len(checks_s) == 9
     # one front across the four families
     by_fam = pd.read_csv(out / "results/cross_family/screening_by_family.csv", index_col=0)
     assert set(by_fam.index) == {"resnet", *NEW}
