@@ -515,42 +515,39 @@ SIBLING_SETS: dict[str, str] = {
     "cpu_xeon_gnr_2c_rest": "Xeon GNR, session 19",
     "cpu_xeon_emr_2c": "Xeon EMR (noisy)",
 }
-_ALL_SIBLINGS = {"efficientnet": "resnet+mobilenetv2+vgg",
-                 "mobilenetv2": "resnet+efficientnet+vgg", "vgg": "resnet+efficientnet+mobilenetv2"}
-
-
-def _sibling_cell(s: pd.DataFrame, rel: str, fam: str, source: str, model: str = "offset",
-                  col: str = "mape_pct_mean") -> float:
-    hit = s[(s["family"] == fam) & (s["source"] == source) & (s["model"] == model)]
-    if len(hit) != 1:
-        raise ReadmeError(f"{rel}: {len(hit)} rows for {fam} / {source} / {model}")
-    return float(hit[col].iloc[0])
+def _sibling_rows(s: pd.DataFrame, label: str) -> list[str]:
+    """One table line per family of one data set; the sources are told apart by their names
+    (``resnet``, ``resnet+vgg``, ...): none, one or all siblings joined to the source."""
+    out = []
+    off = s[s["model"] == "offset"]
+    for fam, part in off.groupby("family", sort=True):
+        n_plus = part["source"].str.count(r"\+")
+        base = part[n_plus == 0].iloc[0]
+        every = part[n_plus == n_plus.max()].iloc[0]
+        ones = part[(n_plus == 1) & (n_plus.max() > 1)]
+        own = s.loc[(s["family"] == fam) & (s["model"] == "own_model"), "mape_pct_mean"]
+        single = ", ".join(f"{r.source.split('+', 1)[1]} {r.mape_pct_mean:.1f}"
+                           for r in ones.itertuples()) or "–"
+        out.append(f"| {label} | {fam} | {base['mape_pct_mean']:.1f} | {single} | "
+                   f"**{every['mape_pct_mean']:.1f} ± {every['mape_pct_sd']:.1f}** | "
+                   f"{own.iloc[0] if len(own) else float('nan'):.1f} | "
+                   f"{base['spearman_mean']:.3f} → {every['spearman_mean']:.3f} |")
+    return out
 
 
 def sibling_source(results: Path) -> str:
     """``scripts/sibling_source_check.py`` on every data set (pre-registration I): latency MAPE
-    with ``offset`` at k = 10, ResNet-only source -> with all siblings, the control, and the
-    predictions as ``scripts/sibling_source_score.py`` judged them."""
-    out = ["| data set | efficientnet | mobilenetv2 | vgg | efficientnet: + mobilenetv2 alone / "
-           "+ vgg alone | Spearman efficientnet | Spearman mobilenetv2 |",
-           "|---|---|---|---|---|---|---|"]
+    with ``offset`` at k = 10 with the source rows alone, with one sibling family, with all of
+    them, the family's own model, and the predictions as ``scripts/sibling_source_score.py``
+    judged them."""
+    out = ["| data set | family | ResNet only | + one sibling | + all siblings | own model | "
+           "Spearman ResNet only → all siblings |", "|---|---|---|---|---|---|---|"]
     sources = []
     for name, label in SIBLING_SETS.items():
         rel = f"cross_family/siblings/{name}/summary.csv"
-        if not (results / rel).exists():
-            continue
-        get = partial(_sibling_cell, _read(results, rel), rel)
-        sources.append(rel)
-        cells = [f"{get(f, 'resnet'):.1f} → **{get(f, _ALL_SIBLINGS[f]):.1f} ± "
-                 f"{get(f, _ALL_SIBLINGS[f], col='mape_pct_sd'):.1f}** "
-                 f"({get(f, 'resnet', 'own_model'):.1f})" for f in ("efficientnet", "mobilenetv2")]
-        cells.append(f"{get('vgg', 'resnet'):.1f} → {get('vgg', _ALL_SIBLINGS['vgg']):.1f}")
-        cells.append(f"{get('efficientnet', 'resnet+mobilenetv2'):.1f} / "
-                     f"{get('efficientnet', 'resnet+vgg'):.1f}")
-        cells += [f"{get(f, 'resnet', col='spearman_mean'):.3f} → "
-                  f"{get(f, _ALL_SIBLINGS[f], col='spearman_mean'):.3f}"
-                  for f in ("efficientnet", "mobilenetv2")]
-        out.append(f"| {label} | " + " | ".join(cells) + " |")
+        if (results / rel).exists():
+            out += _sibling_rows(_read(results, rel), label)
+            sources.append(rel)
     if not sources:
         return "_Not computed: run `scripts/sibling_source_blind.sh`._\n"
     scores = results / "cross_family/siblings/scores.txt"
