@@ -37,7 +37,7 @@ def fresh_list(measured: list[Path], *, per_family: int, min_batch: int, cap_gfl
     parts = []
     for fam in FAMILIES:
         archs = _module(fam).sample_configs(20000, seed=seed)
-        archs = archs.drop(columns=["config_id", "batch"]).drop_duplicates()
+        archs = archs.drop(columns=["config_id", "batch", "precision"], errors="ignore").drop_duplicates()
         grid = archs.assign(precision="fp32").merge(
             pd.DataFrame({"batch": [b for b in BATCH_SIZES if b >= min_batch]}), how="cross")
         grid = _finish(grid, fam)
