@@ -9,7 +9,9 @@
 #   3. carb profile --passes PASSES, one window per pass (a second only when the detector flags
 #      the first), BUDGET_S in all; carb merge (fastest pass per config, halves check) into
 #      data/other_cpus/new_families/PLATFORM_fresh_depthwise.parquet;
-#   4. the host's noise again; 5. the test.
+#   4. every pass's rows (pass_rows.parquet); the host's noise again; 5. the test and its
+#      judgement (scripts/fresh_sibling_score.py; added after session 24's run, which wrote
+#      pass_rows.parquet by hand with the same code).
 #
 # Usage: scripts/fresh_depthwise_campaign.sh PLATFORM [PASSES BUDGET_S]   (defaults 6 2400)
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
@@ -38,10 +40,18 @@ $CARB profile --device cpu --platform "$PLAT" --threads 1 \
 say "merge"
 $CARB merge "runs/${PLAT}_fresh_depthwise_parts" "$NEW" \
   --reference-out "results/measurement/${PLAT}_fresh_depthwise_reference.parquet" | tee "$RES/merge.txt"
+$PY - "runs/${PLAT}_fresh_depthwise_parts" "$RES/pass_rows.parquet" <<'EOF2'
+import sys
+import pandas as pd
+from carb_lib.passes import read_passes
+frames = read_passes(sys.argv[1])  # every pass's rows, for scripts/fresh_sibling_score.py
+pd.concat([f.assign(**{"pass": p}) for p, f in enumerate(frames)]).to_parquet(sys.argv[2])
+EOF2
 say "host noise (after)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
 say "the test"
 $PY scripts/fresh_sibling_test.py "data/other_cpus/$PLAT.parquet" \
   "data/other_cpus/new_families/$PLAT.parquet" "$NEW" \
   "data/kernels/${PLAT}_session21.parquet" "data/kernels/${PLAT}_sampler4.parquet" --out "$RES" > /dev/null
+$PY scripts/fresh_sibling_score.py "$RES"
 say "done"

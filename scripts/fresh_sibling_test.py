@@ -27,10 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from carb_lib import kernels
-from carb_lib.dataset import read_dataset
 from carb_lib.evaluation import cross_family_evaluation
-from carb_lib.evaluation.cross_family import prepare_rows
+from carb_lib.evaluation.cross_family import kernel_law_rows
 
 K = 10
 METHOD = "offset"
@@ -68,9 +66,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
-    km = kernels.KernelModel(random_state=0).fit(kernels.read_bench(a.bench))
-    src, earlier, fresh = (kernels.with_kernel_column(prepare_rows(read_dataset(p)), km)
-                           for p in (a.resnet, a.earlier, a.fresh))
+    src, earlier, fresh = kernel_law_rows(a.bench, a.resnet, a.earlier, a.fresh)
     sc = scores(src, earlier, fresh, seeds=a.seeds, test_fraction=a.test_fraction)
     g = sc.groupby(["family", "target", "source", "model", "k"], sort=False)
     summary = g[["mape_pct", "within_10pct", "spearman"]].agg(["mean", "std"])

@@ -30,10 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from carb_lib import kernels
-from carb_lib.dataset import read_dataset
 from carb_lib.evaluation import cross_family_evaluation
-from carb_lib.evaluation.cross_family import prepare_rows
+from carb_lib.evaluation.cross_family import kernel_law_rows
 
 K = 10
 METHOD = "offset"
@@ -88,9 +86,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    km = kernels.KernelModel(random_state=0).fit(kernels.read_bench(args.bench))
-    src = kernels.with_kernel_column(prepare_rows(read_dataset(args.source)), km)
-    tgt = kernels.with_kernel_column(prepare_rows(read_dataset(args.target)), km)
+    src, tgt = kernel_law_rows(args.bench, args.source, args.target)
     scores = scores_by_source(src, tgt, seeds=args.seeds, preset=args.preset)
     table = summarise(scores)
     buf = io.StringIO()

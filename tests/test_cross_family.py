@@ -472,3 +472,27 @@ def test_choose_method_needs_every_pair():
     with pytest.raises(ValueError, match="'loglinear' has no mape_pct score for seed 2, family "
                                          "'vgg'"):
         choose_method(sc, ["offset", "loglinear"])
+
+
+def test_kernel_law_rows_reads_prepares_and_adds_the_kernel_column(tmp_path):
+    from carb_lib import kernels
+    from carb_lib.evaluation.cross_family import kernel_law_rows
+    from carb_lib.vocab import KERNEL_FEATURE
+
+    bench = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen3_2c.parquet")
+    bench.sample(n=400, random_state=0).to_parquet(tmp_path / "bench.parquet")
+    src = pd.read_parquet(SOURCE).sample(n=40, random_state=0)
+    tgt = pd.read_parquet(TARGET).sample(n=40, random_state=0)
+    src.to_parquet(tmp_path / "src.parquet")
+    tgt.to_parquet(tmp_path / "tgt.parquet")
+    a, b = kernel_law_rows([tmp_path / "bench.parquet"], tmp_path / "src.parquet",
+                           tmp_path / "tgt.parquet")
+    from carb_lib.dataset import read_dataset
+
+    for got, path in ((a, "src.parquet"), (b, "tgt.parquet")):
+        want = prepare_rows(read_dataset(tmp_path / path))
+        assert len(got) == len(want) and (got[KERNEL_FEATURE] > 0).all()
+        assert list(got["config_id"]) == list(want["config_id"])
+    # one kernel model for every dataset: the same network gets the same kernel time
+    both = pd.concat([a, b])
+    assert both.groupby(["config_id"])[KERNEL_FEATURE].nunique().max() == 1

@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu_analyses.sh",
            ROOT / "scripts" / "fresh_rows_campaign.sh", ROOT / "scripts" / "passes_campaign.sh",
-           ROOT / "scripts" / "passes_analyses.sh"]
+           ROOT / "scripts" / "passes_analyses.sh", ROOT / "scripts" / "fresh_depthwise_campaign.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -192,3 +192,20 @@ def test_mmap_boundary_finds_the_operators_with_a_buffer_of_exactly_32_mib():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mmap_boundary.py")],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "--out is required" in r.stderr
+
+
+def test_fresh_depthwise_campaign_refuses_a_measured_file_and_writes_nothing():
+    res = ROOT / "results" / "cross_family" / "siblings"
+    before = sorted(p.name for p in res.iterdir())
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "fresh_depthwise_campaign.sh"),
+                        "cpu_epyc_zen5_2c"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == ("fresh_depthwise_campaign: data/other_cpus/new_families/"
+                                "cpu_epyc_zen5_2c_fresh_depthwise.parquet exists")
+    assert sorted(p.name for p in res.iterdir()) == before
+
+
+def test_sibling_blind_script_is_valid_bash():
+    assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "sibling_source_blind.sh")]
+                          ).returncode == 0

@@ -58,3 +58,32 @@ def test_score_refuses_a_missing_cell(tmp_path):
     s = pd.read_csv(RESULTS / "cpu_epyc_zen3_2c" / "summary.csv")
     with pytest.raises(ValueError, match="resnet\\+vgg / offset: 0 rows"):
         score.per_data_set(s[s["source"] != "resnet+vgg"])
+
+
+def test_fresh_depthwise_list_is_fresh_fp32_large_batch_and_under_the_cap():
+    lst_mod = _script("fresh_depthwise_list")
+    from carb_lib.features import static_features
+
+    measured = ROOT / "data" / "other_cpus" / "new_families" / "cpu_epyc_zen5_2c.parquet"
+    lst = lst_mod.fresh_list([measured], per_family=20, min_batch=16, cap_gflop=4.0, seed=7)
+    assert lst["config_id"].is_unique and len(lst) == 40
+    assert lst["family"].value_counts().to_dict() == {"efficientnet": 20, "mobilenetv2": 20}
+    assert (lst["batch"] >= 16).all() and set(lst["precision"]) == {"fp32"}
+    assert not lst["config_id"].isin(pd.read_parquet(measured, columns=["config_id"])["config_id"]).any()
+    assert (static_features(lst)["flops"] <= 4e9).all()
+    again = lst_mod.fresh_list([measured], per_family=20, min_batch=16, cap_gflop=4.0, seed=7)
+    pd.testing.assert_frame_equal(lst, again)  # a function of its arguments
+    with pytest.raises(SystemExit, match="fresh configs; lower --per-family"):
+        lst_mod.fresh_list([measured], per_family=100_000, min_batch=16, cap_gflop=4.0, seed=7)
+
+
+def test_fresh_score_regenerates_the_committed_judgement(tmp_path):
+    fresh = RESULTS / "fresh_cpu_epyc_zen5_2c"
+    for name in ("summary.csv", "pass_rows.parquet"):
+        (tmp_path / name).write_bytes((fresh / name).read_bytes())
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "fresh_sibling_score.py"),
+                        str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for name in ("scores.txt", "halves.txt"):
+        assert (tmp_path / name).read_text() == (fresh / name).read_text()
+    assert sum(" HELD: " in ln for ln in (tmp_path / "scores.txt").read_text().splitlines()) == 7

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,7 @@ __all__ = [
     "cross_family_evaluation",
     "family_candidates",
     "issue_targets",
+    "kernel_law_rows",
     "law_comparison",
     "on_reference_scale",
     "prepare_rows",
@@ -575,6 +577,26 @@ def family_candidates(families: Sequence[str], n_per_family: int, *, seed: int =
         take = np.random.default_rng([seed, i]).permutation(len(pool))[:n_per_family]
         parts.append(pool.iloc[np.sort(take)])
     return pd.concat(parts, ignore_index=True)
+
+
+def kernel_law_rows(bench: Sequence[str | Path], *datasets: str | Path,
+                    random_state: int = 0) -> list[pd.DataFrame]:
+    """Each dataset's rows, ready for ``cross_family_evaluation(..., latency_law="kernel")``:
+    read (:func:`carb_lib.dataset.read_dataset`), :func:`prepare_rows`, and
+    :data:`~carb_lib.vocab.KERNEL_FEATURE` from one kernel model fitted on the operator
+    benchmark ``bench`` (several files are read as one; :func:`carb_lib.kernels.read_bench`).
+
+    Examples
+    --------
+    >>> src, tgt = kernel_law_rows(["data/kernels/cpu_epyc_zen3_2c.parquet"],
+    ...                            "data/cpu_epyc_zen3_2c.parquet",
+    ...                            "data/new_families/cpu_epyc_zen3_2c.parquet")  # doctest: +SKIP
+    """
+    from carb_lib import kernels
+    from carb_lib.dataset import read_dataset
+
+    model = kernels.KernelModel(random_state=random_state).fit(kernels.read_bench(list(bench)))
+    return [kernels.with_kernel_column(prepare_rows(read_dataset(d)), model) for d in datasets]
 
 
 def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
