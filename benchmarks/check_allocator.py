@@ -38,7 +38,8 @@ DATASETS = ("data/cpu_epyc_zen3_2c.parquet", "data/new_families/cpu_epyc_zen3_2c
             "data/other_cpus/cpu_epyc_zen5_2c.parquet",
             "data/other_cpus/new_families/cpu_epyc_zen5_2c.parquet",
             "data/other_cpus/new_families/cpu_epyc_zen5_2c_rest.parquet",
-            "data/other_cpus/new_families/cpu_epyc_zen5_2c_passes.parquet")
+            "data/other_cpus/new_families/cpu_epyc_zen5_2c_passes.parquet",
+            "data/other_cpus/new_families/cpu_epyc_zen5_2c_fresh_depthwise.parquet")
 
 
 def _simulate_row(row: pd.Series, block: int = 8) -> int:
