@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu_analyses.sh",
            ROOT / "scripts" / "fresh_rows_campaign.sh", ROOT / "scripts" / "passes_campaign.sh",
-           ROOT / "scripts" / "passes_analyses.sh", ROOT / "scripts" / "fresh_depthwise_campaign.sh"]
+           ROOT / "scripts" / "passes_analyses.sh", ROOT / "scripts" / "fresh_depthwise_campaign.sh",
+           ROOT / "scripts" / "fresh_depthwise_sitting2.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
