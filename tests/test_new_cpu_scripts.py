@@ -210,3 +210,15 @@ def test_fresh_depthwise_campaign_refuses_a_measured_file_and_writes_nothing():
 def test_sibling_blind_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "sibling_source_blind.sh")]
                           ).returncode == 0
+
+
+def test_fresh_depthwise_sitting2_refuses_a_measured_sitting_and_writes_nothing():
+    res = ROOT / "results" / "cross_family" / "siblings" / "fresh_cpu_epyc_zen5_2c" / "sitting2"
+    before = sorted(p.name for p in res.iterdir())
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "fresh_depthwise_sitting2.sh"),
+                        "cpu_epyc_zen5_2c"], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == ("fresh_depthwise_sitting2: results/cross_family/siblings/"
+                                "fresh_cpu_epyc_zen5_2c/sitting2/rows.parquet exists")
+    assert sorted(p.name for p in res.iterdir()) == before
