@@ -39,15 +39,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MEMORY_COLUMNS", "PassAgreement", "combine_passes", "latency_matrix",
-           "latency_spread", "merge_passes", "pass_agreement", "pass_dirs", "read_passes",
-           "run_passes"]
+__all__ = ["MEMORY_COLUMNS", "PASS_COLUMN", "PassAgreement", "combine_passes",
+           "latency_matrix", "latency_spread", "merge_passes", "pass_agreement", "pass_dirs",
+           "read_passes", "run_passes", "save_pass_rows"]
 
 logger = logging.getLogger("carb.passes")
 
 #: Columns taken from the first pass (peak memory does not depend on the host's speed).
 MEMORY_COLUMNS = ("peak_mem_mib", "peak_reserved_mib", "nvml_proc_mem_mib")
 _PASS_DIR = re.compile(r"^pass(\d+)$")
+#: The column of :func:`save_pass_rows`' table that says which pass a row is from.
+PASS_COLUMN = "pass"
 
 
 def pass_dirs(folder: str | Path) -> list[Path]:
@@ -60,11 +62,23 @@ def pass_dirs(folder: str | Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def read_passes(folder: str | Path) -> list[pd.DataFrame]:
-    """Each pass's result rows (``carb_lib.campaign_parts.read_parts`` of every pass folder)."""
+def read_passes(source: str | Path) -> list[pd.DataFrame]:
+    """Each pass's result rows: ``carb_lib.campaign_parts.read_parts`` of every pass folder of
+    a campaign folder, or, when ``source`` is a file, the table :func:`save_pass_rows` wrote
+    (split by its :data:`PASS_COLUMN`)."""
     from carb_lib.campaign_parts import read_parts
 
-    return [read_parts(p) for p in pass_dirs(folder)]
+    if Path(source).is_file():
+        rows = pd.read_parquet(source)
+        return [g.drop(columns=PASS_COLUMN) for _, g in rows.groupby(PASS_COLUMN, sort=True)]
+    return [read_parts(p) for p in pass_dirs(source)]
+
+
+def save_pass_rows(folder: str | Path, path: str | Path) -> None:
+    """Every pass's rows of a campaign folder in one Parquet table with a :data:`PASS_COLUMN`
+    (kept beside the merged dataset for the protocol checks; :func:`read_passes` reads it)."""
+    frames = read_passes(folder)
+    pd.concat([f.assign(**{PASS_COLUMN: p}) for p, f in enumerate(frames)]).to_parquet(path)
 
 
 def latency_matrix(frames: list[pd.DataFrame]) -> pd.DataFrame:

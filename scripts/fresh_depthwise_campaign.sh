@@ -40,13 +40,8 @@ $CARB profile --device cpu --platform "$PLAT" --threads 1 \
 say "merge"
 $CARB merge "runs/${PLAT}_fresh_depthwise_parts" "$NEW" \
   --reference-out "results/measurement/${PLAT}_fresh_depthwise_reference.parquet" | tee "$RES/merge.txt"
-$PY - "runs/${PLAT}_fresh_depthwise_parts" "$RES/pass_rows.parquet" <<'EOF2'
-import sys
-import pandas as pd
-from carb_lib.passes import read_passes
-frames = read_passes(sys.argv[1])  # every pass's rows, for scripts/fresh_sibling_score.py
-pd.concat([f.assign(**{"pass": p}) for p, f in enumerate(frames)]).to_parquet(sys.argv[2])
-EOF2
+$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
+  "runs/${PLAT}_fresh_depthwise_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
 say "the test"

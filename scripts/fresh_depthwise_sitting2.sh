@@ -20,27 +20,15 @@ say() { echo "[sitting 2] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES" runs
 say "host noise (before)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
-$PY - "$FIRST" "runs/${PLAT}_fresh_depthwise_sitting2_list.parquet" <<'EOF2'
-import sys
-from carb_lib.dataset import COLUMNS, read_dataset
-rows = read_dataset(sys.argv[1])
-keep = [c for c in rows.columns if c in COLUMNS and COLUMNS[c].group == "config"]
-rows[keep].to_parquet(sys.argv[2], index=False)  # the first sitting's configs, nothing else
-EOF2
 say "profile, $PASSES passes"
-$CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "runs/${PLAT}_fresh_depthwise_sitting2_list.parquet" --seed 100 --ref-every 50 \
+# the first sitting's file is the config list (carb profile reads its config columns only)
+$CARB profile --device cpu --platform "$PLAT" --threads 1 --configs "$FIRST" --seed 100 --ref-every 50 \
   --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
   --out "runs/${PLAT}_fresh_depthwise_sitting2_parts" --no-progress
 say "merge"
 $CARB merge "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/rows.parquet" | tee "$RES/merge.txt"
-$PY - "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/pass_rows.parquet" <<'EOF2'
-import sys
-import pandas as pd
-from carb_lib.passes import read_passes
-frames = read_passes(sys.argv[1])
-pd.concat([f.assign(**{"pass": p}) for p, f in enumerate(frames)]).to_parquet(sys.argv[2])
-EOF2
+$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
+  "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
 say "against the first sitting"

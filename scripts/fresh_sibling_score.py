@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from carb_lib.passes import pass_agreement
+from carb_lib.passes import pass_agreement, read_passes
 
 L, M = "latency_ms", "peak_mem_mib"
 SOURCES = ("resnet", "resnet+siblings", "everything")
@@ -23,8 +23,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir", type=Path)
     d = ap.parse_args().dir
-    pr = pd.read_parquet(d / "pass_rows.parquet")
-    frames = [g.drop(columns="pass") for _, g in pr.groupby("pass", sort=True)]
+    frames = read_passes(d / "pass_rows.parquet")
     a, b = pass_agreement(frames), pass_agreement(frames, interleaved=True)
     (d / "halves.txt").write_text(
         "# from pass_rows.parquet with carb_lib.passes.pass_agreement (the halves check carb "

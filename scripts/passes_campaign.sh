@@ -55,13 +55,8 @@ write_dataset(rows[is_fresh].reset_index(drop=True), new)
 write_dataset(rows[~is_fresh].reset_index(drop=True), f"{res}/remeasured_rows.parquet")
 print(f"fresh rows {int(is_fresh.sum())} -> {new}; re-measured {int((~is_fresh).sum())}")
 EOF
-$PY - "runs/${PLAT}_passes_parts" "$RES/pass_rows.parquet" <<'EOF'
-import sys
-import pandas as pd
-from carb_lib.passes import read_passes
-frames = read_passes(sys.argv[1])  # every pass's rows, kept for scripts/passes_check.py
-pd.concat([f.assign(**{"pass": p}) for p, f in enumerate(frames)]).to_parquet(sys.argv[2])
-EOF
+$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
+  "runs/${PLAT}_passes_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
 say "done"

@@ -47,11 +47,7 @@ def main() -> None:
     ap.add_argument("--quiet", type=Path, nargs="+", required=True)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
-    if a.passes.is_file():  # every pass's rows in one table, with a `pass` column
-        rows = pd.read_parquet(a.passes)
-        frames = [g.drop(columns="pass") for _, g in rows.groupby("pass", sort=True)]
-    else:
-        frames = read_passes(a.passes)
+    frames = read_passes(a.passes)  # pass folders, or their rows in one table
     if not frames:
         raise SystemExit(f"passes_check: no pass folders in {a.passes}")
     lat = latency_matrix(frames)

@@ -195,30 +195,28 @@ def test_mmap_boundary_finds_the_operators_with_a_buffer_of_exactly_32_mib():
     assert r.returncode == 2 and "--out is required" in r.stderr
 
 
-def test_fresh_depthwise_campaign_refuses_a_measured_file_and_writes_nothing():
-    res = ROOT / "results" / "cross_family" / "siblings"
-    before = sorted(p.name for p in res.iterdir())
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "fresh_depthwise_campaign.sh"),
-                        "cpu_epyc_zen5_2c"], capture_output=True, text=True, timeout=60,
+_SIBLINGS = ROOT / "results" / "cross_family" / "siblings"
+
+
+@pytest.mark.parametrize("script, folder, message", [
+    ("fresh_depthwise_campaign.sh", _SIBLINGS,
+     "fresh_depthwise_campaign: data/other_cpus/new_families/"
+     "cpu_epyc_zen5_2c_fresh_depthwise.parquet exists"),
+    ("fresh_depthwise_sitting2.sh", _SIBLINGS / "fresh_cpu_epyc_zen5_2c" / "sitting2",
+     "fresh_depthwise_sitting2: results/cross_family/siblings/"
+     "fresh_cpu_epyc_zen5_2c/sitting2/rows.parquet exists"),
+])
+def test_fresh_depthwise_scripts_refuse_a_measured_file_and_write_nothing(script, folder,
+                                                                          message):
+    before = sorted(p.name for p in folder.iterdir())
+    r = subprocess.run(["bash", str(ROOT / "scripts" / script), "cpu_epyc_zen5_2c"],
+                       capture_output=True, text=True, timeout=60,
                        env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip() == ("fresh_depthwise_campaign: data/other_cpus/new_families/"
-                                "cpu_epyc_zen5_2c_fresh_depthwise.parquet exists")
-    assert sorted(p.name for p in res.iterdir()) == before
+    assert r.stderr.strip() == message
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 def test_sibling_blind_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "sibling_source_blind.sh")]
                           ).returncode == 0
-
-
-def test_fresh_depthwise_sitting2_refuses_a_measured_sitting_and_writes_nothing():
-    res = ROOT / "results" / "cross_family" / "siblings" / "fresh_cpu_epyc_zen5_2c" / "sitting2"
-    before = sorted(p.name for p in res.iterdir())
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "fresh_depthwise_sitting2.sh"),
-                        "cpu_epyc_zen5_2c"], capture_output=True, text=True, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip() == ("fresh_depthwise_sitting2: results/cross_family/siblings/"
-                                "fresh_cpu_epyc_zen5_2c/sitting2/rows.parquet exists")
-    assert sorted(p.name for p in res.iterdir()) == before

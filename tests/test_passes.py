@@ -12,7 +12,14 @@ from typer.testing import CliRunner
 
 from carb_lib import campaign as cp
 from carb_lib.cli import app
-from carb_lib.passes import combine_passes, pass_agreement, pass_dirs, read_passes, run_passes
+from carb_lib.passes import (
+    combine_passes,
+    pass_agreement,
+    pass_dirs,
+    read_passes,
+    run_passes,
+    save_pass_rows,
+)
 from carb_lib.profiling import Protocol
 
 torch.set_num_threads(1)
@@ -70,6 +77,9 @@ def test_two_passes_measure_merge_and_refuse_a_single_pass_folder(tmp_path):
                      progress=False)  # fmt: skip
     assert [p.name for p in pass_dirs(out)] == ["pass0", "pass1"] and len(res) == 2
     p0, p1 = read_passes(out)
+    save_pass_rows(out, tmp_path / "pass_rows.parquet")  # every pass's rows in one table, back
+    for kept, read in zip(read_passes(tmp_path / "pass_rows.parquet"), (p0, p1), strict=True):
+        pd.testing.assert_frame_equal(kept, read)
     assert set(p0["config_id"]) == set(p1["config_id"]) == set(cfg["config_id"])
     mem = p0.set_index("config_id")["peak_mem_mib"]  # deterministic: the same in every pass
     assert np.array_equal(mem, p1.set_index("config_id")["peak_mem_mib"].loc[mem.index])
