@@ -1,0 +1,146 @@
+"""Pre-registration L's test: does a source of ResNet rows *and probe networks* predict a
+depthwise family better than ResNet rows alone?
+
+Probe networks (:mod:`carb_lib.probe_nets`) belong to no family: a user can measure them on a
+platform once, before any family of interest. For each target data set of the platform and
+each family in it, the kernel-law source model (``CARBRegressor``, ``feature_set="shared"``,
+the default preset, latency only) is fitted on
+
+* ``resnet``: the quiet ResNet rows alone (notebook 05's source);
+* ``resnet+probe``: those and the probe rows, put on the quiet rows' scale: divided by the
+  host's speed today relative to theirs, the median ratio of the ResNet configs re-measured in
+  the probe campaign (``remeasured_resnet.parquet``) to their stored values;
+* ``resnet+probe_raw``: the same, the probe rows as measured;
+* ``resnet+siblings``: the ResNet rows and the other new families' rows (session 24's sibling
+  source; beside, as the reference for what depthwise rows of *a family* gave);
+
+and scored zero-shot and with ``offset`` at k = 10 on the family's held-out architectures,
+5 seeds; every source sees the same split, k rows and model seeds, so ``gain_pts`` (MAPE of
+``resnet`` minus that source's, ``offset`` k = 10) pairs per seed. Target data sets:
+
+* ``s12``: the platform's first new-family rows (session 12 on the Zen 5), 30 % held out;
+* ``passes``: the fastest-of-8-passes rows (session 23), 30 % held out;
+* ``fresh``: the fresh depthwise rows at batch >= 16 (session 24), 70 % held out (as in
+  pre-registration J), siblings from ``s12``.
+
+``python scripts/probe_source_test.py cpu_epyc_zen5_2c --out results/cross_family/probe/cpu_epyc_zen5_2c``
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from carb_lib.dataset import read_dataset
+from carb_lib.evaluation import cross_family_evaluation
+from carb_lib.evaluation.cross_family import kernel_law_rows
+
+K = 10
+METHOD = "offset"
+SOURCES = ("resnet", "resnet+probe", "resnet+probe_raw", "resnet+siblings")
+
+
+def speed_factor(remeasured: pd.DataFrame, quiet: pd.DataFrame) -> tuple[float, int]:
+    """Median of re-measured / stored latency over the configs both hold ``ok``, and how many."""
+    a = remeasured[remeasured["status"] == "ok"].set_index("config_id")["latency_ms"]
+    b = quiet[quiet["status"] == "ok"].set_index("config_id")["latency_ms"]
+    both = a.index.intersection(b.index)
+    if len(both) == 0:
+        raise SystemExit("probe_source_test: no re-measured config is in the quiet rows")
+    return float(np.median(a[both] / b[both])), len(both)
+
+
+def scores(src: pd.DataFrame, probe: pd.DataFrame, factor: float, target: pd.DataFrame,
+           earlier: pd.DataFrame | None, *, seeds: int, test_fraction: float,
+           label: str) -> pd.DataFrame:
+    """Per-seed latency scores of every family of ``target`` x source (module docstring).
+    ``earlier``: sibling rows from another data set (else the target's own other families)."""
+    common = {"ks": (K,), "n_seeds": seeds, "targets": ("latency_ms",), "methods": (METHOD,),
+              "default_method": METHOD, "latency_law": "kernel", "preset": "default",
+              "test_fraction": test_fraction, "own_model": False, "progress": False}
+    scaled = probe.assign(latency_ms=probe["latency_ms"] / factor)
+    parts = []
+    for fam in sorted(target["family"].astype(str).unique()):
+        tgt = target if earlier is None else pd.concat(
+            [target[target["family"] == fam], earlier[earlier["family"] != fam]],
+            ignore_index=True)
+        runs = {
+            "resnet": (src, False),
+            "resnet+probe": (pd.concat([src, scaled], ignore_index=True), False),
+            "resnet+probe_raw": (pd.concat([src, probe], ignore_index=True), False),
+            "resnet+siblings": (src, True),
+        }
+        for name, (source, sib) in runs.items():
+            res = cross_family_evaluation(source, tgt, families=[fam], siblings=sib, **common)
+            parts.append(res.scores.assign(source=name, dataset=label))
+        print(f"{label} {fam}: done", flush=True)
+    return pd.concat(parts, ignore_index=True)
+
+
+def summarise(sc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mean and sd over seeds per data set x family x source x model, and the paired gains."""
+    keys = ["dataset", "family", "source", "model", "k"]
+    summ = sc.groupby(keys)[["mape_pct", "within_10pct", "spearman"]].agg(["mean", "std"])
+    summ.columns = [f"{m}_{s.replace('std', 'sd')}" for m, s in summ.columns]
+    summ = summ.reset_index()
+    few = sc[(sc["model"] == METHOD) & (sc["k"] == K)]
+    base = few[few["source"] == "resnet"].set_index(["dataset", "family", "seed"])["mape_pct"]
+    rows = []
+    for (ds, fam, s), g in few.groupby(["dataset", "family", "source"]):
+        if s == "resnet":
+            continue
+        d = base.loc[(ds, fam)].reindex(g["seed"]).to_numpy() - g["mape_pct"].to_numpy()
+        rows.append({"dataset": ds, "family": fam, "source": s, "gain_pts_mean": d.mean(),
+                     "gain_pts_sd": d.std(ddof=1), "n_seeds": len(d)})
+    return summ, pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("platform")
+    ap.add_argument("--bench", type=Path, nargs="+", default=None,
+                    help="operator benchmark files (default: the platform's session-21 v3 "
+                         "and sampler-v4 files)")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    p = args.platform
+    nets, fams = Path("data/other_cpus"), Path("data/other_cpus/new_families")
+    bench = args.bench or [Path(f"data/kernels/{p}_session21.parquet"),
+                           Path(f"data/kernels/{p}_sampler4.parquet")]
+    factor, n_pairs = speed_factor(read_dataset(args.out / "remeasured_resnet.parquet"),
+                                   read_dataset(nets / f"{p}.parquet"))
+    src, probe, s12, passes, fresh = kernel_law_rows(
+        bench, nets / f"{p}.parquet", Path(f"data/other_cpus/probe_nets/{p}.parquet"),
+        fams / f"{p}.parquet", fams / f"{p}_passes.parquet", fams / f"{p}_fresh_depthwise.parquet")
+    parts = [
+        scores(src, probe, factor, fresh, s12, seeds=args.seeds, test_fraction=0.7,
+               label="fresh"),
+        scores(src, probe, factor, passes, None, seeds=args.seeds, test_fraction=0.3,
+               label="passes"),
+        scores(src, probe, factor, s12, None, seeds=args.seeds, test_fraction=0.3,
+               label="s12"),
+    ]
+    sc = pd.concat(parts, ignore_index=True)
+    summ, gains = summarise(sc)
+    args.out.mkdir(parents=True, exist_ok=True)
+    sc.to_csv(args.out / "scores.csv", index=False)
+    summ.to_csv(args.out / "summary.csv", index=False)
+    gains.to_csv(args.out / "gains.csv", index=False)
+    (args.out / "speed.txt").write_text(
+        f"host speed today / quiet rows: median ratio {factor:.4f} over {n_pairs} re-measured "
+        f"ResNet configs\nprobe rows: {len(probe)}; ResNet rows: {len(src)}\n")
+    print((args.out / "speed.txt").read_text())
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(summ[summ["model"] == METHOD][["dataset", "family", "source", "mape_pct_mean",
+                                             "mape_pct_sd", "spearman_mean"]].round(3))
+        print(gains.round(2))
+
+
+if __name__ == "__main__":
+    main()
