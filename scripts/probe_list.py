@@ -9,6 +9,9 @@ re-measure beside them.
   the host's speed today relative to that sitting (``scripts/probe_source_test.py`` puts the
   probe rows on the quiet rows' scale with it).
 
+``--reuse DATASET`` takes the probe configs of the first ``--n`` networks of an earlier probe
+dataset instead of drawing them (the same networks, batches and resolutions, measured again).
+
 Writes ``OUT/list.parquet`` (both, for ``carb profile --configs``), ``OUT/probe.parquet`` and
 ``OUT/resnet.parquet`` (each part's configs).
 
@@ -41,6 +44,19 @@ def resnet_sample(quiet: pd.DataFrame, n: int, *, max_ms: float, seed: int) -> p
     return pick[cols].reset_index(drop=True)
 
 
+def reused(earlier: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The config columns of the ``n`` rows of ``earlier`` with the lowest network seeds."""
+    import json
+
+    net = earlier["module_kwargs"].map(lambda k: json.loads(k)["seed"])
+    pick = earlier.assign(_net=net).sort_values("_net").head(n)
+    if len(pick) < n:
+        raise SystemExit(f"probe_list: the earlier dataset holds {len(pick)} networks, need {n}")
+    cols = ["config_id", "family", "module", "module_kwargs", "input_shape", "batch",
+            "precision", "resolution", "num_classes"]
+    return pick[cols].reset_index(drop=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("quiet", type=Path, help="the platform's quiet ResNet rows")
@@ -49,9 +65,14 @@ def main() -> None:
     ap.add_argument("--cap-gflop", type=float, default=4.0)
     ap.add_argument("--max-ms", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reuse", type=Path, default=None,
+                    help="an earlier probe dataset: re-measure its first --n networks")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    probe = probe_configs(args.n, seed=args.seed, max_gflop=args.cap_gflop)
+    if args.reuse is not None:
+        probe = reused(read_dataset(args.reuse), args.n)
+    else:
+        probe = probe_configs(args.n, seed=args.seed, max_gflop=args.cap_gflop)
     resnet = resnet_sample(read_dataset(args.quiet), args.resnet, max_ms=args.max_ms,
                            seed=args.seed)
     both = pd.concat([probe, resnet], ignore_index=True)

@@ -1,0 +1,111 @@
+"""Pre-registration M's test: probe networks and ResNet rows of ONE sitting as the source.
+
+Pre-registration L added probe rows of a slow sitting (1.47x) to ResNet rows of a quiet one, and
+the probe source did not help. Here both come from one sitting (``scripts/probe_sitting_campaign.sh``),
+so the source shares one host speed. For each target data set and family (as
+``scripts/probe_source_test.py``: ``fresh``, ``passes``, ``s12``), the kernel-law source model
+(latency only, shared features, default preset) is fitted on
+
+* ``resnet``: this sitting's ResNet rows alone (the paired baseline);
+* ``resnet+probe``: those and this sitting's probe rows (**the judged source**);
+* ``resnet_s12``: session 12's 2,656 quiet ResNet rows (pre-registration L's baseline, beside);
+
+and scored zero-shot and with ``offset`` at k = 10, 5 seeds, paired per seed. Also written:
+``agreement.txt``, the halves check of this sitting's passes, and this sitting's probe rows
+against pre-registration L's rows of the same configs.
+
+``python scripts/probe_sitting_test.py cpu_epyc_zen5_2c --out results/cross_family/probe/cpu_epyc_zen5_2c/sitting2``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe_source_test import METHOD, K, speed_factor, summarise  # noqa: E402
+
+from carb_lib.dataset import read_dataset  # noqa: E402
+from carb_lib.evaluation import cross_family_evaluation  # noqa: E402
+from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
+from carb_lib.passes import pass_agreement, read_passes  # noqa: E402
+
+
+def scores(sources: dict[str, pd.DataFrame], target: pd.DataFrame,
+           earlier: pd.DataFrame | None, *, seeds: int, test_fraction: float,
+           label: str) -> pd.DataFrame:
+    common = {"ks": (K,), "n_seeds": seeds, "targets": ("latency_ms",), "methods": (METHOD,),
+              "default_method": METHOD, "latency_law": "kernel", "preset": "default",
+              "test_fraction": test_fraction, "own_model": False, "progress": False}
+    parts = []
+    for fam in sorted(target["family"].astype(str).unique()):
+        tgt = target if earlier is None else pd.concat(
+            [target[target["family"] == fam], earlier[earlier["family"] != fam]],
+            ignore_index=True)
+        for name, source in sources.items():
+            res = cross_family_evaluation(source, tgt, families=[fam], **common)
+            parts.append(res.scores.assign(source=name, dataset=label))
+        print(f"{label} {fam}: done", flush=True)
+    return pd.concat(parts, ignore_index=True)
+
+
+def agreement(out: Path, platform: str) -> str:
+    """The halves check of this sitting, and its probe rows against L's."""
+    halves = pass_agreement(read_passes(out / "pass_rows.parquet"))
+    now = read_dataset(out / "probe_rows.parquet").set_index("config_id")["latency_ms"]
+    before = read_dataset(f"data/other_cpus/probe_nets/{platform}.parquet").set_index(
+        "config_id")["latency_ms"]
+    both = now.index.intersection(before.index)
+    r = np.log((now[both] / before[both]).to_numpy(float))
+    r0 = r - np.median(r)
+    return (f"halves: {halves}\n"
+            f"probe rows of this sitting / pre-registration L's, {len(both)} configs: median "
+            f"ratio {np.exp(np.median(r)):.4f}; within ±10 % raw {np.mean(np.abs(r) < np.log(1.1)):.3f}, "
+            f"with the median divided out {np.mean(np.abs(r0) < np.log(1.1)):.3f}; median |log| "
+            f"after it {np.median(np.abs(r0)):.4f}\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("platform")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    p = args.platform
+    nets, fams = Path("data/other_cpus"), Path("data/other_cpus/new_families")
+    bench = [Path(f"data/kernels/{p}_session21.parquet"), Path(f"data/kernels/{p}_sampler4.parquet")]
+    factor, n_pairs = speed_factor(read_dataset(args.out / "resnet_rows.parquet"),
+                                   read_dataset(nets / f"{p}.parquet"))
+    today, probe, s12_resnet, s12, passes, fresh = kernel_law_rows(
+        bench, args.out / "resnet_rows.parquet", args.out / "probe_rows.parquet",
+        nets / f"{p}.parquet", fams / f"{p}.parquet", fams / f"{p}_passes.parquet",
+        fams / f"{p}_fresh_depthwise.parquet")
+    sources = {"resnet": today, "resnet+probe": pd.concat([today, probe], ignore_index=True),
+               "resnet_s12": s12_resnet}
+    sc = pd.concat([
+        scores(sources, fresh, s12, seeds=args.seeds, test_fraction=0.7, label="fresh"),
+        scores(sources, passes, None, seeds=args.seeds, test_fraction=0.3, label="passes"),
+        scores(sources, s12, None, seeds=args.seeds, test_fraction=0.3, label="s12"),
+    ], ignore_index=True)
+    summ, gains = summarise(sc)
+    sc.to_csv(args.out / "scores.csv", index=False)
+    summ.to_csv(args.out / "summary.csv", index=False)
+    gains.to_csv(args.out / "gains.csv", index=False)
+    (args.out / "speed.txt").write_text(
+        f"host speed this sitting / quiet rows: median ratio {factor:.4f} over {n_pairs} "
+        f"ResNet configs\nprobe rows: {len(probe)}; ResNet rows of this sitting: {len(today)}\n")
+    (args.out / "agreement.txt").write_text(agreement(args.out, p))
+    print((args.out / "speed.txt").read_text() + (args.out / "agreement.txt").read_text())
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(gains.round(2))
+
+
+if __name__ == "__main__":
+    main()
