@@ -8,12 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu_analyses.sh",
            ROOT / "scripts" / "fresh_rows_campaign.sh", ROOT / "scripts" / "passes_campaign.sh",
            ROOT / "scripts" / "passes_analyses.sh", ROOT / "scripts" / "fresh_depthwise_campaign.sh",
-           ROOT / "scripts" / "fresh_depthwise_sitting2.sh"]
+           ROOT / "scripts" / "fresh_depthwise_sitting2.sh", ROOT / "scripts" / "probe_campaign.sh",
+           ROOT / "scripts" / "probe_sitting_campaign.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -175,15 +177,11 @@ def test_kernel_sittings_pairs_one_draw_and_refuses_another(tmp_path):
 def test_mmap_boundary_finds_the_operators_with_a_buffer_of_exactly_32_mib():
     """``mmap_boundary.py`` picks the operators whose events hold a buffer of exactly 32 MiB
     (those the two fault rules disagree on) and refuses to run without ``--out``."""
-    import importlib.util
     import sys
 
     import pandas as pd
 
-    spec = importlib.util.spec_from_file_location("mmap_boundary",
-                                                  ROOT / "scripts" / "mmap_boundary.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("mmap_boundary")
     base = dict(kind="add", cin=16, cout=16, k=1, stride=1, pad=0, groups=1, h_in=128,
                 h_out=128, precision="fp32")
     ops = pd.DataFrame([{**base, "batch": 32},    # 32 MiB exactly

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from script_loader import load_script
 
 from carb_lib.families import _config as C
 from carb_lib.families import _layers as L
@@ -226,16 +227,11 @@ def test_models_run_on_cpu(name):
 def test_campaign_script_writes_seeded_capped_lists_with_batch_sweeps(tmp_path):
     """``scripts/new_families_campaign.py``: per family N distinct valid configs under the cap,
     ~40 % of them in complete batch sweeps, some fp16, identical for the same seed."""
-    import importlib.util
-    from pathlib import Path
 
     from carb_lib.features import static_features
     from carb_lib.space import validate_config_frame
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "new_families_campaign.py"
-    spec = importlib.util.spec_from_file_location("new_families_campaign", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("new_families_campaign")
     assert script.main([str(tmp_path / "a"), "--per-family", "60", "--cap-gflop", "2"]) == 0
     script.main([str(tmp_path / "b"), "--per-family", "60", "--cap-gflop", "2"])
     manifest = pd.read_csv(tmp_path / "a" / "manifest.csv")
@@ -256,15 +252,10 @@ def test_campaign_script_writes_seeded_capped_lists_with_batch_sweeps(tmp_path):
 def test_campaign_script_caps_fp16_and_interleaves_the_families(tmp_path):
     """``--fp16-cap-gflop`` drops only fp16 rows above the cap; ``--interleave-seed`` writes
     ``all.parquet``: every family's kept rows once, in a seeded order that mixes the families."""
-    import importlib.util
-    from pathlib import Path
 
     from carb_lib.features import static_features
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "new_families_campaign.py"
-    spec = importlib.util.spec_from_file_location("new_families_campaign", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("new_families_campaign")
     args = ["--per-family", "60", "--cap-gflop", "2", "--fp16-share", "0.5"]
     script.main([str(tmp_path / "plain"), *args])
     script.main([str(tmp_path / "capped"), *args, "--fp16-cap-gflop", "0.05",

@@ -3,27 +3,20 @@ the predictions, on the committed summaries."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "siblings"
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_gains_are_paired_by_seed_against_resnet_only_offset():
-    check = _script("sibling_source_check")
+    check = load_script("sibling_source_check")
     rows = []
     for seed, base, sib in [(0, 20.0, 15.0), (1, 10.0, 9.0)]:
         for source, model, k, mape in [("resnet", "offset", 10, base),
@@ -40,7 +33,7 @@ def test_gains_are_paired_by_seed_against_resnet_only_offset():
 
 
 def test_score_reads_the_committed_summaries_and_rewrites_scores_txt(tmp_path):
-    score = _script("sibling_source_score")
+    score = load_script("sibling_source_score")
     for d in score.DATA_SETS:
         (tmp_path / d).mkdir()
         (tmp_path / d / "summary.csv").write_bytes((RESULTS / d / "summary.csv").read_bytes())
@@ -54,14 +47,14 @@ def test_score_reads_the_committed_summaries_and_rewrites_scores_txt(tmp_path):
 
 
 def test_score_refuses_a_missing_cell(tmp_path):
-    score = _script("sibling_source_score")
+    score = load_script("sibling_source_score")
     s = pd.read_csv(RESULTS / "cpu_epyc_zen3_2c" / "summary.csv")
     with pytest.raises(ValueError, match="resnet\\+vgg / offset: 0 rows"):
         score.per_data_set(s[s["source"] != "resnet+vgg"])
 
 
 def test_fresh_depthwise_list_is_fresh_fp32_large_batch_and_under_the_cap():
-    lst_mod = _script("fresh_depthwise_list")
+    lst_mod = load_script("fresh_depthwise_list")
     from carb_lib.features import static_features
 
     measured = ROOT / "data" / "other_cpus" / "new_families" / "cpu_epyc_zen5_2c.parquet"
