@@ -29,30 +29,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_source_test import METHOD, K, speed_factor, summarise  # noqa: E402
+from probe_source_test import score_data_sets, speed_factor  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
-from carb_lib.evaluation import cross_family_evaluation  # noqa: E402
 from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
 from carb_lib.passes import pass_agreement, read_passes  # noqa: E402
-
-
-def scores(sources: dict[str, pd.DataFrame], target: pd.DataFrame,
-           earlier: pd.DataFrame | None, *, seeds: int, test_fraction: float,
-           label: str) -> pd.DataFrame:
-    common = {"ks": (K,), "n_seeds": seeds, "targets": ("latency_ms",), "methods": (METHOD,),
-              "default_method": METHOD, "latency_law": "kernel", "preset": "default",
-              "test_fraction": test_fraction, "own_model": False, "progress": False}
-    parts = []
-    for fam in sorted(target["family"].astype(str).unique()):
-        tgt = target if earlier is None else pd.concat(
-            [target[target["family"] == fam], earlier[earlier["family"] != fam]],
-            ignore_index=True)
-        for name, source in sources.items():
-            res = cross_family_evaluation(source, tgt, families=[fam], **common)
-            parts.append(res.scores.assign(source=name, dataset=label))
-        print(f"{label} {fam}: done", flush=True)
-    return pd.concat(parts, ignore_index=True)
 
 
 def agreement(out: Path, platform: str) -> str:
@@ -87,17 +68,11 @@ def main() -> None:
         bench, args.out / "resnet_rows.parquet", args.out / "probe_rows.parquet",
         nets / f"{p}.parquet", fams / f"{p}.parquet", fams / f"{p}_passes.parquet",
         fams / f"{p}_fresh_depthwise.parquet")
-    sources = {"resnet": today, "resnet+probe": pd.concat([today, probe], ignore_index=True),
-               "resnet_s12": s12_resnet}
-    sc = pd.concat([
-        scores(sources, fresh, s12, seeds=args.seeds, test_fraction=0.7, label="fresh"),
-        scores(sources, passes, None, seeds=args.seeds, test_fraction=0.3, label="passes"),
-        scores(sources, s12, None, seeds=args.seeds, test_fraction=0.3, label="s12"),
-    ], ignore_index=True)
-    summ, gains = summarise(sc)
-    sc.to_csv(args.out / "scores.csv", index=False)
-    summ.to_csv(args.out / "summary.csv", index=False)
-    gains.to_csv(args.out / "gains.csv", index=False)
+    sources = {"resnet": (today, False),
+               "resnet+probe": (pd.concat([today, probe], ignore_index=True), False),
+               "resnet_s12": (s12_resnet, False)}
+    _, gains = score_data_sets(sources, fresh=fresh, passes=passes, s12=s12, seeds=args.seeds,
+                            out=args.out)
     (args.out / "speed.txt").write_text(
         f"host speed this sitting / quiet rows: median ratio {factor:.4f} over {n_pairs} "
         f"ResNet configs\nprobe rows: {len(probe)}; ResNet rows of this sitting: {len(today)}\n")

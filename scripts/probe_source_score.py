@@ -18,21 +18,58 @@ DATASETS = ("fresh", "passes", "s12")
 JUDGED = "resnet+probe"
 
 
-def judge(summary: pd.DataFrame, gains: pd.DataFrame, factor: float) -> list[tuple[str, str, bool]]:
-    """``(id, what was measured, held)`` for L1-L8."""
+def offset_cells(summary: pd.DataFrame, column: str) -> pd.Series:
+    """``column`` of the ``offset`` k = 10 rows, indexed by data set, family and source."""
     few = summary[(summary["model"] == "offset") & (summary["k"] == 10)]
-    mape = few.set_index(["dataset", "family", "source"])["mape_pct_mean"]
-    rho = few.set_index(["dataset", "family", "source"])["spearman_mean"]
+    return few.set_index(["dataset", "family", "source"])[column]
+
+
+def gain_checks(gains: pd.DataFrame, prefix: str, *, at_least: float) -> list[tuple[str, str, bool]]:
+    """``<prefix>1`` / ``<prefix>2``: the judged source gains ``at_least`` points for
+    efficientnet / mobilenetv2 on at least 2 of the 3 data sets."""
     gain = gains.set_index(["dataset", "family", "source"])["gain_pts_mean"]
     out = []
-    for i, fam in ((1, "efficientnet"), (2, "mobilenetv2")):
+    for i, fam in enumerate(DEPTHWISE, start=1):
         g = [gain[(d, fam, JUDGED)] for d in DATASETS]
-        out.append((f"L{i}", f"{fam} gain (points) " + ", ".join(
+        out.append((f"{prefix}{i}", f"{fam} gain (points) " + ", ".join(
             f"{d} {v:+.2f}" for d, v in zip(DATASETS, g, strict=True)),
-            sum(v >= 2.0 for v in g) >= 2))
+            sum(v >= at_least for v in g) >= 2))
+    return out
+
+
+def depthwise_cells(mape: pd.Series) -> tuple[str, dict[tuple[str, str], float]]:
+    """The judged source's six depthwise cells, and their text."""
     cells = {(d, f): mape[(d, f, JUDGED)] for d in DATASETS for f in DEPTHWISE}
-    out.append(("L3", "resnet+probe MAPE % " + ", ".join(
-        f"{d}/{f} {v:.2f}" for (d, f), v in cells.items()), min(cells.values()) <= 10.0))
+    return "resnet+probe MAPE % " + ", ".join(
+        f"{d}/{f} {v:.2f}" for (d, f), v in cells.items()), cells
+
+
+def vgg_check(name: str, mape: pd.Series) -> tuple[str, str, bool]:
+    """vgg is not hurt: the judged source at most 1.0 point above ``resnet`` on ``passes``
+    and ``s12``."""
+    vgg = {d: mape[(d, "vgg", JUDGED)] - mape[(d, "vgg", "resnet")] for d in ("passes", "s12")}
+    return (name, "vgg resnet+probe minus resnet (points) " + ", ".join(
+        f"{d} {v:+.2f}" for d, v in vgg.items()), all(v <= 1.0 for v in vgg.values()))
+
+
+def write_judgement(out: Path, command: str, title: str,
+                    rows: list[tuple[str, str, bool]]) -> str:
+    """``out/scores.txt``: the command, the title, one line per prediction and the count."""
+    lines = [f"# {command}", title, ""]
+    lines += [f"{i}: {'held' if ok else 'missed'} -- {what}" for i, what, ok in rows]
+    lines += ["", f"{sum(ok for *_, ok in rows)} of {len(rows)} held"]
+    text = "\n".join(lines) + "\n"
+    (out / "scores.txt").write_text(text)
+    return text
+
+
+def judge(summary: pd.DataFrame, gains: pd.DataFrame, factor: float) -> list[tuple[str, str, bool]]:
+    """``(id, what was measured, held)`` for L1-L8."""
+    mape = offset_cells(summary, "mape_pct_mean")
+    rho = offset_cells(summary, "spearman_mean")
+    out = gain_checks(gains, "L", at_least=2.0)
+    text, cells = depthwise_cells(mape)
+    out.append(("L3", text, min(cells.values()) <= 10.0))
     l4 = []
     for fam in DEPTHWISE:
         ahead = [mape[(d, fam, "resnet+siblings")] < mape[(d, fam, JUDGED)] for d in DATASETS]
@@ -40,9 +77,7 @@ def judge(summary: pd.DataFrame, gains: pd.DataFrame, factor: float) -> list[tup
     out.append(("L4", "siblings MAPE % " + ", ".join(
         f"{d}/{f} {mape[(d, f, 'resnet+siblings')]:.2f}" for d in DATASETS for f in DEPTHWISE),
         all(l4)))
-    vgg = {d: mape[(d, "vgg", JUDGED)] - mape[(d, "vgg", "resnet")] for d in ("passes", "s12")}
-    out.append(("L5", "vgg resnet+probe minus resnet (points) " + ", ".join(
-        f"{d} {v:+.2f}" for d, v in vgg.items()), all(v <= 1.0 for v in vgg.values())))
+    out.append(vgg_check("L5", mape))
     diff = {(d, f): mape[(d, f, JUDGED)] - mape[(d, f, "resnet+probe_raw")]
             for d in DATASETS for f in DEPTHWISE}
     out.append(("L6", "scaled minus raw (points) " + ", ".join(
@@ -65,13 +100,9 @@ def main() -> None:
     if m is None:
         raise SystemExit(f"probe_source_score: no speed factor in {args.dir / 'speed.txt'}")
     rows = judge(summary, gains, float(m.group(1)))
-    lines = [f"# python scripts/probe_source_score.py {args.dir}",
-             "pre-registration L (results/cross_family/probe/PREREGISTRATION.md)", ""]
-    lines += [f"{i}: {'held' if ok else 'missed'} -- {what}" for i, what, ok in rows]
-    lines += ["", f"{sum(ok for *_, ok in rows)} of {len(rows)} held"]
-    text = "\n".join(lines) + "\n"
-    (args.dir / "scores.txt").write_text(text)
-    print(text, end="")
+    print(write_judgement(args.dir, f"python scripts/probe_source_score.py {args.dir}",
+                          "pre-registration L (results/cross_family/probe/PREREGISTRATION.md)",
+                          rows), end="")
 
 
 if __name__ == "__main__":

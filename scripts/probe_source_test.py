@@ -54,31 +54,45 @@ def speed_factor(remeasured: pd.DataFrame, quiet: pd.DataFrame) -> tuple[float, 
     return float(np.median(a[both] / b[both])), len(both)
 
 
-def scores(src: pd.DataFrame, probe: pd.DataFrame, factor: float, target: pd.DataFrame,
+def scores(sources: dict[str, tuple[pd.DataFrame, bool]], target: pd.DataFrame,
            earlier: pd.DataFrame | None, *, seeds: int, test_fraction: float,
            label: str) -> pd.DataFrame:
-    """Per-seed latency scores of every family of ``target`` x source (module docstring).
+    """Per-seed latency scores of every family of ``target`` x source. ``sources`` maps a
+    name to its rows and whether the family's siblings join them (``siblings=True``);
     ``earlier``: sibling rows from another data set (else the target's own other families)."""
     common = {"ks": (K,), "n_seeds": seeds, "targets": ("latency_ms",), "methods": (METHOD,),
               "default_method": METHOD, "latency_law": "kernel", "preset": "default",
               "test_fraction": test_fraction, "own_model": False, "progress": False}
-    scaled = probe.assign(latency_ms=probe["latency_ms"] / factor)
     parts = []
     for fam in sorted(target["family"].astype(str).unique()):
         tgt = target if earlier is None else pd.concat(
             [target[target["family"] == fam], earlier[earlier["family"] != fam]],
             ignore_index=True)
-        runs = {
-            "resnet": (src, False),
-            "resnet+probe": (pd.concat([src, scaled], ignore_index=True), False),
-            "resnet+probe_raw": (pd.concat([src, probe], ignore_index=True), False),
-            "resnet+siblings": (src, True),
-        }
-        for name, (source, sib) in runs.items():
+        for name, (source, sib) in sources.items():
             res = cross_family_evaluation(source, tgt, families=[fam], siblings=sib, **common)
             parts.append(res.scores.assign(source=name, dataset=label))
         print(f"{label} {fam}: done", flush=True)
     return pd.concat(parts, ignore_index=True)
+
+
+def score_data_sets(sources: dict[str, tuple[pd.DataFrame, bool]], *, fresh: pd.DataFrame,
+                    passes: pd.DataFrame, s12: pd.DataFrame, seeds: int, out: Path
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`scores` on the three target data sets (``fresh`` with 70 % held out and its
+    siblings from ``s12``; ``passes`` and ``s12`` with 30 %), summarised
+    (:func:`summarise`); writes ``out/scores.csv``, ``summary.csv`` and ``gains.csv``, and
+    returns the summary and the gains."""
+    sc = pd.concat([
+        scores(sources, fresh, s12, seeds=seeds, test_fraction=0.7, label="fresh"),
+        scores(sources, passes, None, seeds=seeds, test_fraction=0.3, label="passes"),
+        scores(sources, s12, None, seeds=seeds, test_fraction=0.3, label="s12"),
+    ], ignore_index=True)
+    summ, gains = summarise(sc)
+    out.mkdir(parents=True, exist_ok=True)
+    sc.to_csv(out / "scores.csv", index=False)
+    summ.to_csv(out / "summary.csv", index=False)
+    gains.to_csv(out / "gains.csv", index=False)
+    return summ, gains
 
 
 def summarise(sc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -118,20 +132,15 @@ def main() -> None:
     src, probe, s12, passes, fresh = kernel_law_rows(
         bench, nets / f"{p}.parquet", Path(f"data/other_cpus/probe_nets/{p}.parquet"),
         fams / f"{p}.parquet", fams / f"{p}_passes.parquet", fams / f"{p}_fresh_depthwise.parquet")
-    parts = [
-        scores(src, probe, factor, fresh, s12, seeds=args.seeds, test_fraction=0.7,
-               label="fresh"),
-        scores(src, probe, factor, passes, None, seeds=args.seeds, test_fraction=0.3,
-               label="passes"),
-        scores(src, probe, factor, s12, None, seeds=args.seeds, test_fraction=0.3,
-               label="s12"),
-    ]
-    sc = pd.concat(parts, ignore_index=True)
-    summ, gains = summarise(sc)
-    args.out.mkdir(parents=True, exist_ok=True)
-    sc.to_csv(args.out / "scores.csv", index=False)
-    summ.to_csv(args.out / "summary.csv", index=False)
-    gains.to_csv(args.out / "gains.csv", index=False)
+    scaled = probe.assign(latency_ms=probe["latency_ms"] / factor)
+    sources = {
+        "resnet": (src, False),
+        "resnet+probe": (pd.concat([src, scaled], ignore_index=True), False),
+        "resnet+probe_raw": (pd.concat([src, probe], ignore_index=True), False),
+        "resnet+siblings": (src, True),
+    }
+    summ, gains = score_data_sets(sources, fresh=fresh, passes=passes, s12=s12, seeds=args.seeds,
+                            out=args.out)
     (args.out / "speed.txt").write_text(
         f"host speed today / quiet rows: median ratio {factor:.4f} over {n_pairs} re-measured "
         f"ResNet configs\nprobe rows: {len(probe)}; ResNet rows: {len(src)}\n")
