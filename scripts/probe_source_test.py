@@ -95,19 +95,20 @@ def score_data_sets(sources: dict[str, tuple[pd.DataFrame, bool]], *, fresh: pd.
     return summ, gains
 
 
-def summarise(sc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Mean and sd over seeds per data set x family x source x model, and the paired gains."""
+def summarise(sc: pd.DataFrame, *, base: str = "resnet") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mean and sd over seeds per data set x family x source x model, and the paired gains:
+    per seed, the ``offset`` k = 10 MAPE of source ``base`` minus each other source's."""
     keys = ["dataset", "family", "source", "model", "k"]
     summ = sc.groupby(keys)[["mape_pct", "within_10pct", "spearman"]].agg(["mean", "std"])
     summ.columns = [f"{m}_{s.replace('std', 'sd')}" for m, s in summ.columns]
     summ = summ.reset_index()
     few = sc[(sc["model"] == METHOD) & (sc["k"] == K)]
-    base = few[few["source"] == "resnet"].set_index(["dataset", "family", "seed"])["mape_pct"]
+    ref = few[few["source"] == base].set_index(["dataset", "family", "seed"])["mape_pct"]
     rows = []
     for (ds, fam, s), g in few.groupby(["dataset", "family", "source"]):
-        if s == "resnet":
+        if s == base:
             continue
-        d = base.loc[(ds, fam)].reindex(g["seed"]).to_numpy() - g["mape_pct"].to_numpy()
+        d = ref.loc[(ds, fam)].reindex(g["seed"]).to_numpy() - g["mape_pct"].to_numpy()
         rows.append({"dataset": ds, "family": fam, "source": s, "gain_pts_mean": d.mean(),
                      "gain_pts_sd": d.std(ddof=1), "n_seeds": len(d)})
     return summ, pd.DataFrame(rows)

@@ -1,0 +1,72 @@
+"""The config list of pre-registration N (session 26): a ResNet source and depthwise targets in
+one sitting.
+
+Two parts, measured together by ``scripts/sitting_source_campaign.sh``:
+
+* ``--resnet`` configs of the platform's quiet ResNet rows ``QUIET``, drawn exactly as
+  pre-registration M drew them (:func:`probe_list.resnet_sample`, ``--seed``, stored latency at
+  most ``--max-ms``): the same configs as M's sitting and as session 12's rows;
+* every ``ok`` config of ``TARGETS`` (the new families' fastest-of-8-passes rows of session 23),
+  so the targets of this sitting pair config by config with that earlier sitting.
+
+Writes ``OUT/list.parquet`` (checked as ``carb profile`` will check it), ``OUT/resnet.parquet``
+and ``OUT/targets.parquet``.
+
+``python scripts/sitting_source_list.py data/other_cpus/cpu_epyc_zen5_2c.parquet data/other_cpus/new_families/cpu_epyc_zen5_2c_passes.parquet --out runs/sitting_source_list``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe_list import resnet_sample  # noqa: E402
+
+from carb_lib.campaign import read_config_list  # noqa: E402
+from carb_lib.dataset import read_dataset  # noqa: E402
+from carb_lib.families import get_family  # noqa: E402
+
+
+def target_configs(rows: pd.DataFrame) -> pd.DataFrame:
+    """The config columns (``config_id``, ``family`` and each family's own) of the ``ok`` rows."""
+    ok = rows[rows["status"] == "ok"]
+    if ok.empty:
+        raise SystemExit("sitting_source_list: the target rows hold no ok row")
+    parts = []
+    for fam, g in ok.groupby(ok["family"].astype(str), sort=True):
+        cols = list(dict.fromkeys(["config_id", "family",
+                                   *[c for c in get_family(fam).config_columns if c in g.columns]]))
+        parts.append(g[cols])
+    return pd.concat(parts, ignore_index=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("quiet", type=Path, help="the platform's quiet ResNet rows")
+    ap.add_argument("targets", type=Path, help="the new families' rows to measure again")
+    ap.add_argument("--resnet", type=int, default=400)
+    ap.add_argument("--max-ms", type=float, default=300.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    resnet = resnet_sample(read_dataset(args.quiet), args.resnet, max_ms=args.max_ms,
+                           seed=args.seed)
+    targets = target_configs(read_dataset(args.targets))
+    both = pd.concat([resnet, targets], ignore_index=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    both.to_parquet(args.out / "list.parquet", index=False)
+    read_config_list(args.out / "list.parquet")  # what carb profile will check, now
+    resnet.to_parquet(args.out / "resnet.parquet", index=False)
+    targets.to_parquet(args.out / "targets.parquet", index=False)
+    counts = ", ".join(f"{f} {n}" for f, n in targets["family"].value_counts().sort_index().items())
+    print(f"{len(resnet)} ResNet configs and {len(targets)} target configs ({counts}) "
+          f"-> {args.out / 'list.parquet'}")
+
+
+if __name__ == "__main__":
+    main()
