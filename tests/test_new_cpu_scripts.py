@@ -15,7 +15,8 @@ SCRIPTS = [ROOT / "scripts" / "new_cpu_campaign.sh", ROOT / "scripts" / "new_cpu
            ROOT / "scripts" / "fresh_rows_campaign.sh", ROOT / "scripts" / "passes_campaign.sh",
            ROOT / "scripts" / "passes_analyses.sh", ROOT / "scripts" / "fresh_depthwise_campaign.sh",
            ROOT / "scripts" / "fresh_depthwise_sitting2.sh", ROOT / "scripts" / "probe_campaign.sh",
-           ROOT / "scripts" / "probe_sitting_campaign.sh"]
+           ROOT / "scripts" / "probe_sitting_campaign.sh",
+           ROOT / "scripts" / "sitting_source_campaign.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
