@@ -8,16 +8,22 @@
 #   pass's rows; the host's noise again; 4. the test (scripts/sitting_source_test.py) and its
 #   judgement (scripts/sitting_source_score.py).
 #
-# Usage: scripts/sitting_source_campaign.sh PLATFORM [PASSES BUDGET_S]   (defaults 4 2100)
+# Usage: scripts/sitting_source_campaign.sh PLATFORM [PASSES BUDGET_S SITTING SEED]
+#        (defaults 4 2100, no SITTING, seed 0). With SITTING (pre-registration P, a replication)
+#        the rows go to RES/SITTING, the test adds the first sitting (RES) as `--other`, and the
+#        judgement is `--replication`'s. SEED: the profile order.
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
-PASSES=${2:-4}; BUDGET=${3:-2100}
+PASSES=${2:-4}; BUDGET=${3:-2100}; SITTING=${4:-}; SEED=${5:-0}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
 TARGETS="data/other_cpus/new_families/${PLAT}_passes.parquet"
-RES="results/cross_family/sitting_source/$PLAT"
+FIRST="results/cross_family/sitting_source/$PLAT"
+RES="$FIRST${SITTING:+/$SITTING}"
+RUN="runs/${PLAT}_sitting_source${SITTING:+_$SITTING}"
+[ -n "$SITTING" ] && [ ! -e "$FIRST/target_rows.parquet" ] && { echo "sitting_source_campaign: no first sitting $FIRST/target_rows.parquet" >&2; exit 2; }
 [ -e "$TARGETS" ] || { echo "sitting_source_campaign: no target rows $TARGETS" >&2; exit 2; }
 [ -e "$RES/target_rows.parquet" ] && { echo "sitting_source_campaign: $RES/target_rows.parquet exists" >&2; exit 2; }
 say() { echo "[sitting source] $1 $(date -u +%FT%TZ)"; }
@@ -26,30 +32,30 @@ say "host noise (before)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
 say "the list"
 $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" "$TARGETS" --resnet 400 --seed 1 \
-  --out "runs/${PLAT}_sitting_source_list"
+  --out "${RUN}_list"
 say "profile, $PASSES passes"
 $CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "runs/${PLAT}_sitting_source_list/list.parquet" --seed 0 --ref-every 50 \
+  --configs "${RUN}_list/list.parquet" --seed "$SEED" --ref-every 50 \
   --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "runs/${PLAT}_sitting_source_parts" --no-progress
+  --out "${RUN}_parts" --no-progress
 say "merge"
-$CARB merge "runs/${PLAT}_sitting_source_parts" "runs/${PLAT}_sitting_source_all.parquet" --force \
+$CARB merge "${RUN}_parts" "${RUN}_all.parquet" --force \
   --reference-out "$RES/reference.parquet" 2>&1 | tee "$RES/merge.txt"
-$PY - "$PLAT" "$RES" <<'PYEOF'
+$PY - "${RUN}_all.parquet" "$RES" <<'PYEOF'
 import sys
 from carb_lib.dataset import read_dataset, write_dataset
-plat, res = sys.argv[1:]
-rows = read_dataset(f"runs/{plat}_sitting_source_all.parquet")
+merged, res = sys.argv[1:]
+rows = read_dataset(merged)
 resnet = rows["family"].astype(str) == "resnet"
 write_dataset(rows[resnet].reset_index(drop=True), f"{res}/resnet_rows.parquet")
 write_dataset(rows[~resnet].reset_index(drop=True), f"{res}/target_rows.parquet")
 print(f"ResNet rows {int(resnet.sum())}, target rows {int((~resnet).sum())} -> {res}")
 PYEOF
 $PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "runs/${PLAT}_sitting_source_parts" "$RES/pass_rows.parquet"
+  "${RUN}_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
 timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
 say "the test"
-$PY scripts/sitting_source_test.py "$PLAT" --out "$RES" > "$RES/test_log.txt" 2>&1
-$PY scripts/sitting_source_score.py "$RES"
+$PY scripts/sitting_source_test.py "$PLAT" --out "$RES" ${SITTING:+--other "$FIRST"} > "$RES/test_log.txt" 2>&1
+$PY scripts/sitting_source_score.py "$RES" ${SITTING:+--replication}
 say "done"

@@ -19,6 +19,10 @@ and scored zero-shot and with ``offset`` at k = 10, 5 seeds. Target data sets:
 * ``passes``: session 23's rows of the same configs, 70 % held out (the same split);
 * ``s12``: session 12's new-family rows, 30 % held out (as in pre-registrations L and M).
 
+With ``--other DIR`` (a replication, pre-registration P), another sitting's folder of this test
+adds its ResNet rows as source ``resnet_other`` and its new-family rows as target data set
+``other`` (70 % held out): source sitting x target sitting.
+
 Writes ``scores.csv``, ``summary.csv``, ``gains.csv`` and ``agreement.txt`` (the halves check
 of this sitting's passes, and this sitting's rows against session 12's, M's and session 23's
 rows of the same configs) into ``--out``.
@@ -70,6 +74,10 @@ def main() -> None:
     ap.add_argument("platform")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--other", type=Path, default=None,
+                    help="another sitting's folder of this test: its ResNet rows join as source "
+                         "resnet_other and its new-family rows as target data set 'other' (70 %% "
+                         "held out), for the sitting x sitting comparison of a replication")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     p, out = args.platform, args.out
@@ -78,6 +86,9 @@ def main() -> None:
              "resnet_s12": Path(f"data/other_cpus/{p}.parquet"),
              "resnet_m": Path(f"results/cross_family/probe/{p}/sitting2/resnet_rows.parquet"),
              "passes": fams / f"{p}_passes.parquet", "s12": fams / f"{p}.parquet"}
+    if args.other is not None:
+        files |= {"resnet_other": args.other / "resnet_rows.parquet",
+                  "other": args.other / "target_rows.parquet"}
     for f in files.values():
         if not f.exists():
             raise SystemExit(f"sitting_source_test: missing {f}")
@@ -86,8 +97,12 @@ def main() -> None:
     same = rows["resnet_s12"]["config_id"].isin(rows["resnet_now"]["config_id"])
     sources = {name: (rows[name], False) for name in (JUDGED, BASE, "resnet_m")}
     sources["resnet_s12_400"] = (rows["resnet_s12"][same].reset_index(drop=True), False)
+    if args.other is not None:
+        sources["resnet_other"] = (rows["resnet_other"], False)
     sc = pd.concat([
         scores(sources, rows["now"], None, seeds=args.seeds, test_fraction=0.7, label="now"),
+        *([scores(sources, rows["other"], None, seeds=args.seeds, test_fraction=0.7,
+                  label="other")] if args.other is not None else []),
         scores(sources, rows["passes"], None, seeds=args.seeds, test_fraction=0.7,
                label="passes"),
         scores(sources, rows["s12"], None, seeds=args.seeds, test_fraction=0.3, label="s12"),
@@ -101,6 +116,10 @@ def main() -> None:
              ratio_line("ResNet rows / session 12's", raw["resnet_now"], raw["resnet_s12"]),
              ratio_line("ResNet rows / M's sitting's", raw["resnet_now"], raw["resnet_m"]),
              ratio_line("new-family rows / session 23's (passes)", raw["now"], raw["passes"])]
+    if args.other is not None:
+        lines += [ratio_line("ResNet rows / the other sitting's", raw["resnet_now"],
+                             raw["resnet_other"]),
+                  ratio_line("new-family rows / the other sitting's", raw["now"], raw["other"])]
     (out / "agreement.txt").write_text("\n".join(lines) + "\n")
     print((out / "agreement.txt").read_text())
     few = summ[(summ["model"] == "offset") & (summ["k"] == 10)]
