@@ -14,15 +14,15 @@ from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "sitting_source"
-SOURCES = ("resnet_now", "resnet_s12", "resnet_s12_400", "resnet_m")
+SOURCES = ("resnet_now", "resnet_s12", "resnet_s12_400", "resnet_m", "resnet_other")
 
 
 def _summary(mape: dict[tuple[str, str, str], float], default: float = 15.0) -> pd.DataFrame:
     """An ``offset`` k = 10 summary: every data set x family x source at ``default`` but ``mape``."""
     rows = [{"dataset": d, "family": f, "source": s, "model": "offset", "k": 10,
              "mape_pct_mean": mape.get((d, f, s), default), "spearman_mean": 0.9}
-            for d in ("now", "passes", "s12") for f in ("efficientnet", "mobilenetv2", "vgg")
-            for s in SOURCES]
+            for d in ("now", "other", "passes", "s12")
+            for f in ("efficientnet", "mobilenetv2", "vgg") for s in SOURCES]
     rows.append({"dataset": "now", "family": "mobilenetv2", "source": "resnet_now",
                  "model": "zero_shot", "k": 0, "mape_pct_mean": 1.0, "spearman_mean": 0.9})
     return pd.DataFrame(rows)
@@ -87,6 +87,25 @@ def test_judge_turns_with_the_numbers():
     assert not held["N4"] and not held["N6"] and not held["N7"] and held["N1"]
 
 
+def test_replication_judge_turns_with_the_numbers():
+    score = load_script("sitting_source_score")
+    held = {i: ok for i, _, ok in score.judge_replication(_summary({}), 8.0)}
+    assert held == {"P1": False, "P2": False, "P3": False, "P4": True, "P5": True, "P6": False}
+    dw = ("efficientnet", "mobilenetv2")
+    # each sitting's source 1 point better on its own sitting's rows: a match of 2 points
+    match = {**{("now", f, "resnet_now"): 13.0 for f in dw},
+             **{("now", f, "resnet_other"): 14.0 for f in dw},
+             **{("other", f, "resnet_now"): 14.0 for f in dw},
+             **{("other", f, "resnet_other"): 13.0 for f in dw},
+             ("now", "vgg", "resnet_now"): 16.0}
+    held = {i: ok for i, _, ok in score.judge_replication(_summary(match), 8.1)}
+    assert held == {"P1": True, "P2": True, "P3": True, "P4": False, "P5": True, "P6": True}
+    held = {i: ok for i, _, ok in score.judge_replication(_summary(
+        {**match, ("other", "efficientnet", "resnet_now"): 13.9,
+         ("now", "mobilenetv2", "resnet_now"): 10.0}), 8.0)}
+    assert not held["P3"] and not held["P5"] and held["P1"]
+
+
 @pytest.mark.skipif(not (RESULTS / "cpu_epyc_zen5_2c" / "scores.txt").exists(),
                     reason="pre-registration N not measured in this checkout")
 def test_score_regenerates_the_committed_judgement(tmp_path):
@@ -103,17 +122,20 @@ def test_score_regenerates_the_committed_judgement(tmp_path):
     assert r.returncode != 0 and "no halves check" in r.stderr
 
 
-@pytest.mark.parametrize("platform, message", [
-    ("cpu_epyc_zen5_2c", "sitting_source_campaign: results/cross_family/sitting_source/"
-                         "cpu_epyc_zen5_2c/target_rows.parquet exists"),
-    ("cpu_never_measured", "sitting_source_campaign: no target rows "
-                           "data/other_cpus/new_families/cpu_never_measured_passes.parquet"),
+@pytest.mark.parametrize("args, message", [
+    (["cpu_epyc_zen5_2c"], "sitting_source_campaign: results/cross_family/sitting_source/"
+                           "cpu_epyc_zen5_2c/target_rows.parquet exists"),
+    (["cpu_never_measured"], "sitting_source_campaign: no target rows "
+                             "data/other_cpus/new_families/cpu_never_measured_passes.parquet"),
+    (["cpu_never_measured", "4", "2100", "sitting2"],
+     "sitting_source_campaign: no first sitting results/cross_family/sitting_source/"
+     "cpu_never_measured/target_rows.parquet"),
 ])
-def test_the_campaign_refuses_and_writes_nothing(platform, message):
-    if platform == "cpu_epyc_zen5_2c" and not (RESULTS / platform / "target_rows.parquet").exists():
+def test_the_campaign_refuses_and_writes_nothing(args, message):
+    if args[0] == "cpu_epyc_zen5_2c" and not (RESULTS / args[0] / "target_rows.parquet").exists():
         pytest.skip("pre-registration N not measured in this checkout")
     before = sorted(p.name for p in RESULTS.rglob("*"))
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "sitting_source_campaign.sh"), platform],
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "sitting_source_campaign.sh"), *args],
                        capture_output=True, text=True, timeout=60,
                        env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
     assert r.returncode == 2 and r.stdout == "" and r.stderr.strip() == message
