@@ -106,20 +106,28 @@ def test_replication_judge_turns_with_the_numbers():
     assert not held["P3"] and not held["P5"] and held["P1"]
 
 
-@pytest.mark.skipif(not (RESULTS / "cpu_epyc_zen5_2c" / "scores.txt").exists(),
-                    reason="pre-registration N not measured in this checkout")
-def test_score_regenerates_the_committed_judgement(tmp_path):
-    src = RESULTS / "cpu_epyc_zen5_2c"
+@pytest.mark.parametrize("folder, flags, ending", [
+    ("cpu_epyc_zen5_2c", [], "5 of 8 held"),
+    ("cpu_epyc_zen5_2c/sitting2", ["--replication"], "5 of 6 held"),
+])
+def test_score_regenerates_the_committed_judgement(tmp_path, folder, flags, ending):
+    src = RESULTS / folder
+    if not (src / "scores.txt").exists():
+        pytest.skip("not measured in this checkout")
     for name in ("summary.csv", "agreement.txt"):
         (tmp_path / name).write_bytes((src / name).read_bytes())
-    cmd = [sys.executable, str(ROOT / "scripts" / "sitting_source_score.py"), str(tmp_path)]
+    cmd = [sys.executable, str(ROOT / "scripts" / "sitting_source_score.py"), str(tmp_path), *flags]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     want = (src / "scores.txt").read_text().split("\n", 1)[1]
     assert (tmp_path / "scores.txt").read_text().split("\n", 1)[1] == want
+    assert want.rstrip().endswith(ending)
     (tmp_path / "agreement.txt").write_text("halves: none\n")
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode != 0 and "no halves check" in r.stderr
+    (tmp_path / "summary.csv").unlink()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode != 0 and r.stderr.strip() == f"sitting_source_score: no summary.csv in {tmp_path}"
 
 
 @pytest.mark.parametrize("args, message", [
