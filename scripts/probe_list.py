@@ -57,6 +57,18 @@ def reused(earlier: pd.DataFrame, n: int) -> pd.DataFrame:
     return pick[cols].reset_index(drop=True)
 
 
+def write_lists(out: Path, parts: dict[str, pd.DataFrame]) -> Path:
+    """``out/list.parquet``, the parts' configs in order (checked now as ``carb profile`` will
+    check it), and each part as ``out/<name>.parquet``; returns the list's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "list.parquet"
+    pd.concat(parts.values(), ignore_index=True).to_parquet(path, index=False)
+    read_config_list(path)
+    for name, part in parts.items():
+        part.to_parquet(out / f"{name}.parquet", index=False)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("quiet", type=Path, help="the platform's quiet ResNet rows")
@@ -75,12 +87,7 @@ def main() -> None:
         probe = probe_configs(args.n, seed=args.seed, max_gflop=args.cap_gflop)
     resnet = resnet_sample(read_dataset(args.quiet), args.resnet, max_ms=args.max_ms,
                            seed=args.seed)
-    both = pd.concat([probe, resnet], ignore_index=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    both.to_parquet(args.out / "list.parquet", index=False)
-    read_config_list(args.out / "list.parquet")  # what carb profile will check, now
-    probe.to_parquet(args.out / "probe.parquet", index=False)
-    resnet.to_parquet(args.out / "resnet.parquet", index=False)
+    write_lists(args.out, {"probe": probe, "resnet": resnet})
     print(f"{len(probe)} probe networks (batch {probe['batch'].min()}-{probe['batch'].max()}, "
           f"resolution {probe['resolution'].min()}-{probe['resolution'].max()}) and "
           f"{len(resnet)} ResNet configs -> {args.out / 'list.parquet'}")

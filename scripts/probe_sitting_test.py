@@ -24,12 +24,11 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_source_test import score_data_sets, speed_factor  # noqa: E402
+from probe_source_test import ratio_line, score_data_sets, speed_factor  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
@@ -39,17 +38,10 @@ from carb_lib.passes import pass_agreement, read_passes  # noqa: E402
 def agreement(out: Path, platform: str) -> str:
     """The halves check of this sitting, and its probe rows against L's."""
     halves = pass_agreement(read_passes(out / "pass_rows.parquet"))
-    now = read_dataset(out / "probe_rows.parquet").set_index("config_id")["latency_ms"]
-    before = read_dataset(f"data/other_cpus/probe_nets/{platform}.parquet").set_index(
-        "config_id")["latency_ms"]
-    both = now.index.intersection(before.index)
-    r = np.log((now[both] / before[both]).to_numpy(float))
-    r0 = r - np.median(r)
     return (f"halves: {halves}\n"
-            f"probe rows of this sitting / pre-registration L's, {len(both)} configs: median "
-            f"ratio {np.exp(np.median(r)):.4f}; within ±10 % raw {np.mean(np.abs(r) < np.log(1.1)):.3f}, "
-            f"with the median divided out {np.mean(np.abs(r0) < np.log(1.1)):.3f}; median |log| "
-            f"after it {np.median(np.abs(r0)):.4f}\n")
+            + ratio_line("probe rows of this sitting / pre-registration L's",
+                         read_dataset(out / "probe_rows.parquet"),
+                         read_dataset(f"data/other_cpus/probe_nets/{platform}.parquet")) + "\n")
 
 
 def main() -> None:

@@ -44,14 +44,36 @@ METHOD = "offset"
 SOURCES = ("resnet", "resnet+probe", "resnet+probe_raw", "resnet+siblings")
 
 
+def shared_ok_latency(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """``latency_ms`` of ``a`` and of ``b`` over the configs both hold ``ok``, aligned by
+    ``config_id`` (empty when they share none)."""
+    la = a[a["status"] == "ok"].set_index("config_id")["latency_ms"]
+    lb = b[b["status"] == "ok"].set_index("config_id")["latency_ms"]
+    both = la.index.intersection(lb.index)
+    return la[both], lb[both]
+
+
 def speed_factor(remeasured: pd.DataFrame, quiet: pd.DataFrame) -> tuple[float, int]:
     """Median of re-measured / stored latency over the configs both hold ``ok``, and how many."""
-    a = remeasured[remeasured["status"] == "ok"].set_index("config_id")["latency_ms"]
-    b = quiet[quiet["status"] == "ok"].set_index("config_id")["latency_ms"]
-    both = a.index.intersection(b.index)
-    if len(both) == 0:
+    a, b = shared_ok_latency(remeasured, quiet)
+    if len(a) == 0:
         raise SystemExit("probe_source_test: no re-measured config is in the quiet rows")
-    return float(np.median(a[both] / b[both])), len(both)
+    return float(np.median(a / b)), len(a)
+
+
+def ratio_line(name: str, now: pd.DataFrame, other: pd.DataFrame) -> str:
+    """``now``'s latency against ``other``'s over the ``ok`` configs both hold: the median
+    ratio, the share within ±10 % raw and with the median divided out, and the median
+    |log ratio| after it."""
+    a, b = shared_ok_latency(now, other)
+    if len(a) == 0:
+        return f"{name}: no config in common"
+    r = np.log((a / b).to_numpy(float))
+    r0 = r - np.median(r)
+    return (f"{name}, {len(a)} configs: median ratio {np.exp(np.median(r)):.4f}; within "
+            f"±10 % raw {np.mean(np.abs(r) < np.log(1.1)):.3f}, with the median divided out "
+            f"{np.mean(np.abs(r0) < np.log(1.1)):.3f}; median |log| after it "
+            f"{np.median(np.abs(r0)):.4f}")
 
 
 def scores(sources: dict[str, tuple[pd.DataFrame, bool]], target: pd.DataFrame,

@@ -25,9 +25,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_list import resnet_sample  # noqa: E402
+from probe_list import resnet_sample, write_lists  # noqa: E402
 
-from carb_lib.campaign import read_config_list  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.families import get_family  # noqa: E402
 
@@ -57,15 +56,9 @@ def main() -> None:
     resnet = resnet_sample(read_dataset(args.quiet), args.resnet, max_ms=args.max_ms,
                            seed=args.seed)
     targets = target_configs(read_dataset(args.targets))
-    both = pd.concat([resnet, targets], ignore_index=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    both.to_parquet(args.out / "list.parquet", index=False)
-    read_config_list(args.out / "list.parquet")  # what carb profile will check, now
-    resnet.to_parquet(args.out / "resnet.parquet", index=False)
-    targets.to_parquet(args.out / "targets.parquet", index=False)
+    path = write_lists(args.out, {"resnet": resnet, "targets": targets})
     counts = ", ".join(f"{f} {n}" for f, n in targets["family"].value_counts().sort_index().items())
-    print(f"{len(resnet)} ResNet configs and {len(targets)} target configs ({counts}) "
-          f"-> {args.out / 'list.parquet'}")
+    print(f"{len(resnet)} ResNet configs and {len(targets)} target configs ({counts}) -> {path}")
 
 
 if __name__ == "__main__":

@@ -37,12 +37,11 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_source_test import scores, summarise  # noqa: E402
+from probe_source_test import ratio_line, scores, summarise  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
@@ -50,23 +49,6 @@ from carb_lib.passes import pass_agreement, read_passes  # noqa: E402
 
 BASE = "resnet_s12"
 JUDGED = "resnet_now"
-
-
-def ratio_line(name: str, now: pd.DataFrame, other: pd.DataFrame) -> str:
-    """This sitting's latency against ``other``'s over the ``ok`` configs both hold: the median
-    ratio, the share within ±10 % raw and with the median divided out, and the median
-    |log ratio| after it."""
-    a = now[now["status"] == "ok"].set_index("config_id")["latency_ms"]
-    b = other[other["status"] == "ok"].set_index("config_id")["latency_ms"]
-    both = a.index.intersection(b.index)
-    if len(both) == 0:
-        return f"{name}: no config in common"
-    r = np.log((a[both] / b[both]).to_numpy(float))
-    r0 = r - np.median(r)
-    return (f"{name}, {len(both)} configs: median ratio {np.exp(np.median(r)):.4f}; within "
-            f"±10 % raw {np.mean(np.abs(r) < np.log(1.1)):.3f}, with the median divided out "
-            f"{np.mean(np.abs(r0) < np.log(1.1)):.3f}; median |log| after it "
-            f"{np.median(np.abs(r0)):.4f}")
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ def test_target_configs_keep_ok_rows_and_each_familys_own_columns():
 
 
 def test_ratio_line_divides_out_the_median_over_shared_ok_configs():
-    test = load_script("sitting_source_test")
+    test = load_script("probe_source_test")
     now = pd.DataFrame({"config_id": list("abcd"), "status": ["ok"] * 4,
                         "latency_ms": [12.0, 24.0, 36.0, 60.0]})
     other = pd.DataFrame({"config_id": list("abcz"), "status": ["ok"] * 4,
