@@ -28,7 +28,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_source_test import ratio_line, score_data_sets, speed_factor  # noqa: E402
+from probe_source_test import judged_bench, ratio_line, score_data_sets, speed_factor  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
@@ -53,7 +53,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     p = args.platform
     nets, fams = Path("data/other_cpus"), Path("data/other_cpus/new_families")
-    bench = [Path(f"data/kernels/{p}_session21.parquet"), Path(f"data/kernels/{p}_sampler4.parquet")]
+    bench = judged_bench(p)
     factor, n_pairs = speed_factor(read_dataset(args.out / "resnet_rows.parquet"),
                                    read_dataset(nets / f"{p}.parquet"))
     today, probe, s12_resnet, s12, passes, fresh = kernel_law_rows(

@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_source_test import speed_factor  # noqa: E402
+from probe_source_test import judged_bench, speed_factor  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.evaluation import cross_family_evaluation  # noqa: E402
@@ -61,7 +61,7 @@ def main() -> None:
     res_dir = Path(f"results/cross_family/probe/{p}")
     factor, _ = speed_factor(read_dataset(res_dir / "remeasured_resnet.parquet"),
                              read_dataset(nets / f"{p}.parquet"))
-    bench = [Path(f"data/kernels/{p}_session21.parquet"), Path(f"data/kernels/{p}_sampler4.parquet")]
+    bench = judged_bench(p)
     src, probe, s12, passes = kernel_law_rows(
         bench, nets / f"{p}.parquet", Path(f"data/other_cpus/probe_nets/{p}.parquet"),
         fams / f"{p}.parquet", fams / f"{p}_passes.parquet")

@@ -44,6 +44,12 @@ METHOD = "offset"
 SOURCES = ("resnet", "resnet+probe", "resnet+probe_raw", "resnet+siblings")
 
 
+def judged_bench(platform: str) -> list[Path]:
+    """The platform's judged operator benchmark: session 21's v3 draw and the sampler-v4 draw."""
+    return [Path(f"data/kernels/{platform}_session21.parquet"),
+            Path(f"data/kernels/{platform}_sampler4.parquet")]
+
+
 def shared_ok_latency(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """``latency_ms`` of ``a`` and of ``b`` over the configs both hold ``ok``, aligned by
     ``config_id`` (empty when they share none)."""
@@ -148,8 +154,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     p = args.platform
     nets, fams = Path("data/other_cpus"), Path("data/other_cpus/new_families")
-    bench = args.bench or [Path(f"data/kernels/{p}_session21.parquet"),
-                           Path(f"data/kernels/{p}_sampler4.parquet")]
+    bench = args.bench or judged_bench(p)
     factor, n_pairs = speed_factor(read_dataset(args.out / "remeasured_resnet.parquet"),
                                    read_dataset(nets / f"{p}.parquet"))
     src, probe, s12, passes, fresh = kernel_law_rows(

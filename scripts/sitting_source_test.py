@@ -41,7 +41,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_source_test import ratio_line, scores, summarise  # noqa: E402
+from probe_source_test import judged_bench, ratio_line, scores, summarise  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
     for f in files.values():
         if not f.exists():
             raise SystemExit(f"sitting_source_test: missing {f}")
-    bench = [Path(f"data/kernels/{p}_session21.parquet"), Path(f"data/kernels/{p}_sampler4.parquet")]
+    bench = judged_bench(p)
     rows = dict(zip(files, kernel_law_rows(bench, *files.values()), strict=True))
     same = rows["resnet_s12"]["config_id"].isin(rows["resnet_now"]["config_id"])
     sources = {name: (rows[name], False) for name in (JUDGED, BASE, "resnet_m")}
