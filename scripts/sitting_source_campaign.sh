@@ -11,7 +11,8 @@
 # Usage: scripts/sitting_source_campaign.sh PLATFORM [PASSES BUDGET_S SITTING SEED]
 #        (defaults 4 2100, no SITTING, seed 0). With SITTING (pre-registration P, a replication)
 #        the rows go to RES/SITTING, the test adds the first sitting (RES) as `--other`, and the
-#        judgement is `--replication`'s. SEED: the profile order.
+#        judgement is `--replication`'s. SEED: the profile order. With NO_TEST=1 in the
+#        environment it stops after the rows (pre-registration Q's campaign runs its own test).
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ PLAT=${1:?platform name}
 PASSES=${2:-4}; BUDGET=${3:-2100}; SITTING=${4:-}; SEED=${5:-0}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
 TARGETS="data/other_cpus/new_families/${PLAT}_passes.parquet"
 FIRST="results/cross_family/sitting_source/$PLAT"
 RES="$FIRST${SITTING:+/$SITTING}"
@@ -29,32 +31,19 @@ RUN="runs/${PLAT}_sitting_source${SITTING:+_$SITTING}"
 say() { echo "[sitting source] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
+campaign_canary "$RES/canary_before.txt"
 say "the list"
 $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" "$TARGETS" --resnet 400 --seed 1 \
   --out "${RUN}_list"
 say "profile, $PASSES passes"
-$CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "${RUN}_list/list.parquet" --seed "$SEED" --ref-every 50 \
-  --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "${RUN}_parts" --no-progress
+campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" "$PASSES" "$BUDGET" "$SEED"
 say "merge"
-$CARB merge "${RUN}_parts" "${RUN}_all.parquet" --force \
-  --reference-out "$RES/reference.parquet" 2>&1 | tee "$RES/merge.txt"
-$PY - "${RUN}_all.parquet" "$RES" <<'PYEOF'
-import sys
-from carb_lib.dataset import read_dataset, write_dataset
-merged, res = sys.argv[1:]
-rows = read_dataset(merged)
-resnet = rows["family"].astype(str) == "resnet"
-write_dataset(rows[resnet].reset_index(drop=True), f"{res}/resnet_rows.parquet")
-write_dataset(rows[~resnet].reset_index(drop=True), f"{res}/target_rows.parquet")
-print(f"ResNet rows {int(resnet.sum())}, target rows {int((~resnet).sum())} -> {res}")
-PYEOF
-$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "${RUN}_parts" "$RES/pass_rows.parquet"
+campaign_merge "${RUN}_parts" "${RUN}_all.parquet" "$RES/reference.parquet" "$RES/merge.txt"
+campaign_split_family "${RUN}_all.parquet" resnet "$RES/resnet_rows.parquet" "$RES/target_rows.parquet"
+campaign_save_passes "${RUN}_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
+campaign_canary "$RES/canary_after.txt"
+[ -n "${NO_TEST:-}" ] && { say "done (rows only: NO_TEST)"; exit 0; }
 say "the test"
 $PY scripts/sitting_source_test.py "$PLAT" --out "$RES" ${SITTING:+--other "$FIRST"} > "$RES/test_log.txt" 2>&1
 $PY scripts/sitting_source_score.py "$RES" ${SITTING:+--replication}

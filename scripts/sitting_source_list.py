@@ -10,7 +10,8 @@ Two parts, measured together by ``scripts/sitting_source_campaign.sh``:
   so the targets of this sitting pair config by config with that earlier sitting.
 
 Writes ``OUT/list.parquet`` (checked as ``carb profile`` will check it), ``OUT/resnet.parquet``
-and ``OUT/targets.parquet``.
+and ``OUT/targets.parquet``. Without ``TARGETS`` (pre-registration Q's sitting of the ResNet
+configs alone) the list holds the ResNet part only.
 
 ``python scripts/sitting_source_list.py data/other_cpus/cpu_epyc_zen5_2c.parquet data/other_cpus/new_families/cpu_epyc_zen5_2c_passes.parquet --out runs/sitting_source_list``
 """
@@ -47,7 +48,8 @@ def target_configs(rows: pd.DataFrame) -> pd.DataFrame:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("quiet", type=Path, help="the platform's quiet ResNet rows")
-    ap.add_argument("targets", type=Path, help="the new families' rows to measure again")
+    ap.add_argument("targets", type=Path, nargs="?", default=None,
+                    help="the new families' rows to measure again (none: the ResNet part alone)")
     ap.add_argument("--resnet", type=int, default=400)
     ap.add_argument("--max-ms", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=1)
@@ -55,6 +57,10 @@ def main() -> None:
     args = ap.parse_args()
     resnet = resnet_sample(read_dataset(args.quiet), args.resnet, max_ms=args.max_ms,
                            seed=args.seed)
+    if args.targets is None:
+        path = write_lists(args.out, {"resnet": resnet})
+        print(f"{len(resnet)} ResNet configs, alone -> {path}")
+        return
     targets = target_configs(read_dataset(args.targets))
     path = write_lists(args.out, {"resnet": resnet, "targets": targets})
     counts = ", ".join(f"{f} {n}" for f, n in targets["family"].value_counts().sort_index().items())

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Pre-registration Q (session 27; results/cross_family/sitting_source/PLATFORM/alone/PREREGISTRATION.md):
+# pre-registration M's 400 ResNet configs timed ALONE against the same configs timed BESIDE the
+# depthwise target configs, in one session, with the alone passes on both sides of the beside
+# sitting so that the host's drift falls on both alike:
+#
+#   1. the host's noise; the alone list (scripts/sitting_source_list.py without targets);
+#   2. alone, passes 1-2 (carb profile --passes 2, seed 3);
+#   3. beside: scripts/sitting_source_campaign.sh PLATFORM 4 BUDGET sitting3 2 with NO_TEST=1
+#      (the 837 configs of pre-registrations N and P, a third sitting, rows only);
+#   4. alone, passes 3-4 (the same folder with --passes 4: carb_lib.passes resumes passes 1-2
+#      and measures passes 3-4);
+#   5. merge the alone passes (fastest of 4) into RES/resnet_rows.parquet; every pass's rows; the
+#      host's noise again.
+#
+# The test (scripts/alone_source_test.py) and its judgement (scripts/alone_source_score.py) run
+# after it. Usage: scripts/alone_source_campaign.sh PLATFORM [BUDGET_S]   (default 2100, the
+# beside sitting's; each alone half gets 1200 s)
+# Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PLAT=${1:?platform name}
+BUDGET=${2:-2100}
+PY=${PYTHON:-.venv/bin/python}
+CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
+FIRST="results/cross_family/sitting_source/$PLAT"
+RES="$FIRST/alone"
+RUN="runs/${PLAT}_sitting_source_alone"
+[ -e "$FIRST/target_rows.parquet" ] || { echo "alone_source_campaign: no first sitting $FIRST/target_rows.parquet" >&2; exit 2; }
+[ -e "$RES/resnet_rows.parquet" ] && { echo "alone_source_campaign: $RES/resnet_rows.parquet exists" >&2; exit 2; }
+[ -e "$FIRST/sitting3/target_rows.parquet" ] && { echo "alone_source_campaign: $FIRST/sitting3/target_rows.parquet exists" >&2; exit 2; }
+say() { echo "[alone source] $1 $(date -u +%FT%TZ)"; }
+mkdir -p "$RES"
+say "host noise (before)"
+campaign_canary "$RES/canary_before.txt"
+say "the list (alone)"
+$PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" --resnet 400 --seed 1 \
+  --out "${RUN}_list"
+say "alone, passes 1-2"
+campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 2 1200 3
+say "beside (sitting 3)"
+NO_TEST=1 bash scripts/sitting_source_campaign.sh "$PLAT" 4 "$BUDGET" sitting3 2
+say "alone, passes 3-4"
+campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 3
+say "merge (alone)"
+campaign_merge "${RUN}_parts" "$RES/resnet_rows.parquet" "$RES/reference.parquet" "$RES/merge.txt"
+campaign_save_passes "${RUN}_parts" "$RES/pass_rows.parquet"
+say "host noise (after)"
+campaign_canary "$RES/canary_after.txt"
+say "done"
