@@ -1,0 +1,149 @@
+"""Pre-registration Q's test: is a ResNet source timed *alone* as good a source for the depthwise
+families as the same configs timed *beside* them?
+
+``scripts/alone_source_campaign.sh`` times pre-registration M's 400 ResNet configs alone (a
+list of them only), its passes on both sides of a third sitting of N's list (the same 400
+configs beside the 437 new-family configs of session 23's ``passes`` rows). For each target data
+set and family, the kernel-law source model (latency only, shared features, default preset) is
+fitted on
+
+* ``resnet_alone``: the alone rows (**the judged source**);
+* ``resnet_beside``: sitting 3's ResNet rows (the same-session control);
+* ``resnet_s12``: session 12's 2,656 quiet ResNet rows (**the baseline** of ``gains.csv``);
+* ``resnet_n``, ``resnet_p``: pre-registrations N's and P's sittings' ResNet rows;
+* ``resnet_s12_400``: session 12's rows of the same 400 configs;
+
+and scored zero-shot and with ``offset`` at k = 10, 5 seeds. Target data sets: ``beside``
+(sitting 3's new-family rows), ``n``, ``p`` (N's and P's) and ``passes`` (session 23's), 70 % of
+architectures held out; ``s12`` (session 12's), 30 %.
+
+Writes ``scores.csv``, ``summary.csv``, ``gains.csv`` (paired against ``resnet_s12``),
+``gains_vs_beside.csv`` (paired against ``resnet_beside``), ``agreement.txt`` (both sittings'
+halves, the alone rows against the beside, N's, P's and session 12's rows) and ``speed.csv``
+(today's rows over session 12's by batch tier and precision, descriptive) into ``DIR``.
+
+``python scripts/alone_source_test.py cpu_epyc_zen5_2c``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe_source_test import (  # noqa: E402
+    judged_bench,
+    ratio_line,
+    scores,
+    shared_ok_latency,
+    summarise,
+)
+
+from carb_lib.dataset import read_dataset  # noqa: E402
+from carb_lib.evaluation.cross_family import kernel_law_rows  # noqa: E402
+from carb_lib.passes import pass_agreement, read_passes  # noqa: E402
+
+BASE = "resnet_s12"
+JUDGED = "resnet_alone"
+CONTROL = "resnet_beside"
+#: The noisy target data sets (70 % held out) and the quiet one (30 %).
+NOISY = ("beside", "n", "p", "passes")
+
+
+def input_files(platform: str, root: Path) -> dict[str, Path]:
+    """Every input of the test by its name (sources ``resnet_*``, target data sets otherwise)."""
+    fams = Path("data/other_cpus/new_families")
+    return {"resnet_alone": root / "alone" / "resnet_rows.parquet",
+            "resnet_beside": root / "sitting3" / "resnet_rows.parquet",
+            "beside": root / "sitting3" / "target_rows.parquet",
+            "resnet_n": root / "resnet_rows.parquet", "n": root / "target_rows.parquet",
+            "resnet_p": root / "sitting2" / "resnet_rows.parquet",
+            "p": root / "sitting2" / "target_rows.parquet",
+            "resnet_s12": Path(f"data/other_cpus/{platform}.parquet"),
+            "passes": fams / f"{platform}_passes.parquet", "s12": fams / f"{platform}.parquet"}
+
+
+def speed_by_tier(now: dict[str, pd.DataFrame], quiet: pd.DataFrame) -> pd.DataFrame:
+    """Each of ``now``'s rows over ``quiet``'s (same config), median ratio per batch tier
+    (1-8, >= 16) and precision, with how many configs."""
+    rows = []
+    q = quiet[quiet["status"] == "ok"].set_index("config_id")
+    for name, frame in now.items():
+        a, b = shared_ok_latency(frame, quiet)
+        meta = q.loc[a.index, ["batch", "precision"]]
+        tier = np.where(meta["batch"].to_numpy() >= 16, "batch>=16", "batch1-8")
+        ratio = pd.DataFrame({"tier": tier, "precision": meta["precision"].astype(str).to_numpy(),
+                              "ratio": (a / b).to_numpy(float)})
+        for (t, p), g in ratio.groupby(["tier", "precision"]):
+            rows.append({"rows": name, "tier": t, "precision": p, "n_configs": len(g),
+                         "median_ratio": float(g["ratio"].median())})
+        rows.append({"rows": name, "tier": "all", "precision": "all", "n_configs": len(ratio),
+                     "median_ratio": float(ratio["ratio"].median())})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("platform")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--root", type=Path, default=None,
+                    help="the sitting-source folder (default results/cross_family/"
+                         "sitting_source/PLATFORM); the output goes to ROOT/alone")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    root = args.root or Path(f"results/cross_family/sitting_source/{args.platform}")
+    out = root / "alone"
+    files = input_files(args.platform, root)
+    for f in files.values():
+        if not f.exists():
+            raise SystemExit(f"alone_source_test: missing {f}")
+    for name in ("alone", "sitting3"):
+        if not (root / name / "pass_rows.parquet").exists():
+            raise SystemExit(f"alone_source_test: missing {root / name / 'pass_rows.parquet'}")
+    rows = dict(zip(files, kernel_law_rows(judged_bench(args.platform), *files.values()),
+                    strict=True))
+    same = rows[BASE]["config_id"].isin(rows[JUDGED]["config_id"])
+    names = (JUDGED, CONTROL, BASE, "resnet_n", "resnet_p")
+    sources = {name: (rows[name], False) for name in names}
+    sources["resnet_s12_400"] = (rows[BASE][same].reset_index(drop=True), False)
+    sc = pd.concat([
+        *[scores(sources, rows[ds], None, seeds=args.seeds, test_fraction=0.7, label=ds)
+          for ds in NOISY],
+        scores(sources, rows["s12"], None, seeds=args.seeds, test_fraction=0.3, label="s12"),
+    ], ignore_index=True)
+    summ, gains = summarise(sc, base=BASE)
+    _, gains_beside = summarise(sc, base=CONTROL)
+    sc.to_csv(out / "scores.csv", index=False)
+    summ.to_csv(out / "summary.csv", index=False)
+    gains.to_csv(out / "gains.csv", index=False)
+    gains_beside.to_csv(out / "gains_vs_beside.csv", index=False)
+    raw = {k: read_dataset(v) for k, v in files.items()}
+    lines = [f"halves (alone): {pass_agreement(read_passes(out / 'pass_rows.parquet'))}",
+             f"halves (beside): {pass_agreement(read_passes(root / 'sitting3' / 'pass_rows.parquet'))}",
+             ratio_line("ResNet rows alone / beside", raw[JUDGED], raw[CONTROL]),
+             ratio_line("ResNet rows alone / session 12's", raw[JUDGED], raw[BASE]),
+             ratio_line("ResNet rows beside / session 12's", raw[CONTROL], raw[BASE]),
+             ratio_line("ResNet rows alone / N's", raw[JUDGED], raw["resnet_n"]),
+             ratio_line("ResNet rows alone / P's", raw[JUDGED], raw["resnet_p"]),
+             ratio_line("new-family rows beside / N's", raw["beside"], raw["n"])]
+    (out / "agreement.txt").write_text("\n".join(lines) + "\n")
+    speed = speed_by_tier({"alone": raw[JUDGED], "beside": raw[CONTROL], "n": raw["resnet_n"],
+                           "p": raw["resnet_p"]}, raw[BASE])
+    speed.to_csv(out / "speed.csv", index=False)
+    print((out / "agreement.txt").read_text())
+    few = summ[(summ["model"] == "offset") & (summ["k"] == 10)]
+    with pd.option_context("display.width", 220, "display.max_rows", 200):
+        print(few.pivot_table(index=["dataset", "family"], columns="source",
+                              values="mape_pct_mean").round(2))
+        print(gains_beside[gains_beside["source"] == JUDGED].round(2))
+        print(speed.round(3))
+
+
+if __name__ == "__main__":
+    main()
