@@ -14,13 +14,15 @@
 #      host's noise again.
 #
 # The test (scripts/alone_source_test.py) and its judgement (scripts/alone_source_score.py) run
-# after it. Usage: scripts/alone_source_campaign.sh PLATFORM [BUDGET_S]   (default 2100, the
-# beside sitting's; each alone half gets 1200 s)
+# after it. Usage: scripts/alone_source_campaign.sh PLATFORM [BUDGET_S [SITTING SEED]]
+# (default 2100, the beside sitting's; each alone half gets 1200 s). With SITTING
+# (pre-registration R, a replication of the alone sitting) it times the alone list only, in 4
+# passes back to back (seed SEED, 1200 s), into RES/../SITTING; no beside sitting.
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
-BUDGET=${2:-2100}
+BUDGET=${2:-2100}; SITTING=${3:-}; SEED=${4:-4}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
 . scripts/campaign_lib.sh
@@ -28,9 +30,29 @@ FIRST="results/cross_family/sitting_source/$PLAT"
 RES="$FIRST/alone"
 RUN="runs/${PLAT}_sitting_source_alone"
 [ -e "$FIRST/target_rows.parquet" ] || { echo "alone_source_campaign: no first sitting $FIRST/target_rows.parquet" >&2; exit 2; }
+say() { echo "[alone source] $1 $(date -u +%FT%TZ)"; }
+if [ -n "$SITTING" ]; then
+  RES="$FIRST/$SITTING"; RUN="runs/${PLAT}_sitting_source_$SITTING"
+  [ -e "$FIRST/alone/resnet_rows.parquet" ] || { echo "alone_source_campaign: no first alone sitting $FIRST/alone/resnet_rows.parquet" >&2; exit 2; }
+  [ -e "$RES/resnet_rows.parquet" ] && { echo "alone_source_campaign: $RES/resnet_rows.parquet exists" >&2; exit 2; }
+  mkdir -p "$RES"
+  say "host noise (before)"
+  campaign_canary "$RES/canary_before.txt"
+  say "the list (alone)"
+  $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" --resnet 400 --seed 1 \
+    --out "${RUN}_list"
+  say "alone ($SITTING), 4 passes"
+  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 "$SEED"
+  say "merge"
+  campaign_merge "${RUN}_parts" "$RES/resnet_rows.parquet" "$RES/reference.parquet" "$RES/merge.txt"
+  campaign_save_passes "${RUN}_parts" "$RES/pass_rows.parquet"
+  say "host noise (after)"
+  campaign_canary "$RES/canary_after.txt"
+  say "done"
+  exit 0
+fi
 [ -e "$RES/resnet_rows.parquet" ] && { echo "alone_source_campaign: $RES/resnet_rows.parquet exists" >&2; exit 2; }
 [ -e "$FIRST/sitting3/target_rows.parquet" ] && { echo "alone_source_campaign: $FIRST/sitting3/target_rows.parquet exists" >&2; exit 2; }
-say() { echo "[alone source] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"

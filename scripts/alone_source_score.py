@@ -1,6 +1,7 @@
 """Judge pre-registration Q (``results/cross_family/sitting_source/cpu_epyc_zen5_2c/alone/PREREGISTRATION.md``)
 from ``scripts/alone_source_test.py``'s outputs in ``DIR`` (``summary.csv``, ``agreement.txt``);
-writes ``DIR/scores.txt`` and prints it. Times nothing.
+writes ``DIR/scores.txt`` and prints it. Times nothing. With ``--replication``: pre-registration R,
+the second alone sitting (``.../cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md``).
 
 ``python scripts/alone_source_score.py results/cross_family/sitting_source/cpu_epyc_zen5_2c/alone``
 """
@@ -75,6 +76,42 @@ def judge(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str, str
     return out
 
 
+def parse_replication(text: str) -> dict[str, float]:
+    """R's extra numbers from ``agreement.txt``: the two alone sittings' median ratio and the
+    signature correlation."""
+    out = parse_agreement(text)
+    m = re.search(r"ResNet rows alone / the first alone sitting's, \d+ configs: median ratio "
+                  r"([0-9.]+);", text)
+    s = re.search(r"signature: corr\(.*?\) (-?[0-9.]+|nan) over", text)
+    if m is None or s is None:
+        raise SystemExit("alone_source_score: no first-alone ratio or signature line "
+                         "(run alone_source_test.py with --sitting)")
+    return out | {"alone_ratio": float(m.group(1)), "signature": float(s.group(1))}
+
+
+def judge_replication(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str, str, bool]]:
+    """``(id, what was measured, held)`` for pre-registration R's R1-R5."""
+    m = offset_cells(summary, "mape_pct_mean")
+
+    def noisy_mean(fam: str, source: str) -> float:
+        return sum(m[(ds, fam, source)] for ds in NOISY) / len(NOISY)
+
+    r1 = {f: noisy_mean(f, JUDGED) - noisy_mean(f, CONTROL) for f in DEPTHWISE}
+    r2 = {f: noisy_mean(f, JUDGED) - noisy_mean(f, "resnet_alone1") for f in DEPTHWISE}
+    return [
+        ("R1", "alone minus beside, mean over the noisy target sets (points) "
+         + ", ".join(f"{f} {v:+.2f}" for f, v in r1.items()), all(v >= 1.0 for v in r1.values())),
+        ("R2", "alone minus the first alone sitting, mean over the noisy target sets (points) "
+         + ", ".join(f"{f} {v:+.2f}" for f, v in r2.items()),
+         all(abs(v) <= 1.5 for v in r2.values())),
+        ("R3", f"signature correlation {agree['signature']:.3f}", agree["signature"] >= 0.2),
+        ("R4", f"halves median |log ratio| {agree['halves_alone_pct']:.2f} %",
+         agree["halves_alone_pct"] <= 8.0),
+        ("R5", f"this sitting / the first alone sitting: median ratio {agree['alone_ratio']:.4f}",
+         0.93 <= agree["alone_ratio"] <= 1.07),
+    ]
+
+
 def reading(rows: list[tuple[str, str, bool]], summary: pd.DataFrame) -> str:
     """The pre-registered reading of Q1: neighbours ruled out, neighbours matter, or undecided."""
     if rows[0][2]:
@@ -89,12 +126,22 @@ def reading(rows: list[tuple[str, str, bool]], summary: pd.DataFrame) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir", type=Path)
+    ap.add_argument("--replication", action="store_true",
+                    help="judge pre-registration R (a second alone sitting, tested with --sitting)")
     args = ap.parse_args()
     for name in ("summary.csv", "agreement.txt"):
         if not (args.dir / name).exists():
             raise SystemExit(f"alone_source_score: no {name} in {args.dir}")
     summary = pd.read_csv(args.dir / "summary.csv")
-    rows = judge(summary, parse_agreement((args.dir / "agreement.txt").read_text()))
+    text = (args.dir / "agreement.txt").read_text()
+    if args.replication:
+        rows = judge_replication(summary, parse_replication(text))
+        out = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir} "
+                              "--replication", "pre-registration R (results/cross_family/"
+                              "sitting_source/cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md)", rows)
+        print(out, end="")
+        return
+    rows = judge(summary, parse_agreement(text))
     text = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir}",
                            "pre-registration Q (results/cross_family/sitting_source/"
                            "cpu_epyc_zen5_2c/alone/PREREGISTRATION.md)", rows)

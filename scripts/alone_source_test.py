@@ -17,6 +17,11 @@ and scored zero-shot and with ``offset`` at k = 10, 5 seeds. Target data sets: `
 (sitting 3's new-family rows), ``n``, ``p`` (N's and P's) and ``passes`` (session 23's), 70 % of
 architectures held out; ``s12`` (session 12's), 30 %.
 
+With ``--sitting NAME`` (pre-registration R, a second alone sitting in ``ROOT/NAME``) that
+sitting's rows are the judged ``resnet_alone`` and Q's alone rows join as ``resnet_alone1``;
+``agreement.txt`` adds the two alone sittings' ratio and R's signature correlation
+(:func:`signature`).
+
 Writes ``scores.csv``, ``summary.csv``, ``gains.csv`` (paired against ``resnet_s12``),
 ``gains_vs_beside.csv`` (paired against ``resnet_beside``), ``agreement.txt`` (both sittings'
 halves, the alone rows against the beside, N's, P's and session 12's rows) and ``speed.csv``
@@ -56,10 +61,12 @@ CONTROL = "resnet_beside"
 NOISY = ("beside", "n", "p", "passes")
 
 
-def input_files(platform: str, root: Path) -> dict[str, Path]:
-    """Every input of the test by its name (sources ``resnet_*``, target data sets otherwise)."""
+def input_files(platform: str, root: Path, sitting: str = "alone") -> dict[str, Path]:
+    """Every input of the test by its name (sources ``resnet_*``, target data sets otherwise);
+    with a ``sitting`` other than Q's ``alone``, Q's alone rows as ``resnet_alone1``."""
     fams = Path("data/other_cpus/new_families")
-    return {"resnet_alone": root / "alone" / "resnet_rows.parquet",
+    first = {} if sitting == "alone" else {"resnet_alone1": root / "alone" / "resnet_rows.parquet"}
+    return {"resnet_alone": root / sitting / "resnet_rows.parquet", **first,
             "resnet_beside": root / "sitting3" / "resnet_rows.parquet",
             "beside": root / "sitting3" / "target_rows.parquet",
             "resnet_n": root / "resnet_rows.parquet", "n": root / "target_rows.parquet",
@@ -88,28 +95,45 @@ def speed_by_tier(now: dict[str, pd.DataFrame], quiet: pd.DataFrame) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def signature(a: pd.DataFrame, b: pd.DataFrame, c: pd.DataFrame, d: pd.DataFrame) -> tuple[float, int]:
+    """Pearson correlation, over the ``ok`` configs all four hold, of log(a / b) and
+    log(c / d): whether two independent pairs of sittings differ config by config alike."""
+    rows = [f[f["status"] == "ok"].set_index("config_id")["latency_ms"] for f in (a, b, c, d)]
+    both = rows[0].index
+    for r in rows[1:]:
+        both = both.intersection(r.index)
+    la, lb, lc, ld = (np.log(r[both].to_numpy(float)) for r in rows)
+    if len(both) < 3:
+        return float("nan"), len(both)
+    return float(np.corrcoef(la - lb, lc - ld)[0, 1]), len(both)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("platform")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--root", type=Path, default=None,
                     help="the sitting-source folder (default results/cross_family/"
-                         "sitting_source/PLATFORM); the output goes to ROOT/alone")
+                         "sitting_source/PLATFORM); the output goes to ROOT/SITTING")
+    ap.add_argument("--sitting", default="alone",
+                    help="the alone sitting judged (default Q's 'alone'; another one adds Q's "
+                         "as source resnet_alone1: pre-registration R)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     root = args.root or Path(f"results/cross_family/sitting_source/{args.platform}")
-    out = root / "alone"
-    files = input_files(args.platform, root)
+    out = root / args.sitting
+    files = input_files(args.platform, root, args.sitting)
     for f in files.values():
         if not f.exists():
             raise SystemExit(f"alone_source_test: missing {f}")
-    for name in ("alone", "sitting3"):
+    for name in (args.sitting, "sitting3"):
         if not (root / name / "pass_rows.parquet").exists():
             raise SystemExit(f"alone_source_test: missing {root / name / 'pass_rows.parquet'}")
     rows = dict(zip(files, kernel_law_rows(judged_bench(args.platform), *files.values()),
                     strict=True))
     same = rows[BASE]["config_id"].isin(rows[JUDGED]["config_id"])
-    names = (JUDGED, CONTROL, BASE, "resnet_n", "resnet_p")
+    names = (JUDGED, CONTROL, BASE, "resnet_n", "resnet_p",
+             *(["resnet_alone1"] if "resnet_alone1" in files else []))
     sources = {name: (rows[name], False) for name in names}
     sources["resnet_s12_400"] = (rows[BASE][same].reset_index(drop=True), False)
     sc = pd.concat([
@@ -132,6 +156,11 @@ def main() -> None:
              ratio_line("ResNet rows alone / N's", raw[JUDGED], raw["resnet_n"]),
              ratio_line("ResNet rows alone / P's", raw[JUDGED], raw["resnet_p"]),
              ratio_line("new-family rows beside / N's", raw["beside"], raw["n"])]
+    if "resnet_alone1" in raw:
+        r, n = signature(raw[JUDGED], raw[CONTROL], raw["resnet_alone1"], raw["resnet_n"])
+        lines += [ratio_line("ResNet rows alone / the first alone sitting's", raw[JUDGED],
+                             raw["resnet_alone1"]),
+                  f"signature: corr(log alone / beside, log first alone / N's) {r:.3f} over {n} configs"]
     (out / "agreement.txt").write_text("\n".join(lines) + "\n")
     speed = speed_by_tier({"alone": raw[JUDGED], "beside": raw[CONTROL], "n": raw["resnet_n"],
                            "p": raw["resnet_p"]}, raw[BASE])

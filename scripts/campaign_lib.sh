@@ -23,10 +23,11 @@ campaign_profile() {
 }
 
 # carb merge of a campaign folder (each config's fastest pass) into MERGED, overwriting it; the
-# reference-config rows into REFERENCE and the merge's summary into LOG (also printed).
+# reference-config rows into REFERENCE (none written where REFERENCE is "") and the merge's
+# summary into LOG (also printed).
 # Usage: campaign_merge PARTS MERGED REFERENCE LOG
 campaign_merge() {
-  $CARB merge "$1" "$2" --force --reference-out "$3" 2>&1 | tee "$4"
+  $CARB merge "$1" "$2" --force ${3:+--reference-out "$3"} 2>&1 | tee "$4"
 }
 
 # Split merged rows by family: the rows of FAMILY into MATCH, the others into REST.

@@ -21,29 +21,27 @@ PLAT=${1:?platform name}
 PASSES=${2:-6}; BUDGET=${3:-2400}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
 NEW="data/other_cpus/new_families/${PLAT}_fresh_depthwise.parquet"
 RES="results/cross_family/siblings/fresh_$PLAT"
 [ -e "$NEW" ] && { echo "fresh_depthwise_campaign: $NEW exists" >&2; exit 2; }
 say() { echo "[fresh depthwise] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
+campaign_canary "$RES/canary_before.txt"
 say "the list"
 # shellcheck disable=SC2086  # the glob names every earlier file of this CPU
 $PY scripts/fresh_depthwise_list.py --measured data/other_cpus/new_families/${PLAT}*.parquet \
   --out "runs/${PLAT}_fresh_depthwise_list"
 say "profile, $PASSES passes"
-$CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "runs/${PLAT}_fresh_depthwise_list/list.parquet" --seed 0 --ref-every 50 \
-  --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "runs/${PLAT}_fresh_depthwise_parts" --no-progress
+campaign_profile "$PLAT" "runs/${PLAT}_fresh_depthwise_list/list.parquet" \
+  "runs/${PLAT}_fresh_depthwise_parts" "$PASSES" "$BUDGET"
 say "merge"
-$CARB merge "runs/${PLAT}_fresh_depthwise_parts" "$NEW" \
-  --reference-out "results/measurement/${PLAT}_fresh_depthwise_reference.parquet" | tee "$RES/merge.txt"
-$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "runs/${PLAT}_fresh_depthwise_parts" "$RES/pass_rows.parquet"
+campaign_merge "runs/${PLAT}_fresh_depthwise_parts" "$NEW" \
+  "results/measurement/${PLAT}_fresh_depthwise_reference.parquet" "$RES/merge.txt"
+campaign_save_passes "runs/${PLAT}_fresh_depthwise_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
+campaign_canary "$RES/canary_after.txt"
 say "the test"
 $PY scripts/fresh_sibling_test.py "data/other_cpus/$PLAT.parquet" \
   "data/other_cpus/new_families/$PLAT.parquet" "$NEW" \

@@ -12,6 +12,7 @@ PLAT=${1:?platform name}
 PASSES=${2:-6}; BUDGET=${3:-2400}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
 FIRST="data/other_cpus/new_families/${PLAT}_fresh_depthwise.parquet"
 RES="results/cross_family/siblings/fresh_$PLAT/sitting2"
 [ -e "$FIRST" ] || { echo "fresh_depthwise_sitting2: no first sitting at $FIRST" >&2; exit 2; }
@@ -19,18 +20,15 @@ RES="results/cross_family/siblings/fresh_$PLAT/sitting2"
 say() { echo "[sitting 2] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES" runs
 say "host noise (before)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
+campaign_canary "$RES/canary_before.txt"
 say "profile, $PASSES passes"
 # the first sitting's file is the config list (carb profile reads its config columns only)
-$CARB profile --device cpu --platform "$PLAT" --threads 1 --configs "$FIRST" --seed 100 --ref-every 50 \
-  --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "runs/${PLAT}_fresh_depthwise_sitting2_parts" --no-progress
+campaign_profile "$PLAT" "$FIRST" "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$PASSES" "$BUDGET" 100
 say "merge"
-$CARB merge "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/rows.parquet" | tee "$RES/merge.txt"
-$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/pass_rows.parquet"
+campaign_merge "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/rows.parquet" "" "$RES/merge.txt"
+campaign_save_passes "runs/${PLAT}_fresh_depthwise_sitting2_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
+campaign_canary "$RES/canary_after.txt"
 say "against the first sitting"
 $PY scripts/passes_check.py "$RES/pass_rows.parquet" --quiet "$FIRST" --out "$RES/check_vs_first_sitting.txt"
 say "the sibling test on these rows"

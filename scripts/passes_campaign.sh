@@ -21,13 +21,14 @@ PLAT=${1:?platform name}
 PASSES=${2:-8}; BUDGET=${3:-3600}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
 NEW="data/other_cpus/new_families/${PLAT}_passes.parquet"
 RES="results/measurement/passes_$PLAT"
 [ -e "$NEW" ] && { echo "passes_campaign: $NEW exists: fresh rows go to a new file" >&2; exit 2; }
 say() { echo "[passes] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
+campaign_canary "$RES/canary_before.txt"
 say "the list"
 $PY scripts/new_families_continue.py "data/other_cpus/new_families/$PLAT.parquet" \
   "runs/${PLAT}_rest_plan" --per-family 1500 --cap-gflop 4 --seed 0
@@ -36,13 +37,11 @@ $PY scripts/passes_list.py "runs/${PLAT}_rest_plan/independent.parquet" \
   --quiet "data/other_cpus/new_families/$PLAT.parquet" \
   --quiet-resnet "data/other_cpus/$PLAT.parquet" --out "runs/${PLAT}_passes_list"
 say "profile, $PASSES passes"
-$CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "runs/${PLAT}_passes_list/list.parquet" --seed 0 --ref-every 50 --passes "$PASSES" \
-  --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "runs/${PLAT}_passes_parts" --no-progress
+campaign_profile "$PLAT" "runs/${PLAT}_passes_list/list.parquet" "runs/${PLAT}_passes_parts" \
+  "$PASSES" "$BUDGET"
 say "merge"
-$CARB merge "runs/${PLAT}_passes_parts" "runs/${PLAT}_passes_all.parquet" --force \
-  --reference-out "results/measurement/${PLAT}_passes_reference.parquet" | tee "$RES/merge.txt"
+campaign_merge "runs/${PLAT}_passes_parts" "runs/${PLAT}_passes_all.parquet" \
+  "results/measurement/${PLAT}_passes_reference.parquet" "$RES/merge.txt"
 $PY - "$PLAT" "$NEW" "$RES" <<'EOF'
 import sys
 import pandas as pd
@@ -55,8 +54,7 @@ write_dataset(rows[is_fresh].reset_index(drop=True), new)
 write_dataset(rows[~is_fresh].reset_index(drop=True), f"{res}/remeasured_rows.parquet")
 print(f"fresh rows {int(is_fresh.sum())} -> {new}; re-measured {int((~is_fresh).sum())}")
 EOF
-$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "runs/${PLAT}_passes_parts" "$RES/pass_rows.parquet"
+campaign_save_passes "runs/${PLAT}_passes_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
+campaign_canary "$RES/canary_after.txt"
 say "done"

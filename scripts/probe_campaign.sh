@@ -19,37 +19,26 @@ PLAT=${1:?platform name}
 N=${2:-1200}; PASSES=${3:-2}; BUDGET=${4:-2100}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
 NEW="data/other_cpus/probe_nets/$PLAT.parquet"
 RES="results/cross_family/probe/$PLAT"
 [ -e "$NEW" ] && { echo "probe_campaign: $NEW exists" >&2; exit 2; }
 say() { echo "[probe] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES" "$(dirname "$NEW")"
 say "host noise (before)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
+campaign_canary "$RES/canary_before.txt"
 say "the list"
 $PY scripts/probe_list.py "data/other_cpus/$PLAT.parquet" --n "$N" --out "runs/${PLAT}_probe_list"
 say "profile, $PASSES passes"
-$CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "runs/${PLAT}_probe_list/list.parquet" --seed 0 --ref-every 50 \
-  --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "runs/${PLAT}_probe_parts" --no-progress
+campaign_profile "$PLAT" "runs/${PLAT}_probe_list/list.parquet" "runs/${PLAT}_probe_parts" \
+  "$PASSES" "$BUDGET"
 say "merge"
-$CARB merge "runs/${PLAT}_probe_parts" "runs/${PLAT}_probe_all.parquet" --force \
-  --reference-out "results/measurement/${PLAT}_probe_reference.parquet" 2>&1 | tee "$RES/merge.txt"
-$PY - "$PLAT" "$NEW" "$RES" <<'PYEOF'
-import sys
-from carb_lib.dataset import read_dataset, write_dataset
-plat, new, res = sys.argv[1:]
-rows = read_dataset(f"runs/{plat}_probe_all.parquet")
-probe = rows["family"].astype(str) == "module"
-write_dataset(rows[probe].reset_index(drop=True), new)
-write_dataset(rows[~probe].reset_index(drop=True), f"{res}/remeasured_resnet.parquet")
-print(f"probe rows {int(probe.sum())} -> {new}; re-measured ResNet rows {int((~probe).sum())}")
-PYEOF
-$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "runs/${PLAT}_probe_parts" "$RES/pass_rows.parquet"
+campaign_merge "runs/${PLAT}_probe_parts" "runs/${PLAT}_probe_all.parquet" \
+  "results/measurement/${PLAT}_probe_reference.parquet" "$RES/merge.txt"
+campaign_split_family "runs/${PLAT}_probe_all.parquet" module "$NEW" "$RES/remeasured_resnet.parquet"
+campaign_save_passes "runs/${PLAT}_probe_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
+campaign_canary "$RES/canary_after.txt"
 say "the test"
 $PY scripts/probe_source_test.py "$PLAT" --out "$RES" > "$RES/test_log.txt" 2>&1
 $PY scripts/probe_source_score.py "$RES"

@@ -17,6 +17,7 @@ PLAT=${1:?platform name}
 NP=${2:-400}; NR=${3:-400}; PASSES=${4:-4}; BUDGET=${5:-1800}
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
 OLD="data/other_cpus/probe_nets/$PLAT.parquet"
 RES="results/cross_family/probe/$PLAT/sitting2"
 [ -e "$OLD" ] || { echo "probe_sitting_campaign: no earlier probe rows $OLD" >&2; exit 2; }
@@ -24,32 +25,21 @@ RES="results/cross_family/probe/$PLAT/sitting2"
 say() { echo "[probe sitting] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_before.txt" 2>&1 || true
+campaign_canary "$RES/canary_before.txt"
 say "the list"
 $PY scripts/probe_list.py "data/other_cpus/$PLAT.parquet" --reuse "$OLD" --n "$NP" \
   --resnet "$NR" --seed 1 --out "runs/${PLAT}_probe_sitting_list"
 say "profile, $PASSES passes"
-$CARB profile --device cpu --platform "$PLAT" --threads 1 \
-  --configs "runs/${PLAT}_probe_sitting_list/list.parquet" --seed 0 --ref-every 50 \
-  --passes "$PASSES" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$BUDGET" \
-  --out "runs/${PLAT}_probe_sitting_parts" --no-progress
+campaign_profile "$PLAT" "runs/${PLAT}_probe_sitting_list/list.parquet" \
+  "runs/${PLAT}_probe_sitting_parts" "$PASSES" "$BUDGET"
 say "merge"
-$CARB merge "runs/${PLAT}_probe_sitting_parts" "runs/${PLAT}_probe_sitting_all.parquet" --force \
-  --reference-out "$RES/reference.parquet" 2>&1 | tee "$RES/merge.txt"
-$PY - "$PLAT" "$RES" <<'PYEOF'
-import sys
-from carb_lib.dataset import read_dataset, write_dataset
-plat, res = sys.argv[1:]
-rows = read_dataset(f"runs/{plat}_probe_sitting_all.parquet")
-probe = rows["family"].astype(str) == "module"
-write_dataset(rows[probe].reset_index(drop=True), f"{res}/probe_rows.parquet")
-write_dataset(rows[~probe].reset_index(drop=True), f"{res}/resnet_rows.parquet")
-print(f"probe rows {int(probe.sum())}, ResNet rows {int((~probe).sum())} -> {res}")
-PYEOF
-$PY -c 'import sys; from carb_lib.passes import save_pass_rows; save_pass_rows(*sys.argv[1:])' \
-  "runs/${PLAT}_probe_sitting_parts" "$RES/pass_rows.parquet"
+campaign_merge "runs/${PLAT}_probe_sitting_parts" "runs/${PLAT}_probe_sitting_all.parquet" \
+  "$RES/reference.parquet" "$RES/merge.txt"
+campaign_split_family "runs/${PLAT}_probe_sitting_all.parquet" module "$RES/probe_rows.parquet" \
+  "$RES/resnet_rows.parquet"
+campaign_save_passes "runs/${PLAT}_probe_sitting_parts" "$RES/pass_rows.parquet"
 say "host noise (after)"
-timeout 60 $PY scripts/host_noise_canary.py --seconds 20 > "$RES/canary_after.txt" 2>&1 || true
+campaign_canary "$RES/canary_after.txt"
 say "the test"
 $PY scripts/probe_sitting_test.py "$PLAT" --out "$RES" > "$RES/test_log.txt" 2>&1
 $PY scripts/probe_sitting_score.py "$RES"
