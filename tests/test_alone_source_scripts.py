@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from script_loader import load_script
@@ -198,3 +199,55 @@ def test_campaign_lib_splits_merged_rows_by_family(tmp_path):
     a, b = read_dataset(tmp_path / "a.parquet"), read_dataset(tmp_path / "b.parquet")
     assert list(a["config_id"]) == list(rows["config_id"][:3])
     assert list(b["config_id"]) == list(rows["config_id"][3:])
+
+
+def test_signature_correlates_two_pairs_of_sittings_config_by_config():
+    test = load_script("alone_source_test")
+    ids = [f"c{i}" for i in range(6)]
+    base = pd.DataFrame({"config_id": ids, "status": "ok", "latency_ms": [1.0, 2, 3, 4, 5, 6]})
+    bump = [1.1, 0.9, 1.2, 1.0, 0.8, 1.05]
+
+    def scaled(factors, status="ok"):
+        return base.assign(latency_ms=base["latency_ms"] * factors, status=status)
+
+    # the same per-config pattern in both pairs, whatever each sitting's speed: correlation 1
+    r, n = test.signature(scaled([2 * b for b in bump]), base, scaled(bump), scaled(1.0))
+    assert n == 6 and r == pytest.approx(1.0)
+    # the opposite pattern: -1; a config not ok in one sitting is left out
+    r, n = test.signature(scaled(bump), base, base, scaled(bump).assign(
+        status=["ok"] * 5 + ["error"]))
+    assert n == 5 and r == pytest.approx(-1.0)
+    assert np.isnan(test.signature(base.head(2), base, base, base)[0])
+
+
+def test_replication_judge_turns_with_the_numbers():
+    score = load_script("alone_source_score")
+    sources = (*SOURCES, "resnet_alone1")
+    rows = [{"dataset": d, "family": f, "source": s, "model": "offset", "k": 10,
+             "mape_pct_mean": 15.0} for d in DATASETS
+            for f in ("efficientnet", "mobilenetv2", "vgg") for s in sources]
+    summary = pd.DataFrame(rows).set_index(["dataset", "family", "source"])
+    for fam in ("efficientnet", "mobilenetv2"):
+        for d in ("beside", "n", "p", "passes"):
+            summary.loc[(d, fam, "resnet_beside"), "mape_pct_mean"] = 13.0
+            summary.loc[(d, fam, "resnet_alone1"), "mape_pct_mean"] = 14.0
+    summary = summary.reset_index()
+    text = AGREEMENT + ("ResNet rows alone / the first alone sitting's, 400 configs: median ratio "
+                        "1.0500; within ±10 % raw 0.7\nsignature: corr(log alone / beside, log "
+                        "first alone / N's) 0.250 over 400 configs\n")
+    agree = score.parse_replication(text)
+    assert agree["alone_ratio"] == 1.05 and agree["signature"] == 0.25
+    held = {i: ok for i, _, ok in score.judge_replication(summary, agree)}
+    assert held == {"R1": True, "R2": True, "R3": True, "R4": True, "R5": True}
+    # the alone source 0.9 points worse than beside: R1 misses; 1.6 from the first alone: R2 too
+    worse = summary.assign(mape_pct_mean=summary["mape_pct_mean"].where(
+        summary["source"] != "resnet_alone1", 13.4))
+    worse.loc[worse["source"] == "resnet_alone", "mape_pct_mean"] = 13.9
+    worse.loc[(worse["source"] == "resnet_alone1") & (worse["family"] != "vgg"), "mape_pct_mean"] = 12.3
+    held = {i: ok for i, _, ok in score.judge_replication(worse, agree)}
+    assert not held["R1"] and not held["R2"]
+    low = score.parse_replication(text.replace("0.250 over", "0.150 over").replace("1.0500", "1.0800"))
+    held = {i: ok for i, _, ok in score.judge_replication(summary, low)}
+    assert not held["R3"] and not held["R5"]
+    with pytest.raises(SystemExit, match="no first-alone ratio or signature line"):
+        score.parse_replication(AGREEMENT)

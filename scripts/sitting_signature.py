@@ -1,0 +1,86 @@
+"""Post hoc (session 27): do sittings of the same 400 ResNet configs differ config by config in a
+shared way? For every sitting of pre-registration M's 400 configs (session 12's quiet rows, M's,
+N's, P's, Q's alone and beside sittings, and R's alone sitting where measured), each config's
+log latency minus its mean over the sittings, with each sitting's median removed (its speed):
+the Pearson correlation of those deviations between every pair of sittings (with k sittings,
+independent noise gives about -1/(k-1)), and how they relate to the configs' batch, resolution,
+precision, width and FLOPs (Spearman). Times nothing.
+
+``python scripts/sitting_signature.py cpu_epyc_zen5_2c --out results/cross_family/sitting_source/cpu_epyc_zen5_2c/signature.txt``
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from carb_lib.dataset import read_dataset
+
+#: Sitting name -> (rows relative to the sitting-source folder or the repository, timed beside
+#: depthwise target configs?).
+SITTINGS = {"s12": ("data/other_cpus/{p}.parquet", False),
+            "m": ("results/cross_family/probe/{p}/sitting2/resnet_rows.parquet", False),
+            "n": ("{root}/resnet_rows.parquet", True),
+            "p": ("{root}/sitting2/resnet_rows.parquet", True),
+            "beside3": ("{root}/sitting3/resnet_rows.parquet", True),
+            "alone": ("{root}/alone/resnet_rows.parquet", False),
+            "alone2": ("{root}/alone2/resnet_rows.parquet", False)}
+
+
+def deviations(latency: pd.DataFrame) -> pd.DataFrame:
+    """Log latency (configs x sittings) minus each config's mean over the sittings, minus each
+    sitting's median of that."""
+    lg = np.log(latency)
+    lg = lg.sub(lg.mean(axis=1), axis=0)
+    return lg.sub(lg.median())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("platform")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    root = f"results/cross_family/sitting_source/{args.platform}"
+    rows, beside = {}, {}
+    for name, (pattern, bes) in SITTINGS.items():
+        path = Path(pattern.format(p=args.platform, root=root))
+        if path.exists():
+            f = read_dataset(path)
+            rows[name], beside[name] = f[f["status"] == "ok"].set_index("config_id"), bes
+    if "alone" not in rows:
+        raise SystemExit(f"sitting_signature: no alone sitting in {root}/alone")
+    ids = rows["alone"].index
+    for f in rows.values():
+        ids = ids.intersection(f.index)
+    lat = pd.DataFrame({k: f.loc[ids, "latency_ms"].astype(float) for k, f in rows.items()})
+    dev = deviations(lat)
+    corr = dev.corr()
+    meta = rows["alone"].loc[ids]
+    feats = {"batch": meta["batch"], "resolution": meta["resolution"],
+             "fp16": (meta["precision"].astype(str) == "fp16").astype(float),
+             "width": meta["width"], "flops": meta["flops"].astype(float)}
+    groups = {True: [k for k in rows if beside[k]], False: [k for k in rows if not beside[k]]}
+    sig = dev[groups[True]].mean(axis=1) - dev[groups[False]].mean(axis=1)
+    within = {g: [corr.loc[a, b] for i, a in enumerate(ks) for b in ks[i + 1:]]
+              for g, ks in groups.items()}
+    across = [corr.loc[a, b] for a in groups[True] for b in groups[False]]
+    lines = [f"# python scripts/sitting_signature.py {args.platform} --out {args.out}",
+             f"{len(ids)} configs, sittings {', '.join(rows)} (beside depthwise configs: "
+             f"{', '.join(groups[True])}); independent noise gives about "
+             f"{-1 / (len(rows) - 1):+.2f}", "",
+             "correlation of per-config deviations:", corr.round(2).to_string(), "",
+             f"mean within the beside sittings {np.mean(within[True]):+.2f}, within the others "
+             f"{np.mean(within[False]):+.2f}, across {np.mean(across):+.2f}", "",
+             "the signature (mean deviation beside - the others), Spearman with:"]
+    lines += [f"  {k}: {spearmanr(v.to_numpy(float), sig.to_numpy())[0]:+.3f}" for k, v in feats.items()]
+    lines.append(f"  sd of the signature {sig.std():.3f} (log)")
+    args.out.write_text("\n".join(lines) + "\n")
+    print(args.out.read_text(), end="")
+
+
+if __name__ == "__main__":
+    main()
