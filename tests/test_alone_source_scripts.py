@@ -251,3 +251,39 @@ def test_replication_judge_turns_with_the_numbers():
     assert not held["R3"] and not held["R5"]
     with pytest.raises(SystemExit, match="no first-alone ratio or signature line"):
         score.parse_replication(AGREEMENT)
+
+
+@pytest.mark.parametrize("folder, flags, ending", [
+    ("alone", [], "reading: Q1 missed with resnet_alone worse for both families -- the neighbours matter"),
+    ("alone2", ["--replication"], "3 of 5 held"),
+])
+def test_score_regenerates_the_committed_judgement(tmp_path, folder, flags, ending):
+    src = RESULTS / "cpu_epyc_zen5_2c" / folder
+    if not (src / "scores.txt").exists():
+        pytest.skip("not measured in this checkout")
+    for name in ("summary.csv", "agreement.txt"):
+        (tmp_path / name).write_bytes((src / name).read_bytes())
+    cmd = [sys.executable, str(ROOT / "scripts" / "alone_source_score.py"), str(tmp_path), *flags]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    want = (src / "scores.txt").read_text().split("\n", 1)[1]
+    assert (tmp_path / "scores.txt").read_text().split("\n", 1)[1] == want
+    assert want.rstrip().endswith(ending)
+
+
+def test_sitting_signature_deviations_remove_each_config_and_each_sitting():
+    sig = load_script("sitting_signature")
+    two = sig.deviations(pd.DataFrame({"a": [1.0, 10.0, 100.0], "b": [2.0, 20.0, 200.0]}))
+    assert np.abs(two.to_numpy()).max() < 1e-12  # b is a 2x slower sitting: nothing config-specific
+    dev = sig.deviations(pd.DataFrame({"a": [1.0, 10.0, 100.0], "b": [2.0, 20.0, 200.0],
+                                       "c": [1.0, 12.0, 100.0]}))
+    # c's second config ran 1.2x slow: it stands out there, a and b alike below it
+    assert dev.median().abs().max() < 1e-12
+    assert dev.loc[1, "c"] > 0.1 and dev.loc[1, "a"] == pytest.approx(dev.loc[1, "b"])
+    assert dev.loc[1, "a"] < 0 and dev.loc[1, "c"] - dev.loc[1, "a"] == pytest.approx(np.log(1.2))
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "sitting_signature.py"),
+                        "cpu_never_measured", "--out", "x.txt"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode != 0 and r.stderr.strip() == (
+        "sitting_signature: no alone sitting in "
+        "results/cross_family/sitting_source/cpu_never_measured/alone")
