@@ -34,37 +34,27 @@ say() { echo "[alone source] $1 $(date -u +%FT%TZ)"; }
 if [ -n "$SITTING" ]; then
   RES="$FIRST/$SITTING"; RUN="runs/${PLAT}_sitting_source_$SITTING"
   [ -e "$FIRST/alone/resnet_rows.parquet" ] || { echo "alone_source_campaign: no first alone sitting $FIRST/alone/resnet_rows.parquet" >&2; exit 2; }
-  [ -e "$RES/resnet_rows.parquet" ] && { echo "alone_source_campaign: $RES/resnet_rows.parquet exists" >&2; exit 2; }
-  mkdir -p "$RES"
-  say "host noise (before)"
-  campaign_canary "$RES/canary_before.txt"
-  say "the list (alone)"
-  $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" --resnet 400 --seed 1 \
-    --out "${RUN}_list"
-  say "alone ($SITTING), 4 passes"
-  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 "$SEED"
-  say "merge"
-  campaign_merge "${RUN}_parts" "$RES/resnet_rows.parquet" "$RES/reference.parquet" "$RES/merge.txt"
-  campaign_save_passes "${RUN}_parts" "$RES/pass_rows.parquet"
-  say "host noise (after)"
-  campaign_canary "$RES/canary_after.txt"
-  say "done"
-  exit 0
+else
+  [ -e "$FIRST/sitting3/target_rows.parquet" ] && { echo "alone_source_campaign: $FIRST/sitting3/target_rows.parquet exists" >&2; exit 2; }
 fi
 [ -e "$RES/resnet_rows.parquet" ] && { echo "alone_source_campaign: $RES/resnet_rows.parquet exists" >&2; exit 2; }
-[ -e "$FIRST/sitting3/target_rows.parquet" ] && { echo "alone_source_campaign: $FIRST/sitting3/target_rows.parquet exists" >&2; exit 2; }
 mkdir -p "$RES"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
 say "the list (alone)"
 $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" --resnet 400 --seed 1 \
   --out "${RUN}_list"
-say "alone, passes 1-2"
-campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 2 1200 3
-say "beside (sitting 3)"
-NO_TEST=1 bash scripts/sitting_source_campaign.sh "$PLAT" 4 "$BUDGET" sitting3 2
-say "alone, passes 3-4"
-campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 3
+if [ -n "$SITTING" ]; then
+  say "alone ($SITTING), 4 passes"
+  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 "$SEED"
+else
+  say "alone, passes 1-2"
+  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 2 1200 3
+  say "beside (sitting 3)"
+  NO_TEST=1 bash scripts/sitting_source_campaign.sh "$PLAT" 4 "$BUDGET" sitting3 2
+  say "alone, passes 3-4"
+  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 3
+fi
 say "merge (alone)"
 campaign_merge "${RUN}_parts" "$RES/resnet_rows.parquet" "$RES/reference.parquet" "$RES/merge.txt"
 campaign_save_passes "${RUN}_parts" "$RES/pass_rows.parquet"
