@@ -34,10 +34,9 @@ say() { echo "[alone source] $1 $(date -u +%FT%TZ)"; }
 if [ -n "$SITTING" ]; then
   RES="$FIRST/$SITTING"; RUN="runs/${PLAT}_sitting_source_$SITTING"
   [ -e "$FIRST/alone/resnet_rows.parquet" ] || { echo "alone_source_campaign: no first alone sitting $FIRST/alone/resnet_rows.parquet" >&2; exit 2; }
-else
-  [ -e "$FIRST/sitting3/target_rows.parquet" ] && { echo "alone_source_campaign: $FIRST/sitting3/target_rows.parquet exists" >&2; exit 2; }
 fi
 [ -e "$RES/resnet_rows.parquet" ] && { echo "alone_source_campaign: $RES/resnet_rows.parquet exists" >&2; exit 2; }
+[ -z "$SITTING" ] && [ -e "$FIRST/sitting3/target_rows.parquet" ] && { echo "alone_source_campaign: $FIRST/sitting3/target_rows.parquet exists" >&2; exit 2; }
 mkdir -p "$RES"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
