@@ -4,7 +4,9 @@ N's, P's, Q's alone and beside sittings, and R's alone sitting where measured), 
 log latency minus its mean over the sittings, with each sitting's median removed (its speed):
 the Pearson correlation of those deviations between every pair of sittings (with k sittings,
 independent noise gives about -1/(k-1)), and how they relate to the configs' batch, resolution,
-precision, width and FLOPs (Spearman). Times nothing.
+precision, width and FLOPs (Spearman). And, for each beside sitting's passes, whether a ResNet
+row's speed depends on the family of the config timed just before it in the same pass
+(:func:`by_predecessor`). Times nothing.
 
 ``python scripts/sitting_signature.py cpu_epyc_zen5_2c --out results/cross_family/sitting_source/cpu_epyc_zen5_2c/signature.txt``
 """
@@ -37,6 +39,20 @@ def deviations(latency: pd.DataFrame) -> pd.DataFrame:
     lg = np.log(latency)
     lg = lg.sub(lg.mean(axis=1), axis=0)
     return lg.sub(lg.median())
+
+
+def by_predecessor(pass_rows: pd.DataFrame) -> pd.DataFrame:
+    """Per family of the config timed just before (in ``measured_at`` order within a pass), the
+    median, mean and count of the ResNet rows' log latency over their config's median across
+    the passes, each pass's median removed."""
+    ok = pass_rows[pass_rows["status"] == "ok"].copy()
+    ok["_t"] = pd.to_datetime(ok["measured_at"])
+    ok = ok.sort_values(["pass", "_t"], kind="stable")
+    ok["before"] = ok.groupby("pass")["family"].shift(1).astype(str)
+    dev = np.log(ok["latency_ms"]) - np.log(ok.groupby("config_id")["latency_ms"].transform("median"))
+    ok["dev"] = dev - dev.groupby(ok["pass"]).transform("median")
+    resnet = ok[(ok["family"].astype(str) == "resnet") & (ok["before"] != "nan")]
+    return resnet.groupby("before")["dev"].agg(["median", "mean", "count"])
 
 
 def main() -> None:
@@ -78,6 +94,13 @@ def main() -> None:
              "the signature (mean deviation beside - the others), Spearman with:"]
     lines += [f"  {k}: {spearmanr(v.to_numpy(float), sig.to_numpy())[0]:+.3f}" for k, v in feats.items()]
     lines.append(f"  sd of the signature {sig.std():.3f} (log)")
+    for name in groups[True]:
+        path = Path(SITTINGS[name][0].format(p=args.platform, root=root)).parent / "pass_rows.parquet"
+        if path.exists():
+            tab = by_predecessor(pd.read_parquet(path))
+            lines += ["", f"{name}: ResNet rows by the family timed just before them (log "
+                          "deviation from the config's median over the passes):",
+                      tab.round(4).to_string()]
     args.out.write_text("\n".join(lines) + "\n")
     print(args.out.read_text(), end="")
 

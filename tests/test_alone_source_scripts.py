@@ -287,3 +287,22 @@ def test_sitting_signature_deviations_remove_each_config_and_each_sitting():
     assert r.returncode != 0 and r.stderr.strip() == (
         "sitting_signature: no alone sitting in "
         "results/cross_family/sitting_source/cpu_never_measured/alone")
+
+
+def test_by_predecessor_groups_resnet_rows_by_the_family_timed_just_before():
+    sig = load_script("sitting_signature")
+    t = pd.Timestamp("2026-12-03T12:00:00Z")
+    # two passes; in pass 0 ResNet r1 follows a vgg config and runs 1.2x its other pass
+    rows = pd.DataFrame({
+        "pass": [0, 0, 0, 1, 1, 1], "status": "ok",
+        "config_id": ["v", "r1", "r2", "r2", "r1", "v"],
+        "family": ["vgg", "resnet", "resnet", "resnet", "resnet", "vgg"],
+        "latency_ms": [5.0, 1.2, 2.0, 2.0, 1.0, 5.0],
+        "measured_at": [str(t + pd.Timedelta(seconds=i)) for i in range(6)]})
+    tab = sig.by_predecessor(rows)
+    assert list(tab.index) == ["resnet", "vgg"]  # the first row of a pass has none before it
+    assert tab.loc["vgg", "count"] == 1 and tab.loc["resnet", "count"] == 2
+    # r1 after vgg: 1.2 against its median over the passes, 1.1 (each pass's median deviation
+    # is 0 here); r2 after r1 in pass 0 and r1 after r2 in pass 1: 0 and log(1 / 1.1)
+    assert tab.loc["vgg", "median"] == pytest.approx(np.log(1.2 / 1.1))
+    assert tab.loc["resnet", "mean"] == pytest.approx(np.log(1 / 1.1) / 2)
