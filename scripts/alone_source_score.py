@@ -1,7 +1,8 @@
 """Judge pre-registration Q (``results/cross_family/sitting_source/cpu_epyc_zen5_2c/alone/PREREGISTRATION.md``)
 from ``scripts/alone_source_test.py``'s outputs in ``DIR`` (``summary.csv``, ``agreement.txt``);
-writes ``DIR/scores.txt`` and prints it. Times nothing. With ``--replication``: pre-registration R,
-the second alone sitting (``.../cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md``).
+writes ``DIR/scores.txt`` and prints it. Times nothing. With ``--replication``: pre-registration
+R, the second alone sitting (``.../cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md``); with ``--vgg``:
+pre-registration S, beside vgg only (``.../beside_vgg/PREREGISTRATION.md``).
 
 ``python scripts/alone_source_score.py results/cross_family/sitting_source/cpu_epyc_zen5_2c/alone``
 """
@@ -24,19 +25,20 @@ from probe_source_score import DEPTHWISE, offset_cells, write_judgement  # noqa:
 LEAST_GAIN = {"mobilenetv2": 2.0, "efficientnet": 1.0}
 
 
-def parse_agreement(text: str) -> dict[str, float]:
+def parse_agreement(text: str, who: str = "alone") -> dict[str, float]:
     """The numbers Q4 and Q5 read from ``agreement.txt``: both sittings' halves (median |log
-    ratio|, in %), and the alone / beside median ratio and median |log| after it (in %)."""
+    ratio|, in %), and the judged (``who``: ``alone``, or S's ``beside_vgg``) / beside median
+    ratio and median |log| after it (in %); the judged sitting's keys say ``alone`` for all."""
     out = {}
-    for name in ("alone", "beside"):
+    for name in (who, "beside"):
         m = re.search(rf"halves \({name}\): .*?median_abs_log_ratio=([0-9.eE+-]+|nan)", text)
         if m is None:
             raise SystemExit(f"alone_source_score: no halves check of the {name} sitting")
-        out[f"halves_{name}_pct"] = 100 * float(m.group(1))
-    m = re.search(r"ResNet rows alone / beside, \d+ configs: median ratio ([0-9.]+);.*?"
+        out[f"halves_{'alone' if name == who else name}_pct"] = 100 * float(m.group(1))
+    m = re.search(rf"ResNet rows {who} / beside, \d+ configs: median ratio ([0-9.]+);.*?"
                   r"median \|log\| after it ([0-9.]+)", text)
     if m is None:
-        raise SystemExit("alone_source_score: no alone / beside ratio line")
+        raise SystemExit(f"alone_source_score: no {who} / beside ratio line")
     out["ratio"], out["log_after_pct"] = float(m.group(1)), 100 * float(m.group(2))
     return out
 
@@ -76,11 +78,11 @@ def judge(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str, str
     return out
 
 
-def parse_replication(text: str) -> dict[str, float]:
-    """R's extra numbers from ``agreement.txt``: the two alone sittings' median ratio and the
-    signature correlation."""
-    out = parse_agreement(text)
-    m = re.search(r"ResNet rows alone / the first alone sitting's, \d+ configs: median ratio "
+def parse_replication(text: str, who: str = "alone") -> dict[str, float]:
+    """R's (and S's) extra numbers from ``agreement.txt``: the judged sitting's median ratio to
+    the first alone sitting and the signature correlation."""
+    out = parse_agreement(text, who)
+    m = re.search(rf"ResNet rows {who} / the first alone sitting's, \d+ configs: median ratio "
                   r"([0-9.]+);", text)
     s = re.search(r"signature: corr\(.*?\) (-?[0-9.]+|nan) over", text)
     if m is None or s is None:
@@ -112,6 +114,36 @@ def judge_replication(summary: pd.DataFrame, agree: dict[str, float]) -> list[tu
     ]
 
 
+def judge_vgg(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str, str, bool]]:
+    """``(id, what was measured, held)`` for pre-registration S's S1-S3 (the ResNet configs
+    beside vgg configs only, source ``resnet_beside_vgg``)."""
+    m = offset_cells(summary, "mape_pct_mean")
+
+    def noisy_mean(fam: str, source: str) -> float:
+        return sum(m[(ds, fam, source)] for ds in NOISY) / len(NOISY)
+
+    s1 = {f: noisy_mean(f, "resnet_beside_vgg") - noisy_mean(f, CONTROL) for f in DEPTHWISE}
+    return [
+        ("S1", "beside vgg minus beside depthwise, mean over the noisy target sets (points) "
+         + ", ".join(f"{f} {v:+.2f}" for f, v in s1.items()), all(v >= 1.5 for v in s1.values())),
+        ("S2", f"signature correlation {agree['signature']:.3f}", agree["signature"] >= 0.2),
+        ("S3", f"halves median |log ratio| {agree['halves_alone_pct']:.2f} %",
+         agree["halves_alone_pct"] <= 8.0),
+    ]
+
+
+def reading_vgg(summary: pd.DataFrame) -> str:
+    """S's pre-registered reading of the beside-vgg source against the beside-depthwise one."""
+    m = offset_cells(summary, "mape_pct_mean")
+    gap = [sum(m[(ds, f, "resnet_beside_vgg")] - m[(ds, f, CONTROL)] for ds in NOISY) / len(NOISY)
+           for f in DEPTHWISE]
+    if all(v >= 1.5 for v in gap):
+        return "reading: alone-like -- the depthwise neighbours, not any mixed list, imprint the source"
+    if all(v <= 0.5 for v in gap):
+        return "reading: beside-like -- any other family in the list imprints the source"
+    return "reading: undecided"
+
+
 def reading(rows: list[tuple[str, str, bool]], summary: pd.DataFrame) -> str:
     """The pre-registered reading of Q1: neighbours ruled out, neighbours matter, or undecided."""
     if rows[0][2]:
@@ -128,12 +160,24 @@ def main() -> None:
     ap.add_argument("dir", type=Path)
     ap.add_argument("--replication", action="store_true",
                     help="judge pre-registration R (a second alone sitting, tested with --sitting)")
+    ap.add_argument("--vgg", action="store_true",
+                    help="judge pre-registration S (beside vgg only, tested with --sitting beside_vgg)")
     args = ap.parse_args()
     for name in ("summary.csv", "agreement.txt"):
         if not (args.dir / name).exists():
             raise SystemExit(f"alone_source_score: no {name} in {args.dir}")
     summary = pd.read_csv(args.dir / "summary.csv")
     text = (args.dir / "agreement.txt").read_text()
+    if args.vgg:
+        rows = judge_vgg(summary, parse_replication(text, "beside_vgg"))
+        out = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir} --vgg",
+                              "pre-registration S (results/cross_family/sitting_source/"
+                              "cpu_epyc_zen5_2c/beside_vgg/PREREGISTRATION.md)", rows)
+        line = reading_vgg(summary)
+        with (args.dir / "scores.txt").open("a") as fh:
+            fh.write(line + "\n")
+        print(out + line)
+        return
     if args.replication:
         rows = judge_replication(summary, parse_replication(text))
         out = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir} "

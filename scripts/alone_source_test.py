@@ -20,7 +20,9 @@ architectures held out; ``s12`` (session 12's), 30 %.
 With ``--sitting NAME`` (pre-registration R, a second alone sitting in ``ROOT/NAME``) that
 sitting's rows are the judged ``resnet_alone`` and Q's alone rows join as ``resnet_alone1``;
 ``agreement.txt`` adds the two alone sittings' ratio and R's signature correlation
-(:func:`signature`).
+(:func:`signature`). A sitting whose name does not start with ``alone`` (pre-registration S:
+``beside_vgg``, the ResNet configs beside vgg configs only) is judged the same way under its own
+name, source ``resnet_NAME`` and ``NAME`` in ``agreement.txt``.
 
 Writes ``scores.csv``, ``summary.csv``, ``gains.csv`` (paired against ``resnet_s12``),
 ``gains_vs_beside.csv`` (paired against ``resnet_beside``), ``agreement.txt`` (both sittings'
@@ -108,6 +110,12 @@ def signature(a: pd.DataFrame, b: pd.DataFrame, c: pd.DataFrame, d: pd.DataFrame
     return float(np.corrcoef(la - lb, lc - ld)[0, 1]), len(both)
 
 
+def judged_label(sitting: str) -> str:
+    """How ``agreement.txt`` and the sources name the judged sitting: ``alone`` for Q's and R's
+    alone sittings, else the sitting's own name."""
+    return "alone" if sitting.startswith("alone") else sitting
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("platform")
@@ -129,6 +137,7 @@ def main() -> None:
     for name in (args.sitting, "sitting3"):
         if not (root / name / "pass_rows.parquet").exists():
             raise SystemExit(f"alone_source_test: missing {root / name / 'pass_rows.parquet'}")
+    who = judged_label(args.sitting)
     rows = dict(zip(files, kernel_law_rows(judged_bench(args.platform), *files.values()),
                     strict=True))
     same = rows[BASE]["config_id"].isin(rows[JUDGED]["config_id"])
@@ -141,6 +150,7 @@ def main() -> None:
           for ds in NOISY],
         scores(sources, rows["s12"], None, seeds=args.seeds, test_fraction=0.3, label="s12"),
     ], ignore_index=True)
+    sc["source"] = sc["source"].replace({JUDGED: f"resnet_{who}"})
     summ, gains = summarise(sc, base=BASE)
     _, gains_beside = summarise(sc, base=CONTROL)
     sc.to_csv(out / "scores.csv", index=False)
@@ -148,21 +158,22 @@ def main() -> None:
     gains.to_csv(out / "gains.csv", index=False)
     gains_beside.to_csv(out / "gains_vs_beside.csv", index=False)
     raw = {k: read_dataset(v) for k, v in files.items()}
-    lines = [f"halves (alone): {pass_agreement(read_passes(out / 'pass_rows.parquet'))}",
+    lines = [f"halves ({who}): {pass_agreement(read_passes(out / 'pass_rows.parquet'))}",
              f"halves (beside): {pass_agreement(read_passes(root / 'sitting3' / 'pass_rows.parquet'))}",
-             ratio_line("ResNet rows alone / beside", raw[JUDGED], raw[CONTROL]),
-             ratio_line("ResNet rows alone / session 12's", raw[JUDGED], raw[BASE]),
+             ratio_line(f"ResNet rows {who} / beside", raw[JUDGED], raw[CONTROL]),
+             ratio_line(f"ResNet rows {who} / session 12's", raw[JUDGED], raw[BASE]),
              ratio_line("ResNet rows beside / session 12's", raw[CONTROL], raw[BASE]),
-             ratio_line("ResNet rows alone / N's", raw[JUDGED], raw["resnet_n"]),
-             ratio_line("ResNet rows alone / P's", raw[JUDGED], raw["resnet_p"]),
+             ratio_line(f"ResNet rows {who} / N's", raw[JUDGED], raw["resnet_n"]),
+             ratio_line(f"ResNet rows {who} / P's", raw[JUDGED], raw["resnet_p"]),
              ratio_line("new-family rows beside / N's", raw["beside"], raw["n"])]
     if "resnet_alone1" in raw:
         r, n = signature(raw[JUDGED], raw[CONTROL], raw["resnet_alone1"], raw["resnet_n"])
-        lines += [ratio_line("ResNet rows alone / the first alone sitting's", raw[JUDGED],
+        lines += [ratio_line(f"ResNet rows {who} / the first alone sitting's", raw[JUDGED],
                              raw["resnet_alone1"]),
-                  f"signature: corr(log alone / beside, log first alone / N's) {r:.3f} over {n} configs"]
+                  f"signature: corr(log {who} / beside, log first alone / N's) {r:.3f} over "
+                  f"{n} configs"]
     (out / "agreement.txt").write_text("\n".join(lines) + "\n")
-    speed = speed_by_tier({"alone": raw[JUDGED], "beside": raw[CONTROL], "n": raw["resnet_n"],
+    speed = speed_by_tier({who: raw[JUDGED], "beside": raw[CONTROL], "n": raw["resnet_n"],
                            "p": raw["resnet_p"]}, raw[BASE])
     speed.to_csv(out / "speed.csv", index=False)
     print((out / "agreement.txt").read_text())
@@ -170,7 +181,7 @@ def main() -> None:
     with pd.option_context("display.width", 220, "display.max_rows", 200):
         print(few.pivot_table(index=["dataset", "family"], columns="source",
                               values="mape_pct_mean").round(2))
-        print(gains_beside[gains_beside["source"] == JUDGED].round(2))
+        print(gains_beside[gains_beside["source"] == f"resnet_{who}"].round(2))
         print(speed.round(3))
 
 

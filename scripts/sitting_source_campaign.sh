@@ -12,7 +12,8 @@
 #        (defaults 4 2100, no SITTING, seed 0). With SITTING (pre-registration P, a replication)
 #        the rows go to RES/SITTING, the test adds the first sitting (RES) as `--other`, and the
 #        judgement is `--replication`'s. SEED: the profile order. With NO_TEST=1 in the
-#        environment it stops after the rows (pre-registration Q's campaign runs its own test).
+#        environment it stops after the rows (pre-registration Q's campaign runs its own test);
+#        with TARGET_FAMILIES=vgg only those target families join the list (pre-registration S).
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
 say "the list"
 $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" "$TARGETS" --resnet 400 --seed 1 \
-  --out "${RUN}_list"
+  ${TARGET_FAMILIES:+--families "$TARGET_FAMILIES"} --out "${RUN}_list"
 say "profile, $PASSES passes"
 campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" "$PASSES" "$BUDGET" "$SEED"
 say "merge"

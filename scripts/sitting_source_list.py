@@ -11,7 +11,8 @@ Two parts, measured together by ``scripts/sitting_source_campaign.sh``:
 
 Writes ``OUT/list.parquet`` (checked as ``carb profile`` will check it), ``OUT/resnet.parquet``
 and ``OUT/targets.parquet``. Without ``TARGETS`` (pre-registration Q's sitting of the ResNet
-configs alone) the list holds the ResNet part only.
+configs alone) the list holds the ResNet part only; with ``--families`` only those target
+families' configs join it (pre-registration S: beside vgg only).
 
 ``python scripts/sitting_source_list.py data/other_cpus/cpu_epyc_zen5_2c.parquet data/other_cpus/new_families/cpu_epyc_zen5_2c_passes.parquet --out runs/sitting_source_list``
 """
@@ -53,6 +54,8 @@ def main() -> None:
     ap.add_argument("--resnet", type=int, default=400)
     ap.add_argument("--max-ms", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--families", default=None,
+                    help="comma-separated target families to keep (default: all of TARGETS')")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     resnet = resnet_sample(read_dataset(args.quiet), args.resnet, max_ms=args.max_ms,
@@ -62,6 +65,13 @@ def main() -> None:
         print(f"{len(resnet)} ResNet configs, alone -> {path}")
         return
     targets = target_configs(read_dataset(args.targets))
+    if args.families:
+        keep = args.families.split(",")
+        missing = sorted(set(keep) - set(targets["family"].astype(str)))
+        if missing:
+            raise SystemExit(f"sitting_source_list: --families {','.join(missing)}: not in "
+                             f"{args.targets}")
+        targets = targets[targets["family"].astype(str).isin(keep)].reset_index(drop=True)
     path = write_lists(args.out, {"resnet": resnet, "targets": targets})
     counts = ", ".join(f"{f} {n}" for f, n in targets["family"].value_counts().sort_index().items())
     print(f"{len(resnet)} ResNet configs and {len(targets)} target configs ({counts}) -> {path}")

@@ -306,3 +306,50 @@ def test_by_predecessor_groups_resnet_rows_by_the_family_timed_just_before():
     # is 0 here); r2 after r1 in pass 0 and r1 after r2 in pass 1: 0 and log(1 / 1.1)
     assert tab.loc["vgg", "median"] == pytest.approx(np.log(1.2 / 1.1))
     assert tab.loc["resnet", "mean"] == pytest.approx(np.log(1 / 1.1) / 2)
+
+
+def test_vgg_judge_and_reading_turn_with_the_numbers():
+    score = load_script("alone_source_score")
+    sources = (*SOURCES, "resnet_alone1", "resnet_beside_vgg")
+    base = pd.DataFrame([{"dataset": d, "family": f, "source": s, "model": "offset", "k": 10,
+                          "mape_pct_mean": 12.0} for d in DATASETS
+                         for f in ("efficientnet", "mobilenetv2", "vgg") for s in sources])
+    text = AGREEMENT.replace("alone", "beside_vgg") + (
+        "ResNet rows beside_vgg / the first alone sitting's, 400 configs: median ratio 1.0100; x\n"
+        "signature: corr(log beside_vgg / beside, log first alone / N's) 0.300 over 400 configs\n")
+    agree = score.parse_replication(text, "beside_vgg")
+
+    def with_vgg_source(value: float, fam: str | None = None) -> pd.DataFrame:
+        hit = (base["source"] == "resnet_beside_vgg") & (base["family"] != "vgg")
+        if fam is not None:
+            hit &= base["family"] == fam
+        return base.assign(mape_pct_mean=base["mape_pct_mean"].where(~hit, value))
+
+    alone_like = with_vgg_source(13.5)
+    assert all(ok for *_, ok in score.judge_vgg(alone_like, agree))
+    assert score.reading_vgg(alone_like).startswith("reading: alone-like")
+    beside_like = with_vgg_source(12.5)
+    assert not score.judge_vgg(beside_like, agree)[0][2]
+    assert score.reading_vgg(beside_like).startswith("reading: beside-like")
+    assert score.reading_vgg(with_vgg_source(13.5, "mobilenetv2")) == "reading: undecided"
+    with pytest.raises(SystemExit, match="no beside_vgg / beside ratio line"):
+        score.parse_agreement(AGREEMENT.replace("halves (alone)", "halves (beside_vgg)"), "beside_vgg")
+
+
+def test_the_list_keeps_the_named_target_families_and_refuses_an_unknown_one(tmp_path):
+    targets = RESULTS / "cpu_epyc_zen5_2c" / "target_rows.parquet"
+    if not targets.exists():
+        pytest.skip("pre-registration N not measured in this checkout")
+    cmd = [sys.executable, str(ROOT / "scripts" / "sitting_source_list.py"),
+           str(ROOT / "data" / "other_cpus" / "cpu_epyc_zen5_2c.parquet"), str(targets),
+           "--resnet", "20", "--out", str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([*cmd, "--families", "vgg"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    got = pd.read_parquet(tmp_path / "targets.parquet")
+    assert set(got["family"].astype(str)) == {"vgg"} and len(got) > 0
+    r = subprocess.run([*cmd, "--families", "vgg,resnet"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120, env=env)
+    assert r.returncode != 0
+    assert r.stderr.strip() == f"sitting_source_list: --families resnet: not in {targets}"
