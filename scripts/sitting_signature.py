@@ -1,6 +1,7 @@
 """Post hoc (session 27): do sittings of the same 400 ResNet configs differ config by config in a
 shared way? For every sitting of pre-registration M's 400 configs (session 12's quiet rows, M's,
-N's, P's, Q's alone and beside sittings, and R's alone sitting where measured), each config's
+N's, P's, Q's alone and beside sittings, R's alone sitting and S's sitting beside vgg configs
+only, where measured), each config's
 log latency minus its mean over the sittings, with each sitting's median removed (its speed):
 the Pearson correlation of those deviations between every pair of sittings (with k sittings,
 independent noise gives about -1/(k-1)), and how they relate to the configs' batch, resolution,
@@ -30,7 +31,8 @@ SITTINGS = {"s12": ("data/other_cpus/{p}.parquet", False),
             "p": ("{root}/sitting2/resnet_rows.parquet", True),
             "beside3": ("{root}/sitting3/resnet_rows.parquet", True),
             "alone": ("{root}/alone/resnet_rows.parquet", False),
-            "alone2": ("{root}/alone2/resnet_rows.parquet", False)}
+            "alone2": ("{root}/alone2/resnet_rows.parquet", False),
+            "beside_vgg": ("{root}/beside_vgg/resnet_rows.parquet", False)}
 
 
 def deviations(latency: pd.DataFrame) -> pd.DataFrame:

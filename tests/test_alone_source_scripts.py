@@ -256,6 +256,8 @@ def test_replication_judge_turns_with_the_numbers():
 @pytest.mark.parametrize("folder, flags, ending", [
     ("alone", [], "reading: Q1 missed with resnet_alone worse for both families -- the neighbours matter"),
     ("alone2", ["--replication"], "3 of 5 held"),
+    ("beside_vgg", ["--vgg"], "reading: alone-like -- the depthwise neighbours, not any mixed "
+                              "list, imprint the source"),
 ])
 def test_score_regenerates_the_committed_judgement(tmp_path, folder, flags, ending):
     src = RESULTS / "cpu_epyc_zen5_2c" / folder
