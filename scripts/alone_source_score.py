@@ -25,6 +25,11 @@ from probe_source_score import DEPTHWISE, offset_cells, write_judgement  # noqa:
 LEAST_GAIN = {"mobilenetv2": 2.0, "efficientnet": 1.0}
 
 
+def noisy_mean(m: pd.Series, fam: str, source: str) -> float:
+    """Mean of a family's ``offset`` k = 10 cells of ``source`` over the noisy target sets."""
+    return sum(m[(ds, fam, source)] for ds in NOISY) / len(NOISY)
+
+
 def parse_agreement(text: str, who: str = "alone") -> dict[str, float]:
     """The numbers Q4 and Q5 read from ``agreement.txt``: both sittings' halves (median |log
     ratio|, in %), and the judged (``who``: ``alone``, or S's ``beside_vgg``) / beside median
@@ -47,15 +52,12 @@ def judge(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str, str
     """``(id, what was measured, held)`` for Q1-Q7."""
     m = offset_cells(summary, "mape_pct_mean")
 
-    def noisy_mean(fam: str, source: str) -> float:
-        return sum(m[(ds, fam, source)] for ds in NOISY) / len(NOISY)
-
     out = []
-    q1 = {f: noisy_mean(f, JUDGED) - noisy_mean(f, CONTROL) for f in DEPTHWISE}
+    q1 = {f: noisy_mean(m, f, JUDGED) - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
     out.append(("Q1", "alone minus beside, mean over the noisy target sets (points) "
                 + ", ".join(f"{f} {v:+.2f}" for f, v in q1.items()),
                 all(abs(v) <= 1.5 for v in q1.values())))
-    q2 = {f: noisy_mean(f, BASE) - noisy_mean(f, JUDGED) for f in DEPTHWISE}
+    q2 = {f: noisy_mean(m, f, BASE) - noisy_mean(m, f, JUDGED) for f in DEPTHWISE}
     out.append(("Q2", "resnet_s12 minus resnet_alone, mean over the noisy target sets (points) "
                 + ", ".join(f"{f} {v:+.2f}" for f, v in q2.items()),
                 all(v >= LEAST_GAIN[f] for f, v in q2.items())))
@@ -72,7 +74,7 @@ def judge(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str, str
     cells = {f: m[("beside", f, JUDGED)] for f in DEPTHWISE}
     out.append(("Q6", "resnet_alone MAPE % on beside " + ", ".join(
         f"{f} {v:.2f}" for f, v in cells.items()), all(v > 10.0 for v in cells.values())))
-    v = noisy_mean("vgg", JUDGED) - noisy_mean("vgg", BASE)
+    v = noisy_mean(m, "vgg", JUDGED) - noisy_mean(m, "vgg", BASE)
     out.append(("Q7", f"vgg: resnet_alone minus resnet_s12, mean over the noisy target sets "
                 f"{v:+.2f} points", v >= 1.0))
     return out
@@ -95,11 +97,8 @@ def judge_replication(summary: pd.DataFrame, agree: dict[str, float]) -> list[tu
     """``(id, what was measured, held)`` for pre-registration R's R1-R5."""
     m = offset_cells(summary, "mape_pct_mean")
 
-    def noisy_mean(fam: str, source: str) -> float:
-        return sum(m[(ds, fam, source)] for ds in NOISY) / len(NOISY)
-
-    r1 = {f: noisy_mean(f, JUDGED) - noisy_mean(f, CONTROL) for f in DEPTHWISE}
-    r2 = {f: noisy_mean(f, JUDGED) - noisy_mean(f, "resnet_alone1") for f in DEPTHWISE}
+    r1 = {f: noisy_mean(m, f, JUDGED) - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
+    r2 = {f: noisy_mean(m, f, JUDGED) - noisy_mean(m, f, "resnet_alone1") for f in DEPTHWISE}
     return [
         ("R1", "alone minus beside, mean over the noisy target sets (points) "
          + ", ".join(f"{f} {v:+.2f}" for f, v in r1.items()), all(v >= 1.0 for v in r1.values())),
@@ -119,10 +118,7 @@ def judge_vgg(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str,
     beside vgg configs only, source ``resnet_beside_vgg``)."""
     m = offset_cells(summary, "mape_pct_mean")
 
-    def noisy_mean(fam: str, source: str) -> float:
-        return sum(m[(ds, fam, source)] for ds in NOISY) / len(NOISY)
-
-    s1 = {f: noisy_mean(f, "resnet_beside_vgg") - noisy_mean(f, CONTROL) for f in DEPTHWISE}
+    s1 = {f: noisy_mean(m, f, "resnet_beside_vgg") - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
     return [
         ("S1", "beside vgg minus beside depthwise, mean over the noisy target sets (points) "
          + ", ".join(f"{f} {v:+.2f}" for f, v in s1.items()), all(v >= 1.5 for v in s1.values())),
@@ -135,8 +131,7 @@ def judge_vgg(summary: pd.DataFrame, agree: dict[str, float]) -> list[tuple[str,
 def reading_vgg(summary: pd.DataFrame) -> str:
     """S's pre-registered reading of the beside-vgg source against the beside-depthwise one."""
     m = offset_cells(summary, "mape_pct_mean")
-    gap = [sum(m[(ds, f, "resnet_beside_vgg")] - m[(ds, f, CONTROL)] for ds in NOISY) / len(NOISY)
-           for f in DEPTHWISE]
+    gap = [noisy_mean(m, f, "resnet_beside_vgg") - noisy_mean(m, f, CONTROL) for f in DEPTHWISE]
     if all(v >= 1.5 for v in gap):
         return "reading: alone-like -- the depthwise neighbours, not any mixed list, imprint the source"
     if all(v <= 0.5 for v in gap):
