@@ -144,8 +144,7 @@ def reading(rows: list[tuple[str, str, bool]], summary: pd.DataFrame) -> str:
     if rows[0][2]:
         return "reading: Q1 held -- the neighbours are ruled out; the host's state stays the candidate"
     m = offset_cells(summary, "mape_pct_mean")
-    worse = all(sum(m[(ds, f, JUDGED)] - m[(ds, f, CONTROL)] for ds in NOISY) > 0
-                for f in DEPTHWISE)
+    worse = all(noisy_mean(m, f, JUDGED) > noisy_mean(m, f, CONTROL) for f in DEPTHWISE)
     return ("reading: Q1 missed with resnet_alone worse for both families -- the neighbours matter"
             if worse else "reading: undecided")
 
@@ -163,31 +162,25 @@ def main() -> None:
             raise SystemExit(f"alone_source_score: no {name} in {args.dir}")
     summary = pd.read_csv(args.dir / "summary.csv")
     text = (args.dir / "agreement.txt").read_text()
+    title = "pre-registration {} (results/cross_family/sitting_source/cpu_epyc_zen5_2c/{}/" \
+            "PREREGISTRATION.md)"
     if args.vgg:
-        rows = judge_vgg(summary, parse_replication(text, "beside_vgg"))
-        out = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir} --vgg",
-                              "pre-registration S (results/cross_family/sitting_source/"
-                              "cpu_epyc_zen5_2c/beside_vgg/PREREGISTRATION.md)", rows)
-        line = reading_vgg(summary)
+        flag, rows = " --vgg", judge_vgg(summary, parse_replication(text, "beside_vgg"))
+        title, line = title.format("S", "beside_vgg"), reading_vgg(summary)
+    elif args.replication:
+        flag, rows = " --replication", judge_replication(summary, parse_replication(text))
+        title, line = title.format("R", "alone2"), None
+    else:
+        flag, rows = "", judge(summary, parse_agreement(text))
+        title = title.format("Q", "alone")
+        line = reading(rows, summary)
+    out = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir}{flag}",
+                          title, rows)
+    print(out, end="")
+    if line is not None:  # the pre-registered reading, after the count
         with (args.dir / "scores.txt").open("a") as fh:
             fh.write(line + "\n")
-        print(out + line)
-        return
-    if args.replication:
-        rows = judge_replication(summary, parse_replication(text))
-        out = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir} "
-                              "--replication", "pre-registration R (results/cross_family/"
-                              "sitting_source/cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md)", rows)
-        print(out, end="")
-        return
-    rows = judge(summary, parse_agreement(text))
-    text = write_judgement(args.dir, f"python scripts/alone_source_score.py {args.dir}",
-                           "pre-registration Q (results/cross_family/sitting_source/"
-                           "cpu_epyc_zen5_2c/alone/PREREGISTRATION.md)", rows)
-    line = reading(rows, summary)
-    with (args.dir / "scores.txt").open("a") as fh:
-        fh.write(line + "\n")
-    print(text + line)
+        print(line)
 
 
 if __name__ == "__main__":

@@ -100,14 +100,10 @@ def speed_by_tier(now: dict[str, pd.DataFrame], quiet: pd.DataFrame) -> pd.DataF
 def signature(a: pd.DataFrame, b: pd.DataFrame, c: pd.DataFrame, d: pd.DataFrame) -> tuple[float, int]:
     """Pearson correlation, over the ``ok`` configs all four hold, of log(a / b) and
     log(c / d): whether two independent pairs of sittings differ config by config alike."""
-    rows = [f[f["status"] == "ok"].set_index("config_id")["latency_ms"] for f in (a, b, c, d)]
-    both = rows[0].index
-    for r in rows[1:]:
-        both = both.intersection(r.index)
-    la, lb, lc, ld = (np.log(r[both].to_numpy(float)) for r in rows)
-    if len(both) < 3:
-        return float("nan"), len(both)
-    return float(np.corrcoef(la - lb, lc - ld)[0, 1]), len(both)
+    la, lb, lc, ld = (np.log(s.to_numpy(float)) for s in shared_ok_latency(a, b, c, d))
+    if len(la) < 3:
+        return float("nan"), len(la)
+    return float(np.corrcoef(la - lb, lc - ld)[0, 1]), len(la)
 
 
 def judged_label(sitting: str) -> str:

@@ -50,13 +50,14 @@ def judged_bench(platform: str) -> list[Path]:
             Path(f"data/kernels/{platform}_sampler4.parquet")]
 
 
-def shared_ok_latency(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """``latency_ms`` of ``a`` and of ``b`` over the configs both hold ``ok``, aligned by
-    ``config_id`` (empty when they share none)."""
-    la = a[a["status"] == "ok"].set_index("config_id")["latency_ms"]
-    lb = b[b["status"] == "ok"].set_index("config_id")["latency_ms"]
-    both = la.index.intersection(lb.index)
-    return la[both], lb[both]
+def shared_ok_latency(*frames: pd.DataFrame) -> tuple[pd.Series, ...]:
+    """``latency_ms`` of each frame over the configs all of them hold ``ok``, aligned by
+    ``config_id`` in the first frame's order (empty when they share none)."""
+    lat = [f[f["status"] == "ok"].set_index("config_id")["latency_ms"] for f in frames]
+    shared = lat[0].index
+    for s in lat[1:]:
+        shared = shared.intersection(s.index)
+    return tuple(s[shared] for s in lat)
 
 
 def speed_factor(remeasured: pd.DataFrame, quiet: pd.DataFrame) -> tuple[float, int]:

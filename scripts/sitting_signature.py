@@ -15,13 +15,18 @@ row's speed depends on the family of the config timed just before it in the same
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from carb_lib.dataset import read_dataset
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe_source_test import shared_ok_latency  # noqa: E402
+
+from carb_lib.dataset import read_dataset  # noqa: E402
 
 #: Sitting name -> (rows relative to the sitting-source folder or the repository, timed beside
 #: depthwise target configs?).
@@ -67,17 +72,16 @@ def main() -> None:
     for name, (pattern, bes) in SITTINGS.items():
         path = Path(pattern.format(p=args.platform, root=root))
         if path.exists():
-            f = read_dataset(path)
-            rows[name], beside[name] = f[f["status"] == "ok"].set_index("config_id"), bes
+            rows[name], beside[name] = read_dataset(path), bes
     if "alone" not in rows:
         raise SystemExit(f"sitting_signature: no alone sitting in {root}/alone")
-    ids = rows["alone"].index
-    for f in rows.values():
-        ids = ids.intersection(f.index)
-    lat = pd.DataFrame({k: f.loc[ids, "latency_ms"].astype(float) for k, f in rows.items()})
+    order = ["alone", *[k for k in rows if k != "alone"]]  # the alone sitting's config order
+    shared = dict(zip(order, shared_ok_latency(*(rows[k] for k in order)), strict=True))
+    lat = pd.DataFrame({k: shared[k].astype(float) for k in rows})
+    ids = lat.index
     dev = deviations(lat)
     corr = dev.corr()
-    meta = rows["alone"].loc[ids]
+    meta = rows["alone"].set_index("config_id").loc[ids]
     feats = {"batch": meta["batch"], "resolution": meta["resolution"],
              "fp16": (meta["precision"].astype(str) == "fp16").astype(float),
              "width": meta["width"], "flops": meta["flops"].astype(float)}
