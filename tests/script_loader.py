@@ -15,3 +15,19 @@ def load_script(name: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def rescore(script: str, src: Path, out: Path, *flags: str,
+            files: tuple[str, ...] = ("summary.csv", "agreement.txt")):
+    """Run the scorer ``scripts/<script>.py`` on copies of ``files`` of the committed outputs
+    in ``src`` (copied into ``out``): its command, its completed process, and the
+    ``scores.txt`` it wrote and the committed one, each without the first line (the command)."""
+    import subprocess
+    import sys
+
+    for name in files:
+        (out / name).write_bytes((src / name).read_bytes())
+    cmd = [sys.executable, str(SCRIPTS / f"{script}.py"), str(out), *flags]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=SCRIPTS.parent, timeout=120)
+    got = (out / "scores.txt").read_text().split("\n", 1)[1] if r.returncode == 0 else None
+    return cmd, r, got, (src / "scores.txt").read_text().split("\n", 1)[1]

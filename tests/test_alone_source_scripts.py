@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from script_loader import load_script
+from script_loader import load_script, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "sitting_source"
@@ -263,13 +263,9 @@ def test_score_regenerates_the_committed_judgement(tmp_path, folder, flags, endi
     src = RESULTS / "cpu_epyc_zen5_2c" / folder
     if not (src / "scores.txt").exists():
         pytest.skip("not measured in this checkout")
-    for name in ("summary.csv", "agreement.txt"):
-        (tmp_path / name).write_bytes((src / name).read_bytes())
-    cmd = [sys.executable, str(ROOT / "scripts" / "alone_source_score.py"), str(tmp_path), *flags]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    _, r, got, want = rescore("alone_source_score", src, tmp_path, *flags)
     assert r.returncode == 0, r.stderr
-    want = (src / "scores.txt").read_text().split("\n", 1)[1]
-    assert (tmp_path / "scores.txt").read_text().split("\n", 1)[1] == want
+    assert got == want
     assert want.rstrip().endswith(ending)
 
 

@@ -4,12 +4,11 @@ the predictions (on the committed outputs) and the campaign's refusal to overwri
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from script_loader import load_script
+from script_loader import load_script, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "probe" / "cpu_epyc_zen5_2c"
@@ -57,20 +56,9 @@ def test_the_campaign_refuses_a_platform_with_probe_rows_and_writes_nothing():
     assert sorted(p.name for p in (ROOT / "results" / "cross_family" / "probe").rglob("*")) == before
 
 
-def _rescore(script: str, src: Path, names: tuple[str, ...], tmp_path: Path):
-    """Run ``script`` on copies of ``src``'s ``names``; (process, committed scores, new)."""
-    for name in names:
-        (tmp_path / name).write_bytes((src / name).read_bytes())
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / script), str(tmp_path)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
-    want = (src / "scores.txt").read_text().split("\n", 1)[1]
-    got = (tmp_path / "scores.txt").read_text().split("\n", 1)[1] if r.returncode == 0 else ""
-    return r, want, got
-
-
 def test_score_regenerates_the_committed_judgement(tmp_path):
-    r, want, got = _rescore("probe_source_score.py", RESULTS,
-                            ("summary.csv", "gains.csv", "speed.txt"), tmp_path)
+    _, r, got, want = rescore("probe_source_score", RESULTS, tmp_path,
+                              files=("summary.csv", "gains.csv", "speed.txt"))
     assert r.returncode == 0, r.stderr
     assert got == want and want.rstrip().endswith("2 of 8 held")
 
@@ -107,12 +95,11 @@ def test_reuse_takes_the_lowest_network_seeds_of_an_earlier_dataset():
 
 def test_sitting_score_regenerates_the_committed_judgement(tmp_path):
     names = ("summary.csv", "gains.csv", "agreement.txt")
-    r, want, got = _rescore("probe_sitting_score.py", RESULTS / "sitting2", names, tmp_path)
+    cmd, r, got, want = rescore("probe_sitting_score", RESULTS / "sitting2", tmp_path, files=names)
     assert r.returncode == 0, r.stderr
     assert got == want and want.rstrip().endswith("2 of 5 held")
     (tmp_path / "agreement.txt").write_text("halves: none\n")
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "probe_sitting_score.py"),
-                        str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode != 0 and "no halves check" in r.stderr
 
 

@@ -5,12 +5,11 @@ campaign's refusals."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from script_loader import load_script
+from script_loader import load_script, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "sitting_source"
@@ -114,13 +113,9 @@ def test_score_regenerates_the_committed_judgement(tmp_path, folder, flags, endi
     src = RESULTS / folder
     if not (src / "scores.txt").exists():
         pytest.skip("not measured in this checkout")
-    for name in ("summary.csv", "agreement.txt"):
-        (tmp_path / name).write_bytes((src / name).read_bytes())
-    cmd = [sys.executable, str(ROOT / "scripts" / "sitting_source_score.py"), str(tmp_path), *flags]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    cmd, r, got, want = rescore("sitting_source_score", src, tmp_path, *flags)
     assert r.returncode == 0, r.stderr
-    want = (src / "scores.txt").read_text().split("\n", 1)[1]
-    assert (tmp_path / "scores.txt").read_text().split("\n", 1)[1] == want
+    assert got == want
     assert want.rstrip().endswith(ending)
     (tmp_path / "agreement.txt").write_text("halves: none\n")
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
