@@ -48,6 +48,36 @@ def deviations(latency: pd.DataFrame) -> pd.DataFrame:
     return lg.sub(lg.median())
 
 
+def load_sittings(platform: str) -> tuple[dict[str, pd.DataFrame], dict[str, bool]]:
+    """The rows of every sitting of :data:`SITTINGS` found for ``platform``, and whether each
+    was timed beside depthwise target configs; refuses in one line without the alone sitting."""
+    root = f"results/cross_family/sitting_source/{platform}"
+    rows, beside = {}, {}
+    for name, (pattern, bes) in SITTINGS.items():
+        path = Path(pattern.format(p=platform, root=root))
+        if path.exists():
+            rows[name], beside[name] = read_dataset(path), bes
+    if "alone" not in rows:
+        raise SystemExit(f"sitting_signature: no alone sitting in {root}/alone")
+    return rows, beside
+
+
+def sitting_latency(rows: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Latency (configs x sittings) over the configs every sitting holds ``ok``, in the alone
+    sitting's config order."""
+    order = ["alone", *[k for k in rows if k != "alone"]]
+    shared = dict(zip(order, shared_ok_latency(*(rows[k] for k in order)), strict=True))
+    return pd.DataFrame({k: shared[k].astype(float) for k in rows})
+
+
+def beside_signature(dev: pd.DataFrame, beside: dict[str, bool]) -> pd.Series:
+    """Per config: the mean deviation (:func:`deviations`) of the sittings beside depthwise
+    configs minus that of the others (positive: slower when timed beside them)."""
+    bes = [k for k in dev.columns if beside[k]]
+    other = [k for k in dev.columns if not beside[k]]
+    return dev[bes].mean(axis=1) - dev[other].mean(axis=1)
+
+
 def by_predecessor(pass_rows: pd.DataFrame) -> pd.DataFrame:
     """Per family of the config timed just before (in ``measured_at`` order within a pass), the
     median, mean and count of the ResNet rows' log latency over their config's median across
@@ -68,16 +98,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     root = f"results/cross_family/sitting_source/{args.platform}"
-    rows, beside = {}, {}
-    for name, (pattern, bes) in SITTINGS.items():
-        path = Path(pattern.format(p=args.platform, root=root))
-        if path.exists():
-            rows[name], beside[name] = read_dataset(path), bes
-    if "alone" not in rows:
-        raise SystemExit(f"sitting_signature: no alone sitting in {root}/alone")
-    order = ["alone", *[k for k in rows if k != "alone"]]  # the alone sitting's config order
-    shared = dict(zip(order, shared_ok_latency(*(rows[k] for k in order)), strict=True))
-    lat = pd.DataFrame({k: shared[k].astype(float) for k in rows})
+    rows, beside = load_sittings(args.platform)
+    lat = sitting_latency(rows)
     ids = lat.index
     dev = deviations(lat)
     corr = dev.corr()
@@ -86,7 +108,7 @@ def main() -> None:
              "fp16": (meta["precision"].astype(str) == "fp16").astype(float),
              "width": meta["width"], "flops": meta["flops"].astype(float)}
     groups = {True: [k for k in rows if beside[k]], False: [k for k in rows if not beside[k]]}
-    sig = dev[groups[True]].mean(axis=1) - dev[groups[False]].mean(axis=1)
+    sig = beside_signature(dev, beside)
     within = {g: [corr.loc[a, b] for i, a in enumerate(ks) for b in ks[i + 1:]]
               for g, ks in groups.items()}
     across = [corr.loc[a, b] for a in groups[True] for b in groups[False]]
