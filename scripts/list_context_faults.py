@@ -90,6 +90,13 @@ def per_config(calls: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def faulting_configs(frame: pd.DataFrame, family: str = "resnet") -> list[str]:
+    """The ``family`` configs whose median faults per timed call reach :data:`PAGES_PER_MIB`
+    (1 MiB of fresh pages) in either list (first visit), sorted."""
+    first = frame[(frame["family"] == family) & (frame["visit"] == 0)]
+    return sorted(first.loc[first["faults_per_call"] >= PAGES_PER_MIB, "config_id"].unique())
+
+
 def compare(frame: pd.DataFrame, signature: pd.Series | None = None) -> dict[str, float]:
     """The pre-registered quantities over the ResNet configs both lists measured (each
     config's first visit): the share whose median faults per timed call differ by at least
