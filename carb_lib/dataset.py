@@ -244,6 +244,9 @@ SCHEMA: tuple[Column, ...] = (
     _c("mem_clock_mhz", "float", "telemetry", False, "allowed", True),
     _c("power_sampled_w", "float", "telemetry", False, "allowed", True,
        doc="mean of sampled power over the window (telemetry only, not energy)"),
+    _c("minor_faults_per_call", "float", "telemetry", False, "allowed", True,
+       doc="the process's minor page faults per timed inference over the used windows (CPU; "
+           "one per 4 KiB page a call writes in fresh pages; carb_lib.heap)"),
     _c("kernel_launches", "int", "telemetry", False, "allowed", True,
        doc="CUDA kernel launches of one inference"),
     _c("gpu_other_procs", "int", "telemetry", False, "allowed", True,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from carb_lib.counters import count_kernel_launches, cpu_peak_memory_bytes
+from carb_lib.heap import keep_heap, minor_faults
 from carb_lib.interference import (
     OtherLoad,
     Window,
@@ -257,6 +258,8 @@ class CpuDevice(Device):
 
         if protocol.threads is not None and torch.get_num_threads() != protocol.threads:
             torch.set_num_threads(int(protocol.threads))
+        if protocol.cpu_keep_heap:
+            keep_heap()
 
     def provenance(self, protocol: Protocol) -> dict[str, Any]:
         out = super().provenance(protocol)
@@ -287,6 +290,7 @@ class CpuDevice(Device):
                 meter.begin()
             other.start()
             c0 = clock()
+            f0 = minor_faults()
             t_start = time.perf_counter()
             while True:
                 t0 = time.perf_counter()
@@ -300,8 +304,10 @@ class CpuDevice(Device):
                     break
                 _deadline_check(deadline, "the timed window")
             wall = time.perf_counter() - t_start
+            faults = minor_faults() - f0
             share = (clock() - c0) / wall
             w = Window(np.asarray(times) * 1e3, wall, share=share, other_busy=other.stop())
+            w.extra["minor_faults"] = faults
             if meter:
                 try:
                     w.extra["energy_j"] = meter.end().energy_j
@@ -322,7 +328,8 @@ class CpuDevice(Device):
         window_s = res.wall_s
         n = len(res.times_ms)
         out.update(latency_stats(res.times_ms))
-        out.update(n_iters=n, window_s=window_s)
+        out.update(n_iters=n, window_s=window_s,
+                   minor_faults_per_call=sum(w.extra["minor_faults"] for w in res.used) / n)
         if self.rapl.available:
             errors = [w.extra["energy_error"] for w in res.used if "energy_error" in w.extra]
             if errors:
@@ -412,6 +419,8 @@ class CudaDevice(Device):
         torch.cuda.set_device(self.index)
         if protocol.threads is not None and torch.get_num_threads() != protocol.threads:
             torch.set_num_threads(int(protocol.threads))
+        if protocol.cpu_keep_heap:
+            keep_heap()
 
     def provenance(self, protocol: Protocol) -> dict[str, Any]:
         import torch

@@ -95,7 +95,13 @@ class Protocol:
     after a reset on a GPU. Only allocations through PyTorch's CPU allocator are seen (memory
     that oneDNN or OpenMP allocate on their own is not); the value is deterministic and does
     not depend on the thread count (checked: identical over repeats and for 1 and 2 threads).
-    Telemetry columns and ``kernel_launches`` are NaN on a CPU.
+    Telemetry columns and ``kernel_launches`` are NaN on a CPU, except
+    ``minor_faults_per_call``: the process's minor page faults over the used windows per timed
+    inference (a buffer in fresh pages costs one per 4 KiB page on every call). With
+    ``cpu_keep_heap`` (default off, as every row measured before session 28) the device sets
+    glibc's ``mallopt`` once per process so that every buffer comes from the heap and the heap
+    is never trimmed (:func:`carb_lib.heap.keep_heap`): a network's timed calls then run in
+    pages already faulted in, whatever the process timed before.
 
     **Both**. A per-config wall-clock cap ``timeout_s`` (checked between inferences; None = no
     cap) ends the measurement with status ``error`` and an error starting with ``timeout``.
@@ -131,6 +137,8 @@ class Protocol:
         Count kernel launches (GPU).
     cpu_profile_memory : bool
         Measure CPU peak memory with the profiler.
+    cpu_keep_heap : bool
+        Keep glibc's heap (no ``mmap``, no trim) for the whole process (CPU).
     timeout_s : float or None
         Per-config wall-clock cap.
     seed : int
@@ -155,6 +163,7 @@ class Protocol:
     sample_hz: float = 50.0
     count_kernels: bool = True
     cpu_profile_memory: bool = True
+    cpu_keep_heap: bool = False
     timeout_s: float | None = 300.0
     seed: int = 0
 

@@ -155,6 +155,7 @@ AXIS_LABELS: dict[str, str] = {
     "mem_util_pct": "memory-controller utilisation (%)",
     "latency_cv": "latency CV (std / mean)",
     "latency_window_cv": "latency CV across timed windows",
+    "minor_faults_per_call": "minor page faults per inference",
     "latency_p90_p10_rel": "(p90 - p10) / median latency",
     "latency_drift_rel": "|drift-normalised / raw latency - 1|",
 }

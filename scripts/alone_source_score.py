@@ -2,7 +2,8 @@
 from ``scripts/alone_source_test.py``'s outputs in ``DIR`` (``summary.csv``, ``agreement.txt``);
 writes ``DIR/scores.txt`` and prints it. Times nothing. With ``--replication``: pre-registration
 R, the second alone sitting (``.../cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md``); with ``--vgg``:
-pre-registration S, beside vgg only (``.../beside_vgg/PREREGISTRATION.md``).
+pre-registration S, beside vgg only (``.../beside_vgg/PREREGISTRATION.md``); with ``--keep-heap``:
+pre-registration U, alone with the heap kept (``.../keep_heap/PREREGISTRATION.md``).
 
 ``python scripts/alone_source_score.py results/cross_family/sitting_source/cpu_epyc_zen5_2c/alone``
 """
@@ -14,12 +15,14 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from alone_source_test import BASE, CONTROL, JUDGED, NOISY  # noqa: E402
 from probe_source_score import DEPTHWISE, offset_cells, write_judgement  # noqa: E402
+from probe_source_test import shared_ok_latency  # noqa: E402
 
 #: Q2 and Q3's least gains over session 12's source, in points.
 LEAST_GAIN = {"mobilenetv2": 2.0, "efficientnet": 1.0}
@@ -139,6 +142,42 @@ def reading_vgg(summary: pd.DataFrame) -> str:
     return "reading: undecided"
 
 
+def judge_keep_heap(summary: pd.DataFrame, keep: Path) -> list[tuple[str, str, bool]]:
+    """``(id, what was measured, held)`` for pre-registration U's U1-U4: M's 400 configs timed
+    alone with the heap kept (source ``resnet_keep_heap``, rows in ``keep``), against sitting
+    3's beside source and Q's alone source (``resnet_alone1``); U2 reads the configs that
+    page-faulted in pre-registration T (``keep/../faults/faults.parquet``)."""
+    from list_context_faults import PAGES_PER_MIB, faulting_configs
+
+    from carb_lib.dataset import read_dataset
+
+    m = offset_cells(summary, "mape_pct_mean")
+    passes = pd.read_parquet(keep / "pass_rows.parquet")
+    ok = passes[(passes["status"] == "ok") & (passes["family"].astype(str) == "resnet")]
+    faults = ok["minor_faults_per_call"].astype(float)
+    drop = faulting_configs(pd.read_parquet(keep.parent / "faults" / "faults.parquet"))
+    a, b = shared_ok_latency(read_dataset(keep / "resnet_rows.parquet"),
+                             read_dataset(keep.parent / "sitting3" / "resnet_rows.parquet"))
+    lr = np.log((a / b).to_numpy(float))
+    hit = a.index.isin(drop)
+    u2 = float(np.median(lr[hit]) - np.median(lr))
+    u3 = {f: noisy_mean(m, f, "resnet_keep_heap") - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
+    u4 = {f: noisy_mean(m, f, "resnet_alone1") - noisy_mean(m, f, "resnet_keep_heap")
+          for f in DEPTHWISE}
+    return [
+        ("U1", f"ResNet pass rows with >= {PAGES_PER_MIB} minor faults per call: "
+         f"{int((faults >= PAGES_PER_MIB).sum())} of {len(faults)} (max {faults.max():.0f})",
+         bool((faults < PAGES_PER_MIB).all()) and len(faults) > 0),
+        ("U2", f"the {int(hit.sum())} configs that faulted in T: median log(kept / beside) minus "
+         f"all configs' {u2:+.3f}", u2 <= 0.05),
+        ("U3", "kept minus beside, mean over the noisy target sets (points) "
+         + ", ".join(f"{f} {v:+.2f}" for f, v in u3.items()),
+         all(abs(v) <= 1.0 for v in u3.values())),
+        ("U4", "Q's alone minus kept, mean over the noisy target sets (points) "
+         + ", ".join(f"{f} {v:+.2f}" for f, v in u4.items()), all(v >= 1.5 for v in u4.values())),
+    ]
+
+
 def reading(rows: list[tuple[str, str, bool]], summary: pd.DataFrame) -> str:
     """The pre-registered reading of Q1: neighbours ruled out, neighbours matter, or undecided."""
     if rows[0][2]:
@@ -156,6 +195,9 @@ def main() -> None:
                     help="judge pre-registration R (a second alone sitting, tested with --sitting)")
     ap.add_argument("--vgg", action="store_true",
                     help="judge pre-registration S (beside vgg only, tested with --sitting beside_vgg)")
+    ap.add_argument("--keep-heap", action="store_true",
+                    help="judge pre-registration U (alone with the heap kept, tested with "
+                         "--sitting keep_heap)")
     args = ap.parse_args()
     for name in ("summary.csv", "agreement.txt"):
         if not (args.dir / name).exists():
@@ -164,7 +206,10 @@ def main() -> None:
     text = (args.dir / "agreement.txt").read_text()
     title = "pre-registration {} (results/cross_family/sitting_source/cpu_epyc_zen5_2c/{}/" \
             "PREREGISTRATION.md)"
-    if args.vgg:
+    if args.keep_heap:
+        flag, rows = " --keep-heap", judge_keep_heap(summary, args.dir)
+        title, line = title.format("U", "keep_heap"), None
+    elif args.vgg:
         flag, rows = " --vgg", judge_vgg(summary, parse_replication(text, "beside_vgg"))
         title, line = title.format("S", "beside_vgg"), reading_vgg(summary)
     elif args.replication:

@@ -13,13 +13,15 @@ campaign_canary() {
 }
 
 # carb profile of a config list on one CPU thread, in passes (carb_lib.passes), one window per
-# config and pass (at most two), a reference config every 50.
+# config and pass (at most two), a reference config every 50. CAMPAIGN_PROTOCOL in the
+# environment replaces the protocol JSON (pre-registration U: the same with cpu_keep_heap).
 # Usage: campaign_profile PLATFORM LIST PARTS PASSES BUDGET_S [SEED]   (seed 0)
+CAMPAIGN_DEFAULT_PROTOCOL='{"n_windows": 1, "max_windows": 2}'
 campaign_profile() {
   $CARB profile --device cpu --platform "$1" --threads 1 \
     --configs "$2" --seed "${6:-0}" --ref-every 50 \
-    --passes "$4" --protocol '{"n_windows": 1, "max_windows": 2}' --time-budget-s "$5" \
-    --out "$3" --no-progress
+    --passes "$4" --protocol "${CAMPAIGN_PROTOCOL:-$CAMPAIGN_DEFAULT_PROTOCOL}" \
+    --time-budget-s "$5" --out "$3" --no-progress
 }
 
 # carb merge of a campaign folder (each config's fastest pass) into MERGED, overwriting it; the
