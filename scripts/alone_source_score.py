@@ -3,7 +3,8 @@ from ``scripts/alone_source_test.py``'s outputs in ``DIR`` (``summary.csv``, ``a
 writes ``DIR/scores.txt`` and prints it. Times nothing. With ``--replication``: pre-registration
 R, the second alone sitting (``.../cpu_epyc_zen5_2c/alone2/PREREGISTRATION.md``); with ``--vgg``:
 pre-registration S, beside vgg only (``.../beside_vgg/PREREGISTRATION.md``); with ``--keep-heap``:
-pre-registration U, alone with the heap kept (``.../keep_heap/PREREGISTRATION.md``).
+pre-registration U, alone with the heap kept (``.../keep_heap/PREREGISTRATION.md``); with both:
+pre-registration V, a second such sitting (``.../keep_heap2/PREREGISTRATION.md``).
 
 ``python scripts/alone_source_score.py results/cross_family/sitting_source/cpu_epyc_zen5_2c/alone``
 """
@@ -144,9 +145,10 @@ def reading_vgg(summary: pd.DataFrame) -> str:
 
 def judge_keep_heap(summary: pd.DataFrame, keep: Path) -> list[tuple[str, str, bool]]:
     """``(id, what was measured, held)`` for pre-registration U's U1-U4: M's 400 configs timed
-    alone with the heap kept (source ``resnet_keep_heap``, rows in ``keep``), against sitting
+    alone with the heap kept (source ``resnet_<keep's name>``, rows in ``keep``), against sitting
     3's beside source and Q's alone source (``resnet_alone1``); U2 reads the configs that
     page-faulted in pre-registration T (``keep/../faults/faults.parquet``)."""
+    kept = f"resnet_{keep.name}"
     from list_context_faults import PAGES_PER_MIB, faulting_configs
 
     from carb_lib.dataset import read_dataset
@@ -161,9 +163,8 @@ def judge_keep_heap(summary: pd.DataFrame, keep: Path) -> list[tuple[str, str, b
     lr = np.log((a / b).to_numpy(float))
     hit = a.index.isin(drop)
     u2 = float(np.median(lr[hit]) - np.median(lr))
-    u3 = {f: noisy_mean(m, f, "resnet_keep_heap") - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
-    u4 = {f: noisy_mean(m, f, "resnet_alone1") - noisy_mean(m, f, "resnet_keep_heap")
-          for f in DEPTHWISE}
+    u3 = {f: noisy_mean(m, f, kept) - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
+    u4 = {f: noisy_mean(m, f, "resnet_alone1") - noisy_mean(m, f, kept) for f in DEPTHWISE}
     return [
         ("U1", f"ResNet pass rows with >= {PAGES_PER_MIB} minor faults per call: "
          f"{int((faults >= PAGES_PER_MIB).sum())} of {len(faults)} (max {faults.max():.0f})",
@@ -175,6 +176,27 @@ def judge_keep_heap(summary: pd.DataFrame, keep: Path) -> list[tuple[str, str, b
          all(abs(v) <= 1.0 for v in u3.values())),
         ("U4", "Q's alone minus kept, mean over the noisy target sets (points) "
          + ", ".join(f"{f} {v:+.2f}" for f, v in u4.items()), all(v >= 1.5 for v in u4.values())),
+    ]
+
+
+def judge_keep_heap_replication(summary: pd.DataFrame, keep: Path,
+                                agree: dict[str, float]) -> list[tuple[str, str, bool]]:
+    """``(id, what was measured, held)`` for pre-registration V's V1-V4: a second sitting with
+    the heap kept (rows in ``keep``, source ``resnet_<keep's name>``) judged as U1 and U3, the
+    mean of its gap and the first kept sitting's (``keep/../keep_heap/summary.csv``), and its
+    signature correlation (``agree``, :func:`parse_replication`)."""
+    u = {i: (what, ok) for i, what, ok in judge_keep_heap(summary, keep)}
+    first = offset_cells(pd.read_csv(keep.parent / "keep_heap" / "summary.csv"), "mape_pct_mean")
+    m = offset_cells(summary, "mape_pct_mean")
+    v3 = {f: (noisy_mean(m, f, f"resnet_{keep.name}") + noisy_mean(first, f, "resnet_keep_heap"))
+          / 2 - noisy_mean(m, f, CONTROL) for f in DEPTHWISE}
+    return [
+        ("V1", u["U1"][0], u["U1"][1]),
+        ("V2", u["U3"][0], u["U3"][1]),
+        ("V3", "the two kept sittings' mean minus beside, mean over the noisy target sets "
+         "(points) " + ", ".join(f"{f} {v:+.2f}" for f, v in v3.items()),
+         all(abs(v) <= 1.0 for v in v3.values())),
+        ("V4", f"signature correlation {agree['signature']:.3f}", agree["signature"] < 0.15),
     ]
 
 
@@ -206,7 +228,12 @@ def main() -> None:
     text = (args.dir / "agreement.txt").read_text()
     title = "pre-registration {} (results/cross_family/sitting_source/cpu_epyc_zen5_2c/{}/" \
             "PREREGISTRATION.md)"
-    if args.keep_heap:
+    if args.keep_heap and args.replication:
+        flag = " --keep-heap --replication"
+        rows = judge_keep_heap_replication(summary, args.dir,
+                                           parse_replication(text, args.dir.name))
+        title, line = title.format("V", args.dir.name), None
+    elif args.keep_heap:
         flag, rows = " --keep-heap", judge_keep_heap(summary, args.dir)
         title, line = title.format("U", "keep_heap"), None
     elif args.vgg:
