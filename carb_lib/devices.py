@@ -419,8 +419,6 @@ class CudaDevice(Device):
         torch.cuda.set_device(self.index)
         if protocol.threads is not None and torch.get_num_threads() != protocol.threads:
             torch.set_num_threads(int(protocol.threads))
-        if protocol.cpu_keep_heap:
-            keep_heap()
 
     def provenance(self, protocol: Protocol) -> dict[str, Any]:
         import torch

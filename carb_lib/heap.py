@@ -6,8 +6,8 @@ to the kernel once enough of it is free; the thresholds behind both move with wh
 process freed before (glibc's dynamic mmap and trim thresholds). A buffer in fresh pages costs
 one minor page fault per 4 KiB page on every call, so the same network can run 20-60 %
 slower in one process than in another, by what that process timed before it (session 28,
-README *A fourteenth test*: 11 of 400 ResNet configs took 9,217-46,085 faults per call timed
-in a list of ResNets, none timed among depthwise networks that had grown the heap).
+README *A fourteenth test*: 11 of 400 ResNet configs took 9,217-46,085 faults per call in at
+least one list, and ran 20-60 % faster in the sittings timed among depthwise networks).
 
 * :func:`minor_faults`: this process's minor page faults so far (``getrusage``); the CPU
   device records them per timed call (``minor_faults_per_call``).
@@ -20,9 +20,8 @@ in a list of ResNets, none timed among depthwise networks that had grown the hea
   40 MiB on 6 iterations of 7, each in fresh pages: the chunk just freed is not reused, the
   next one lies 40 MiB + 128 B above it; session 28, not traced further). A network's forward
   reached its steady state by its second call: 0 faults per timed call over all 1,600 rows
-  of pre-registration U.
-  ``Protocol(cpu_keep_heap=True)`` applies it when the CPU device is set up. Where the C library has no ``mallopt``
-  (not glibc), :class:`HeapSettingError`.
+  of pre-registration U. ``Protocol(cpu_keep_heap=True)`` applies it when the CPU device is
+  set up. Where the C library has no ``mallopt`` (not glibc), :class:`HeapSettingError`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,10 @@
 # after it. Usage: scripts/alone_source_campaign.sh PLATFORM [BUDGET_S [SITTING SEED]]
 # (default 2100, the beside sitting's; each alone half gets 1200 s). With SITTING
 # (pre-registration R, a replication of the alone sitting) it times the alone list only, in 4
-# passes back to back (seed SEED, 1200 s), into RES/../SITTING; no beside sitting.
+# passes back to back (seed SEED, ALONE_BUDGET s from the environment, default 1200), into
+# RES/../SITTING; no beside sitting. CAMPAIGN_PROTOCOL in the environment replaces the passes'
+# protocol JSON (scripts/campaign_lib.sh; scripts/keep_heap_campaign.sh keeps the heap so).
+# The protocol the profile ran with is copied beside the rows (protocol.json).
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +48,7 @@ $PY scripts/sitting_source_list.py "data/other_cpus/$PLAT.parquet" --resnet 400 
   --out "${RUN}_list"
 if [ -n "$SITTING" ]; then
   say "alone ($SITTING), 4 passes"
-  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 1200 "$SEED"
+  campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 4 "${ALONE_BUDGET:-1200}" "$SEED"
 else
   say "alone, passes 1-2"
   campaign_profile "$PLAT" "${RUN}_list/list.parquet" "${RUN}_parts" 2 1200 3
@@ -57,6 +60,7 @@ fi
 say "merge (alone)"
 campaign_merge "${RUN}_parts" "$RES/resnet_rows.parquet" "$RES/reference.parquet" "$RES/merge.txt"
 campaign_save_passes "${RUN}_parts" "$RES/pass_rows.parquet"
+cp "${RUN}_parts/protocol.json" "$RES/protocol.json"
 say "host noise (after)"
 campaign_canary "$RES/canary_after.txt"
 say "done"

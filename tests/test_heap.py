@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import carb_lib.devices as devices
@@ -127,3 +128,17 @@ def test_a_kept_heap_stops_the_page_faults_of_a_large_buffer_on_every_call():
     # kept: the first calls fault the heap's pages in, later calls reuse them
     kept = _faults_per_call("keep")
     assert kept[0] >= 12_544 and max(kept[2:]) < 256
+
+
+def test_a_campaign_on_a_c_library_without_mallopt_stops_before_measuring(fresh, monkeypatch,
+                                                                          tmp_path):
+    from carb_lib.campaign import run_campaign
+    from carb_lib.space import ResNetConfig
+
+    monkeypatch.setattr(heap, "_libc", lambda: object())
+    cfg = ResNetConfig(block="basic", depth=10, width=0.25, early_downsample=True,
+                       resolution=32, batch=1, precision="fp32")
+    with pytest.raises(heap.HeapSettingError, match="needs glibc's mallopt"):
+        run_campaign(pd.DataFrame([cfg.to_dict()]), tmp_path / "parts", "cpu",
+                     Protocol(cpu_keep_heap=True, threads=1), progress=False)
+    assert not (tmp_path / "parts").exists()
