@@ -1,8 +1,12 @@
-"""Load a file of ``scripts/`` as a module, for tests of its functions."""
+"""Load a file of ``scripts/`` as a module, for tests of its functions; run a campaign script
+that must refuse, or a step of ``scripts/campaign_lib.sh``, for tests of the shell scripts."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import shlex
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -31,3 +35,23 @@ def rescore(script: str, src: Path, out: Path, *flags: str,
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=SCRIPTS.parent, timeout=120)
     got = (out / "scores.txt").read_text().split("\n", 1)[1] if r.returncode == 0 else None
     return cmd, r, got, (src / "scores.txt").read_text().split("\n", 1)[1]
+
+
+def refused(script: str, *args: str, watch: Path) -> tuple[subprocess.CompletedProcess, bool]:
+    """Run ``scripts/<script>`` with ``args`` it must refuse, with ``PYTHON=false`` and a bare
+    ``PATH`` so that nothing can be measured: its completed process, and whether the names of
+    the files under ``watch`` (recursively) are as before."""
+    before = sorted(p.name for p in watch.rglob("*"))
+    r = subprocess.run(["bash", str(SCRIPTS / script), *args], capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    return r, sorted(p.name for p in watch.rglob("*")) == before
+
+
+def campaign_lib(call: str, py: str) -> subprocess.CompletedProcess:
+    """Source ``scripts/campaign_lib.sh`` with ``PY`` = ``py`` and run ``call`` in the
+    repository root."""
+    script = (f"set -euo pipefail; PY={shlex.quote(py)}; CARB=\"$PY -m carb_lib.cli\"; "
+              f". scripts/campaign_lib.sh; {call}")
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          cwd=SCRIPTS.parent, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(SCRIPTS.parent)})

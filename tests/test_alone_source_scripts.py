@@ -5,7 +5,6 @@ campaign's refusals, and the campaigns' shared shell steps (``scripts/campaign_l
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from script_loader import load_script, rescore
+from script_loader import campaign_lib, load_script, refused, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "sitting_source"
@@ -133,20 +132,9 @@ def test_the_list_without_targets_holds_the_resnet_part_alone(tmp_path):
 def test_the_campaign_refuses_and_writes_nothing(args, message):
     if args[0] == "cpu_epyc_zen5_2c" and not (RESULTS / args[0] / "alone" / "resnet_rows.parquet").exists():
         pytest.skip("pre-registration Q not measured in this checkout")
-    before = sorted(p.name for p in RESULTS.rglob("*"))
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "alone_source_campaign.sh"), *args],
-                       capture_output=True, text=True, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    r, unchanged = refused("alone_source_campaign.sh", *args, watch=RESULTS)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.strip() == message
-    assert sorted(p.name for p in RESULTS.rglob("*")) == before
-
-
-def _lib(tmp_path: Path, call: str, py: str) -> subprocess.CompletedProcess:
-    """Source ``campaign_lib.sh`` with ``PY`` = ``py`` and run ``call`` in the repository root."""
-    script = (f"set -euo pipefail; PY={shlex.quote(py)}; CARB=\"$PY -m carb_lib.cli\"; "
-              f". scripts/campaign_lib.sh; {call}")
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert unchanged
 
 
 def test_campaign_lib_spells_each_step_with_the_campaigns_options(tmp_path):
@@ -154,7 +142,7 @@ def test_campaign_lib_spells_each_step_with_the_campaigns_options(tmp_path):
     stub = tmp_path / "py"
     stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\necho stub-out\n')
     stub.chmod(0o755)
-    r = _lib(tmp_path, f"campaign_profile plat L P 4 900 2; campaign_profile plat L P 2 60; "
+    r = campaign_lib(f"campaign_profile plat L P 4 900 2; campaign_profile plat L P 2 60; "
                        f"campaign_merge P M R {tmp_path}/merge.txt; campaign_save_passes P S; "
                        f"campaign_canary {tmp_path}/canary.txt; campaign_canary {tmp_path}/c2.txt 5",
              str(stub))
@@ -176,11 +164,11 @@ def test_campaign_lib_spells_each_step_with_the_campaigns_options(tmp_path):
     assert (tmp_path / "canary.txt").read_text() == "stub-out\n"
     # an empty REFERENCE writes no reference rows
     log.unlink()
-    assert _lib(tmp_path, f'campaign_merge P M "" {tmp_path}/m2.txt', str(stub)).returncode == 0
+    assert campaign_lib(f'campaign_merge P M "" {tmp_path}/m2.txt', str(stub)).returncode == 0
     assert log.read_text() == "-m carb_lib.cli merge P M --force\n"
     # a failing canary does not stop a campaign; a failing profile does
-    assert _lib(tmp_path, f"campaign_canary {tmp_path}/c3.txt; echo on", "false").stdout == "on\n"
-    assert _lib(tmp_path, "campaign_profile plat L P 4 900; echo on", "false").returncode != 0
+    assert campaign_lib(f"campaign_canary {tmp_path}/c3.txt; echo on", "false").stdout == "on\n"
+    assert campaign_lib("campaign_profile plat L P 4 900; echo on", "false").returncode != 0
 
 
 def test_campaign_lib_splits_merged_rows_by_family(tmp_path):
@@ -192,7 +180,7 @@ def test_campaign_lib_splits_merged_rows_by_family(tmp_path):
     rows = pd.concat([read_dataset(src / "resnet_rows.parquet").head(3),
                       read_dataset(src / "target_rows.parquet").head(2)], ignore_index=True)
     write_dataset(rows, tmp_path / "all.parquet")
-    r = _lib(tmp_path, f"campaign_split_family {tmp_path}/all.parquet resnet {tmp_path}/a.parquet "
+    r = campaign_lib(f"campaign_split_family {tmp_path}/all.parquet resnet {tmp_path}/a.parquet "
                        f"{tmp_path}/b.parquet", sys.executable)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("resnet rows 3 -> ") and "other rows 2 -> " in r.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from script_loader import load_script, rescore
+from script_loader import campaign_lib, load_script, refused, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 ZEN5 = ROOT / "results" / "cross_family" / "sitting_source" / "cpu_epyc_zen5_2c"
@@ -119,20 +119,13 @@ def test_the_fault_free_scores_regenerate_from_the_committed_summary():
     assert committed[start:start + len(table)] == table
 
 
-def _lib(call: str, py: str) -> subprocess.CompletedProcess:
-    script = (f"set -euo pipefail; PY={shlex.quote(py)}; CARB=\"$PY -m carb_lib.cli\"; "
-              f". scripts/campaign_lib.sh; {call}")
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
-
-
 def test_campaign_protocol_in_the_environment_replaces_the_protocol_json(tmp_path):
     stub = tmp_path / "py"
     stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
     stub.chmod(0o755)
     keep = '{"n_windows": 1, "max_windows": 2, "cpu_keep_heap": true}'
-    plain = _lib("campaign_profile plat L P 4 900", str(stub)).stdout.splitlines()
-    kept = _lib(f"CAMPAIGN_PROTOCOL={shlex.quote(keep)} campaign_profile plat L P 4 900",
+    plain = campaign_lib("campaign_profile plat L P 4 900", str(stub)).stdout.splitlines()
+    kept = campaign_lib(f"CAMPAIGN_PROTOCOL={shlex.quote(keep)} campaign_profile plat L P 4 900",
                 str(stub)).stdout.splitlines()
     i = plain.index("--protocol")
     assert plain[i + 1] == '{"n_windows": 1, "max_windows": 2}'
@@ -140,13 +133,11 @@ def test_campaign_protocol_in_the_environment_replaces_the_protocol_json(tmp_pat
 
 
 def test_the_keep_heap_campaign_refuses_without_a_beside_sitting_and_writes_nothing():
-    before = sorted(p.name for p in (ROOT / "results").rglob("*"))
-    r = subprocess.run(["bash", "scripts/keep_heap_campaign.sh", "cpu_nowhere"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    r, unchanged = refused("keep_heap_campaign.sh", "cpu_nowhere", watch=ROOT / "results")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip() == ("keep_heap_campaign: no beside sitting results/cross_family/"
                                 "sitting_source/cpu_nowhere/sitting3/resnet_rows.parquet")
-    assert sorted(p.name for p in (ROOT / "results").rglob("*")) == before
+    assert unchanged
 
 
 score = load_script("alone_source_score")

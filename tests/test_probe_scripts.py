@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from script_loader import load_script, rescore
+from script_loader import load_script, refused, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "probe" / "cpu_epyc_zen5_2c"
@@ -46,14 +46,12 @@ def test_gains_pair_each_source_with_resnet_only_offset_by_seed():
 
 
 def test_the_campaign_refuses_a_platform_with_probe_rows_and_writes_nothing():
-    before = sorted(p.name for p in (ROOT / "results" / "cross_family" / "probe").rglob("*"))
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "probe_campaign.sh"), "cpu_epyc_zen5_2c"],
-                       capture_output=True, text=True, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    r, unchanged = refused("probe_campaign.sh", "cpu_epyc_zen5_2c",
+                           watch=ROOT / "results" / "cross_family" / "probe")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip() == ("probe_campaign: data/other_cpus/probe_nets/cpu_epyc_zen5_2c.parquet"
                                 " exists")
-    assert sorted(p.name for p in (ROOT / "results" / "cross_family" / "probe").rglob("*")) == before
+    assert unchanged
 
 
 def test_score_regenerates_the_committed_judgement(tmp_path):
@@ -110,9 +108,7 @@ def test_sitting_score_regenerates_the_committed_judgement(tmp_path):
                            "data/other_cpus/probe_nets/cpu_never_measured.parquet"),
 ])
 def test_the_sitting_campaign_refuses_and_writes_nothing(platform, message):
-    before = sorted(p.name for p in (ROOT / "results" / "cross_family" / "probe").rglob("*"))
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "probe_sitting_campaign.sh"), platform],
-                       capture_output=True, text=True, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    r, unchanged = refused("probe_sitting_campaign.sh", platform,
+                           watch=ROOT / "results" / "cross_family" / "probe")
     assert r.returncode == 2 and r.stdout == "" and r.stderr.strip() == message
-    assert sorted(p.name for p in (ROOT / "results" / "cross_family" / "probe").rglob("*")) == before
+    assert unchanged

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from script_loader import load_script, rescore
+from script_loader import load_script, refused, rescore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "cross_family" / "sitting_source"
@@ -137,9 +137,6 @@ def test_score_regenerates_the_committed_judgement(tmp_path, folder, flags, endi
 def test_the_campaign_refuses_and_writes_nothing(args, message):
     if args[0] == "cpu_epyc_zen5_2c" and not (RESULTS / args[0] / "target_rows.parquet").exists():
         pytest.skip("pre-registration N not measured in this checkout")
-    before = sorted(p.name for p in RESULTS.rglob("*"))
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "sitting_source_campaign.sh"), *args],
-                       capture_output=True, text=True, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
+    r, unchanged = refused("sitting_source_campaign.sh", *args, watch=RESULTS)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.strip() == message
-    assert sorted(p.name for p in RESULTS.rglob("*")) == before
+    assert unchanged
