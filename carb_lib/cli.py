@@ -511,6 +511,7 @@ def kernels_cmd(
     anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each sitting's speed (e.g. at the start of a session)."),
     sittings: int = typer.Option(5, "--sittings", help="With --anchors-only: sittings timed back to back (~4 s each); the session's speed is their median."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+    keep_heap: bool = typer.Option(False, "--keep-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap); rows record heap_kept."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
     import pandas as pd
@@ -573,6 +574,9 @@ def kernels_cmd(
         atomic_write_parquet(rows if old is None else pd.concat([old, rows], ignore_index=True),
                              out)
 
+    if keep_heap:  # before the first anchor sitting: every timing of the run with the heap kept
+        from carb_lib.heap import keep_heap as keep
+        keep()
     step = anchor_every if anchors and anchor_every else len(ops)
     done: list[pd.DataFrame] = []
     for start in range(0, len(ops), step):
@@ -582,7 +586,7 @@ def kernels_cmd(
         # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside
         # the benchmark's earlier rows): an interrupted run keeps every operator it measured
         part = bench_kernels(ops.iloc[start:start + step], threads=threads, platform=plat,
-                             progress=progress,
+                             progress=progress, keep_heap=keep_heap,
                              on_chunk=lambda part: save(pd.concat([*done, part],
                                                                   ignore_index=True)))
         done.append(part)

@@ -278,6 +278,9 @@ SCHEMA: tuple[Column, ...] = (
     _c("tf32_cudnn", "bool", "provenance", False, "allowed", doc="torch.backends.cudnn.allow_tf32"),
     _c("deterministic", "bool", "provenance", False, "allowed",
        doc="torch.are_deterministic_algorithms_enabled()"),
+    _c("heap_kept", "bool", "provenance", False, "allowed",
+       doc="the CPU process's heap was kept (Protocol.cpu_keep_heap, carb_lib.heap.keep_heap: "
+           "no buffer mapped afresh per call); recorded since session 29, 2026-12-03"),
 )  # fmt: skip
 
 COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from carb_lib.counters import count_kernel_launches, cpu_peak_memory_bytes
-from carb_lib.heap import keep_heap, minor_faults
+from carb_lib.heap import heap_kept, keep_heap, minor_faults
 from carb_lib.interference import (
     OtherLoad,
     Window,
@@ -264,6 +264,7 @@ class CpuDevice(Device):
     def provenance(self, protocol: Protocol) -> dict[str, Any]:
         out = super().provenance(protocol)
         out["device_name"] = self._name
+        out["heap_kept"] = heap_kept()
         return out
 
     def prepare(self, model: Any, config: Any, protocol: Protocol) -> tuple[Any, Any]:

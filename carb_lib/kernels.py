@@ -184,7 +184,7 @@ def faults_per_call(call: Callable[[], Any], n: int = 3) -> float:
 def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02,
                   n_windows: int = 5, platform: str | None = None, progress: bool = True,
                   on_chunk: Callable[[pd.DataFrame], None] | None = None,
-                  chunk: int = 200) -> pd.DataFrame:
+                  chunk: int = 200, keep_heap: bool = False) -> pd.DataFrame:
     """Time every operator of ``ops`` alone on this CPU.
 
     Parameters
@@ -204,6 +204,10 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     on_chunk : callable, optional
         Called with the rows measured so far every ``chunk`` operators and on Ctrl-C (save
         them: an interrupted benchmark keeps every operator it measured).
+    keep_heap : bool, default=False
+        Keep this process's heap first (:func:`carb_lib.heap.keep_heap`, for good): no
+        operator then maps its buffers afresh per call, as ``Protocol(cpu_keep_heap=True)``
+        does for networks (since session 29).
 
     Returns
     -------
@@ -212,23 +216,27 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
         after the timing: buffers past glibc's mmap threshold, :func:`faults_per_call`) and
         provenance (``platform``, ``cpu_id``, ``threads``, ``alloc_variant`` (the allocator
         variant, :func:`carb_lib.families._alloc.host_variant`; since session 20),
-        ``torch_version``, ``measured_at``, ``carb_version``, ``git_commit``).
+        ``torch_version``, ``measured_at``, ``carb_version``, ``git_commit``, ``heap_kept``).
     """
     import torch
     from tqdm.auto import tqdm
 
     from carb_lib.devices import CpuDevice, cpu_identity
     from carb_lib.families._alloc import host_variant
+    from carb_lib.heap import heap_kept
+    from carb_lib.heap import keep_heap as keep
     from carb_lib.interference import code_version
 
     _check_ops(ops, need=("batch", "precision"))
+    if keep_heap:
+        keep()
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
         plat = platform or CpuDevice().platform
         prov = {"platform": plat, "cpu_id": cpu_identity(), "threads": int(threads),
                 "alloc_variant": str(host_variant()), "torch_version": torch.__version__,
-                **code_version()}
+                "heap_kept": heap_kept(), **code_version()}
         rows: list[dict[str, Any]] = []
         try:
             for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels",

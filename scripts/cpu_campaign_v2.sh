@@ -2,6 +2,8 @@
 # The version-2 CPU campaign (data/README.md): interference-checked protocol, batch sweeps first,
 # then a seeded random fill of the grid under the compute caps until the time budget is spent.
 # Usage: scripts/cpu_campaign_v2.sh PLATFORM TOTAL_BUDGET_S [N_SWEEPS SWEEP_CAP N_SWEEPS_FP16]
+# CAMPAIGN_PROTOCOL in the environment (JSON, carb profile --protocol) changes the protocol, e.g.
+# '{"cpu_keep_heap": true}' (session 29); unset, the study's protocol.
 # Run it on a quiet machine: the detector flags disturbed windows, it is not a licence to share.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,7 @@ for phase in sweeps_fp32 sweeps_fp16 fill; do
   echo "[v2] phase $phase, budget ${left}s"
   $PY -m carb_lib.cli profile --device cpu --platform "$PLAT" --threads 1 \
     --configs "runs/${PLAT}_plan/${phase}.parquet" --seed 0 --ref-every 50 \
-    --time-budget-s "$left" --out "$PARTS" --no-progress
+    --time-budget-s "$left" --out "$PARTS" --no-progress \
+    ${CAMPAIGN_PROTOCOL:+--protocol "$CAMPAIGN_PROTOCOL"}
 done
 echo "[v2] merge with: carb merge $PARTS data/${PLAT}.parquet --reference-out results/measurement/${PLAT}_reference.parquet"

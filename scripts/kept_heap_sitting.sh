@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Pre-registration X (session 29; results/measurement/PLATFORM_TAG/PREREGISTRATION.md): the
+# operators and ResNet rows of session 20's one sitting (pre-registration E) timed again in one
+# sitting, now with the heap kept (carb_lib.heap.keep_heap: no buffer mapped afresh per call).
+#
+#   1. the host's noise; 2. carb kernels --keep-heap: sampler v3 seed 0's 3,000 operators (session
+#   18's and 20's draw) with their anchor sittings; 3. scripts/cpu_campaign_v2.sh with the study's
+#   protocol plus cpu_keep_heap (the seeded plan of sessions 19-20, BUDGET_S); carb merge; 4. the
+#   host's noise again. The replication and the judgement run afterwards:
+#   python scripts/kernel_law_replication.py ROWS OPS --seeds 3 --out results/carb/replication_PLATFORM_TAG
+#   python scripts/kept_heap_sitting_score.py PLATFORM --tag TAG
+#
+# Usage: scripts/kept_heap_sitting.sh PLATFORM [BUDGET_S TAG]   (defaults 1200, session29_kept)
+# Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PLAT=${1:?platform name}
+BUDGET=${2:-1200}; TAG=${3:-session29_kept}
+PY=${PYTHON:-.venv/bin/python}
+CARB="$PY -m carb_lib.cli"
+. scripts/campaign_lib.sh
+OPS="data/kernels/${PLAT}_${TAG}.parquet"
+ROWS="data/other_cpus/${PLAT}_${TAG}.parquet"
+RES="results/measurement/${PLAT}_${TAG}"
+for f in "$OPS" "$ROWS" "runs/${PLAT}_parts" "runs/${PLAT}_plan"; do
+  if [ -e "$f" ]; then echo "kept_heap_sitting: $f exists (a sitting is never overwritten)" >&2; exit 2; fi
+done
+$PY -c 'import carb_lib.heap' || { echo "kept_heap_sitting: $PY cannot import carb_lib" >&2; exit 2; }
+say() { echo "[kept heap] $1 $(date -u +%FT%TZ)"; }
+mkdir -p "$RES"
+say "host noise (before)"
+campaign_canary "$RES/canary_before.txt"
+say "operators, heap kept"
+$CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" --keep-heap --out "$OPS" --no-progress
+say "ResNet rows, heap kept"
+CAMPAIGN_PROTOCOL='{"cpu_keep_heap": true}' PYTHON="$PY" bash scripts/cpu_campaign_v2.sh "$PLAT" "$BUDGET"
+$CARB merge "runs/${PLAT}_parts" "$ROWS" --reference-out "$RES/reference.parquet"
+cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"
+say "host noise (after)"
+campaign_canary "$RES/canary_after.txt"
+say "done"
