@@ -35,7 +35,8 @@ import pandas as pd
 from carb_lib.operators import _byte_parts
 from carb_lib.vocab import DEFAULT_ALLOC_BLOCK
 
-__all__ = ["PROBE_SIZES_MIB", "CacheKnee", "bench_variant", "cache_knee", "read_bandwidth"]
+__all__ = ["PROBE_SIZES_MIB", "CacheKnee", "bench_variant", "cache_knee", "network_mmap_mib",
+           "read_bandwidth"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +183,32 @@ def _mmap_mib(ops: pd.DataFrame, variant: int | str = DEFAULT_ALLOC_BLOCK, *,
             memo[key] = _mapped_bytes(key, block, fp16_dnn, _alloc, inclusive) / 2**20
         out[i] = memo[key]
     return out
+
+
+def network_mmap_mib(rows: pd.DataFrame, variant: int | str = DEFAULT_ALLOC_BLOCK) -> np.ndarray:
+    """MiB each row's network maps past 32 MiB per call (:func:`_mmap_mib` summed over its
+    operators, :func:`carb_lib.kernels.network_ops`, at the row's batch and precision): what a
+    call pays in minor page faults with the default heap, where the heap does not happen to
+    hold a free block that size (session 28), and nothing with ``cpu_keep_heap`` (session 29).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from carb_lib.cache_probe import network_mmap_mib
+    >>> row = dict(family="resnet", block="basic", depth=18, width=1.0, early_downsample=True,
+    ...            resolution=224, num_classes=1000, precision="fp32")
+    >>> network_mmap_mib(pd.DataFrame([{**row, "batch": 1}, {**row, "batch": 64}]), 16).round(1)
+    array([  0. , 980. ])
+    """
+    from carb_lib.kernels import network_ops
+
+    ops, arch = network_ops(rows)
+    per = pd.DataFrame({"arch_id": arch, "batch": rows["batch"].to_numpy(),
+                        "precision": rows["precision"].astype(str).to_numpy(),
+                        "row": np.arange(len(rows))})
+    calls = ops.merge(per, on="arch_id")
+    calls["mib"] = _mmap_mib(calls, variant)
+    return calls.groupby("row")["mib"].sum().reindex(range(len(rows)), fill_value=0.0).to_numpy()
 
 
 #: 4 KiB pages per MiB (one minor fault per page written in a fresh mapping).

@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from carb_lib.cache_probe import _mmap_mib
+from carb_lib.cache_probe import network_mmap_mib
 from carb_lib.dataset import read_dataset
 from carb_lib.families._alloc import parse_variant
-from carb_lib.kernels import KernelModel, network_ops, read_bench
+from carb_lib.kernels import KernelModel, read_bench
 from carb_lib.operators import OP_COLUMNS
 
 #: A before-sitting operator "faulted" from this many minor faults per call (X2).
@@ -69,16 +69,10 @@ def paired_ops(kept: pd.DataFrame, before: pd.DataFrame) -> pd.DataFrame:
 
 
 def expected_fault_ms(rows: pd.DataFrame, variant: int | str, ms_per_mib: float) -> np.ndarray:
-    """Each row's expected page-fault time per call (ms): the MiB its network's operators map
-    past 32 MiB at the row's batch and precision, times ``ms_per_mib``."""
-    ops, arch = network_ops(rows)
-    per = pd.DataFrame({"arch_id": arch, "batch": rows["batch"].to_numpy(),
-                        "precision": rows["precision"].astype(str).to_numpy(),
-                        "row": np.arange(len(rows))})
-    calls = ops.merge(per, on="arch_id")
-    calls["mib"] = _mmap_mib(calls, variant)
-    mib = calls.groupby("row")["mib"].sum().reindex(range(len(rows)), fill_value=0.0)
-    return ms_per_mib * mib.to_numpy()
+    """Each row's expected page-fault time per call (ms) with the default heap: the MiB its
+    network maps past 32 MiB per call (:func:`carb_lib.cache_probe.network_mmap_mib`), times
+    ``ms_per_mib``."""
+    return ms_per_mib * network_mmap_mib(rows, variant)
 
 
 def paired_rows(kept: pd.DataFrame, before: pd.DataFrame, variant: int | str,
