@@ -284,3 +284,90 @@ def test_fault_exposure_counts_the_rows_whose_expected_fault_time_passes_each_sh
     assert r.returncode == 2 and not (tmp_path / "p").exists()
     assert r.stderr.strip() == (f"fault_exposure: '{tmp_path / 'r.parquet'}' is not an "
                                 "existing PATH:VARIANT")
+
+
+# --------------------------------------------------------------------------- pre-registration Y
+def _targets(eff: float, spearman: float = 0.99) -> pd.DataFrame:
+    rows = []
+    for fam, mape in (("efficientnet", eff), ("mobilenetv2", 9.0), ("vgg", 6.0)):
+        rows += [(fam, "memory", "zero_shot", 0, "mape_pct", "<= 5", 0.01, 0.0, True),
+                 (fam, "latency", "offset", 10, "spearman", ">= 0.95", spearman, 0.0,
+                  spearman >= 0.95),
+                 (fam, "latency", "offset", 10, "mape_pct", "<= 10", mape, 1.0, mape <= 10)]
+    return pd.DataFrame(rows, columns=["family", "target", "model", "k", "metric", "goal", "mean",
+                                       "sd", "met"])
+
+
+def _y_tree(tmp_path: Path, *, eff: float, spearman: float, faults: float, gap: float) -> None:
+    for tag, t in (("t", _targets(eff, spearman)), ("b", _targets(13.0))):
+        d = tmp_path / f"results/other_cpus/P_{tag}/cross_family"
+        d.mkdir(parents=True)
+        t.to_csv(d / "issue_targets_kernel_law.csv", index=False)
+        res = pd.DataFrame({"family": "efficientnet", "batch": [1, 2, 8, 16],
+                            "r": [0.3 + gap, 0.3 + gap, 0.3, 0.3]})
+        (tmp_path / f"results/cross_family/residuals/P_{tag}").mkdir(parents=True)
+        res.to_parquet(tmp_path / f"results/cross_family/residuals/P_{tag}/residual_rows.parquet")
+    rows = read_dataset(ROOT / "data/other_cpus/new_families/cpu_xeon_gnr_2c_rest.parquet")
+    rows = rows.iloc[:200].assign(minor_faults_per_call=0.0)
+    rows.loc[:1, "minor_faults_per_call"] = faults  # 2 rows of 200: 1 %
+    (tmp_path / "data/other_cpus/new_families").mkdir(parents=True)
+    write_dataset(rows, tmp_path / "data/other_cpus/new_families/P_t.parquet")
+
+
+def _y_score(tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts/kept_heap_new_families_score.py"),
+                           "P", "--tag", "t", "--before", "b"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_the_y_score_judges_each_prediction_and_fails_where_it_should(tmp_path):
+    _y_tree(tmp_path / "a", eff=12.0, spearman=0.99, faults=500.0, gap=0.06)
+    r = _y_score(tmp_path / "a")
+    assert r.returncode == 0, r.stderr
+    assert [line.split(":")[0] for line in r.stdout.splitlines() if line[:1] == "Y"] == [
+        "Y1 HELD", "Y2 HELD", "Y3 HELD", "Y4 HELD", "Y5 HELD"]
+    assert "efficientnet 12.00 ± 1.00 % (session 19: 13.00 ± 1.00)" in r.stdout
+    assert "1.00% of 200 kept rows" in r.stdout and "+0.060 (session 19: +0.060)" in r.stdout
+    _y_tree(tmp_path / "b", eff=9.5, spearman=0.94, faults=500.0, gap=0.04)
+    (tmp_path / "b/data/other_cpus/new_families/P_t.parquet").unlink()
+    rows = read_dataset(ROOT / "data/other_cpus/new_families/cpu_xeon_gnr_2c_rest.parquet")
+    write_dataset(rows.iloc[:200].assign(minor_faults_per_call=500.0),
+                  tmp_path / "b/data/other_cpus/new_families/P_t.parquet")
+    r = _y_score(tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    assert [line.split(":")[0] for line in r.stdout.splitlines() if line[:1] == "Y"] == [
+        "Y1 MISSED", "Y2 HELD", "Y3 MISSED", "Y4 MISSED", "Y5 MISSED"]
+    assert r.stdout.rstrip().endswith("1 of 5 held")
+    assert (tmp_path / "b/results/other_cpus/P_t/score.txt").read_text() == r.stdout
+    r = _y_score(tmp_path / "c")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "kept_heap_new_families_score: no notebook 05 targets file "
+        "results/other_cpus/P_t/cross_family/issue_targets_kernel_law.csv")
+
+
+def test_the_new_family_sitting_lists_session_19s_configs_and_keeps_the_heap(tmp_path):
+    log, stub = _scratch(tmp_path)
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\ncase "$*" in *" profile "*) '
+                    'mkdir -p runs/P_t_newfam_parts; echo "{}" > '
+                    'runs/P_t_newfam_parts/protocol.json;; esac\n')
+    r = _run(tmp_path, stub, "scripts/kept_heap_new_families.sh", "P", "900", "t")
+    assert r.returncode == 2 and not log.exists()
+    assert r.stderr.strip() == ("kept_heap_new_families: no earlier rows "
+                                "data/other_cpus/new_families/P.parquet")
+    (tmp_path / "data/other_cpus/new_families").mkdir(parents=True)
+    (tmp_path / "data/other_cpus/new_families/P.parquet").write_text("")
+    r = _run(tmp_path, stub, "scripts/kept_heap_new_families.sh", "P", "900", "t")
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == calls[-1] == "scripts/host_noise_canary.py --seconds 20"
+    assert calls[1] == ("scripts/new_families_continue.py data/other_cpus/new_families/P.parquet "
+                        "runs/P_t_newfam_plan --per-family 1500 --cap-gflop 4 --seed 0")
+    assert calls[2] == ("-m carb_lib.cli profile --device cpu --platform P --threads 1 --configs "
+                        "runs/P_t_newfam_plan/independent.parquet --seed 0 --ref-every 50 "
+                        "--time-budget-s 900 --out runs/P_t_newfam_parts --no-progress "
+                        '--protocol {"cpu_keep_heap": true}')
+    assert calls[3] == ("-m carb_lib.cli merge runs/P_t_newfam_parts "
+                        "data/other_cpus/new_families/P_t.parquet --reference-out "
+                        "results/measurement/P_t/newfam_reference.parquet")
+    r = _run(tmp_path, stub, "scripts/kept_heap_new_families.sh", "P", "900", "t")
+    assert r.returncode == 2 and "runs/P_t_newfam_parts exists" in r.stderr
