@@ -574,6 +574,9 @@ GNR_V4_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_sampler4/"
 #: ... on fresh new-family rows of that CPU, measured in session 19 to test the v4 finding
 #: blind (pre-registered; README command), with both draws.
 GNR_REST_V4_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_rest_sampler4/"
+#: ... on the same configs timed again with the heap kept, beside a kept ResNet source of the
+#: same sitting (session 29, pre-registration Y; README command).
+GNR_KEPT_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_session29_kept/"
 
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
@@ -602,6 +605,8 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     # ... and on fresh rows of that CPU (session 19, pre-registered)
     "cross-family-laws-gnr-rest-sampler4": partial(cross_family_laws,
                                                    sub=GNR_REST_V4_CROSS_FAMILY),
+    # ... and on those configs again with the heap kept (session 29, pre-registered)
+    "cross-family-laws-gnr-kept": partial(cross_family_laws, sub=GNR_KEPT_CROSS_FAMILY),
 }
 
 
