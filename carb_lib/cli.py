@@ -586,7 +586,7 @@ def kernels_cmd(
         # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside
         # the benchmark's earlier rows): an interrupted run keeps every operator it measured
         part = bench_kernels(ops.iloc[start:start + step], threads=threads, platform=plat,
-                             progress=progress, keep_heap=keep_heap,
+                             progress=progress,
                              on_chunk=lambda part: save(pd.concat([*done, part],
                                                                   ignore_index=True)))
         done.append(part)

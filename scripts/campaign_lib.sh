@@ -12,6 +12,16 @@ campaign_canary() {
   timeout 60 $PY scripts/host_noise_canary.py --seconds "${2:-20}" > "$1" 2>&1 || true
 }
 
+# Stop the campaign NAME (exit 2, one line) if any PATH exists: a sitting is never overwritten.
+# Usage: campaign_refuse_existing NAME PATH...
+campaign_refuse_existing() {
+  local name=$1 f
+  shift
+  for f in "$@"; do
+    if [ -e "$f" ]; then echo "$name: $f exists (a sitting is never overwritten)" >&2; exit 2; fi
+  done
+}
+
 # carb profile of a config list on one CPU thread, in passes (carb_lib.passes), one window per
 # config and pass (at most two), a reference config every 50. CAMPAIGN_PROTOCOL in the
 # environment replaces the protocol JSON (pre-registration U: the same with cpu_keep_heap).

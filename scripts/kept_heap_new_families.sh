@@ -25,9 +25,7 @@ ROWS="data/other_cpus/new_families/${PLAT}_${TAG}.parquet"
 RES="results/measurement/${PLAT}_${TAG}"
 RUN="runs/${PLAT}_${TAG}_newfam"
 if [ ! -e "$OLD" ]; then echo "kept_heap_new_families: no earlier rows $OLD" >&2; exit 2; fi
-for f in "$ROWS" "${RUN}_plan" "${RUN}_parts"; do
-  if [ -e "$f" ]; then echo "kept_heap_new_families: $f exists (a sitting is never overwritten)" >&2; exit 2; fi
-done
+campaign_refuse_existing kept_heap_new_families "$ROWS" "${RUN}_plan" "${RUN}_parts"
 say() { echo "[kept heap, new families] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"

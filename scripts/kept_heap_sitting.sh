@@ -22,9 +22,7 @@ CARB="$PY -m carb_lib.cli"
 OPS="data/kernels/${PLAT}_${TAG}.parquet"
 ROWS="data/other_cpus/${PLAT}_${TAG}.parquet"
 RES="results/measurement/${PLAT}_${TAG}"
-for f in "$OPS" "$ROWS" "runs/${PLAT}_parts" "runs/${PLAT}_plan"; do
-  if [ -e "$f" ]; then echo "kept_heap_sitting: $f exists (a sitting is never overwritten)" >&2; exit 2; fi
-done
+campaign_refuse_existing kept_heap_sitting "$OPS" "$ROWS" "runs/${PLAT}_parts" "runs/${PLAT}_plan"
 $PY -c 'import carb_lib.heap' || { echo "kept_heap_sitting: $PY cannot import carb_lib" >&2; exit 2; }
 say() { echo "[kept heap] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"

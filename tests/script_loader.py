@@ -1,5 +1,6 @@
 """Load a file of ``scripts/`` as a module, for tests of its functions; run a campaign script
-that must refuse, or a step of ``scripts/campaign_lib.sh``, for tests of the shell scripts."""
+that must refuse, or a step of ``scripts/campaign_lib.sh``, or trace a campaign in a scratch tree
+with a stub python, for tests of the shell scripts."""
 
 from __future__ import annotations
 
@@ -55,3 +56,17 @@ def campaign_lib(call: str, py: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
                           cwd=SCRIPTS.parent, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(SCRIPTS.parent)})
+
+
+def stub_campaign(tmp: Path, extra: str = "") -> tuple[Path, Path]:
+    """The shell scripts of ``scripts/`` copied into a scratch tree ``tmp``, and a stub python
+    that appends its arguments to ``tmp/argv.txt`` as one line, then runs the shell lines
+    ``extra``: the log and the stub (give it as ``PYTHON``)."""
+    (tmp / "scripts").mkdir()
+    for sh in SCRIPTS.glob("*.sh"):
+        (tmp / "scripts" / sh.name).write_text(sh.read_text())
+    log = tmp / "argv.txt"
+    stub = tmp / "py"
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\n{extra}')
+    stub.chmod(0o755)
+    return log, stub

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from script_loader import campaign_lib, load_script, refused, rescore
+from script_loader import campaign_lib, load_script, refused, rescore, stub_campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 ZEN5 = ROOT / "results" / "cross_family" / "sitting_source" / "cpu_epyc_zen5_2c"
@@ -211,9 +211,7 @@ def test_the_keep_heap_score_regenerates_the_committed_judgement(tmp_path):
 def test_the_keep_heap_campaign_is_the_alone_sitting_with_the_heap_kept(tmp_path):
     """Traced with a stub python in a scratch tree: the same steps as R's alone sitting, with
     cpu_keep_heap in the protocol, the given budget and seed, and the protocol kept."""
-    (tmp_path / "scripts").mkdir()
-    for sh in (ROOT / "scripts").glob("*.sh"):
-        (tmp_path / "scripts" / sh.name).write_text(sh.read_text())
+    log, stub = stub_campaign(tmp_path)
     first = tmp_path / "results" / "cross_family" / "sitting_source" / "P"
     for rel in ("target_rows.parquet", "alone/resnet_rows.parquet",
                 "sitting3/resnet_rows.parquet"):
@@ -222,10 +220,6 @@ def test_the_keep_heap_campaign_is_the_alone_sitting_with_the_heap_kept(tmp_path
     parts = tmp_path / "runs" / "P_sitting_source_kh_parts"
     parts.mkdir(parents=True)
     (parts / "protocol.json").write_text('{"cpu_keep_heap": true}\n')
-    log = tmp_path / "argv.txt"
-    stub = tmp_path / "py"
-    stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
-    stub.chmod(0o755)
     r = subprocess.run(["bash", "scripts/keep_heap_campaign.sh", "P", "900", "kh", "7"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=60,
                        env={**os.environ, "PYTHON": str(stub)})

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from script_loader import stub_campaign
 from typer.testing import CliRunner
 
 from carb_lib import devices, heap, kernels
@@ -92,18 +93,11 @@ def test_cli_kernels_keep_heap_keeps_it_before_the_first_anchor_sitting(fake_kee
     assert kernels.read_bench(tmp_path / "b.parquet")["heap_kept"].all()
 
 
-def _scratch(tmp_path: Path) -> tuple[Path, Path]:
+def _scratch(tmp_path: Path, parts: str = "runs/P_parts") -> tuple[Path, Path]:
     """The shell scripts in a scratch tree and a stub python that logs its arguments (and, as
-    carb profile, leaves a protocol.json in the parts folder)."""
-    (tmp_path / "scripts").mkdir()
-    for sh in (ROOT / "scripts").glob("*.sh"):
-        (tmp_path / "scripts" / sh.name).write_text(sh.read_text())
-    log = tmp_path / "argv.txt"
-    stub = tmp_path / "py"
-    stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\ncase "$*" in *" profile "*) '
-                    'mkdir -p runs/P_parts; echo "{}" > runs/P_parts/protocol.json;; esac\n')
-    stub.chmod(0o755)
-    return log, stub
+    carb profile, leaves a protocol.json in the ``parts`` folder)."""
+    return stub_campaign(tmp_path, f'case "$*" in *" profile "*) mkdir -p {parts}; '
+                                   f'echo "{{}}" > {parts}/protocol.json;; esac\n')
 
 
 def _run(tmp_path: Path, stub: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -350,10 +344,7 @@ def test_the_y_score_judges_each_prediction_and_fails_where_it_should(tmp_path):
 
 
 def test_the_new_family_sitting_lists_session_19s_configs_and_keeps_the_heap(tmp_path):
-    log, stub = _scratch(tmp_path)
-    stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\ncase "$*" in *" profile "*) '
-                    'mkdir -p runs/P_t_newfam_parts; echo "{}" > '
-                    'runs/P_t_newfam_parts/protocol.json;; esac\n')
+    log, stub = _scratch(tmp_path, parts="runs/P_t_newfam_parts")
     r = _run(tmp_path, stub, "scripts/kept_heap_new_families.sh", "P", "900", "t")
     assert r.returncode == 2 and not log.exists()
     assert r.stderr.strip() == ("kept_heap_new_families: no earlier rows "
