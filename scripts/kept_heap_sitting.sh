@@ -10,12 +10,18 @@
 #   python scripts/kernel_law_replication.py ROWS OPS --seeds 3 --out results/carb/replication_PLATFORM_TAG
 #   python scripts/kept_heap_sitting_score.py PLATFORM --tag TAG
 #
-# Usage: scripts/kept_heap_sitting.sh PLATFORM [BUDGET_S TAG]   (defaults 1200, session29_kept)
-# Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
+# Usage: scripts/kept_heap_sitting.sh PLATFORM [BUDGET_S TAG HEAP]   (defaults 1200, session29_kept,
+# kept). HEAP=default times the same sitting with the default heap (pre-registration Z, session
+# 30: the same-day control). Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
-BUDGET=${2:-1200}; TAG=${3:-session29_kept}
+BUDGET=${2:-1200}; TAG=${3:-session29_kept}; HEAP=${4:-kept}
+case "$HEAP" in
+  kept) KEEP=(--keep-heap); PROTO='{"cpu_keep_heap": true}' ;;
+  default) KEEP=(); PROTO='' ;;
+  *) echo "kept_heap_sitting: HEAP must be kept or default, not '$HEAP'" >&2; exit 2 ;;
+esac
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
 . scripts/campaign_lib.sh
@@ -28,10 +34,10 @@ say() { echo "[kept heap] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
-say "operators, heap kept"
-$CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" --keep-heap --out "$OPS" --no-progress
-say "ResNet rows, heap kept"
-CAMPAIGN_PROTOCOL='{"cpu_keep_heap": true}' PYTHON="$PY" bash scripts/cpu_campaign_v2.sh "$PLAT" "$BUDGET"
+say "operators, heap $HEAP"
+$CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" ${KEEP[@]+"${KEEP[@]}"} --out "$OPS" --no-progress
+say "ResNet rows, heap $HEAP"
+CAMPAIGN_PROTOCOL="$PROTO" PYTHON="$PY" bash scripts/cpu_campaign_v2.sh "$PLAT" "$BUDGET"
 $CARB merge "runs/${PLAT}_parts" "$ROWS" --reference-out "$RES/reference.parquet"
 cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"
 say "host noise (after)"

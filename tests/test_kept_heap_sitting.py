@@ -140,6 +140,26 @@ def test_the_kept_heap_sitting_times_operators_then_rows_with_the_heap_kept(tmp_
     assert (tmp_path / "results/measurement/P_t/protocol.json").read_text() == "{}\n"
 
 
+def test_the_default_heap_control_times_the_same_sitting_without_keeping_the_heap(tmp_path):
+    log, stub = _scratch(tmp_path)
+    r = _run(tmp_path, stub, "scripts/kept_heap_sitting.sh", "P", "900", "d", "default")
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert calls[2] == ("-m carb_lib.cli kernels --n 3000 --seed 0 --sampler 3 --platform P "
+                        "--out data/kernels/P_d.parquet --no-progress")
+    profiles = [c for c in calls if " profile " in f" {c} "]
+    assert len(profiles) == 3 and not any("--protocol" in c for c in profiles)
+    assert calls[-2] == ("-m carb_lib.cli merge runs/P_parts data/other_cpus/P_d.parquet "
+                         "--reference-out results/measurement/P_d/reference.parquet")
+
+
+def test_the_kept_heap_sitting_refuses_an_unknown_heap_before_timing(tmp_path):
+    log, stub = _scratch(tmp_path)
+    r = _run(tmp_path, stub, "scripts/kept_heap_sitting.sh", "P", "900", "t", "fresh")
+    assert r.returncode == 2 and not log.exists()
+    assert r.stderr.strip() == "kept_heap_sitting: HEAP must be kept or default, not 'fresh'"
+
+
 def test_the_kept_heap_sitting_never_overwrites_a_sitting(tmp_path):
     log, stub = _scratch(tmp_path)
     (tmp_path / "data" / "kernels").mkdir(parents=True)
