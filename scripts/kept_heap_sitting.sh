@@ -39,7 +39,9 @@ $CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" ${KEEP[@]+"${KEEP
 say "ResNet rows, heap $HEAP"
 CAMPAIGN_PROTOCOL="$PROTO" PYTHON="$PY" bash scripts/cpu_campaign_v2.sh "$PLAT" "$BUDGET"
 $CARB merge "runs/${PLAT}_parts" "$ROWS" --reference-out "$RES/reference.parquet"
-cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"
+# carb profile writes protocol.json only for a --protocol; without one (HEAP=default) the
+# rows ran the study's protocol and their own provenance says so
+if [ -f "runs/${PLAT}_parts/protocol.json" ]; then cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"; fi
 say "host noise (after)"
 campaign_canary "$RES/canary_after.txt"
 say "done"
