@@ -145,6 +145,20 @@ def sample_rows(df: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
     return ok.iloc[idx]
 
 
+def recorded_heap(df: pd.DataFrame) -> bool:
+    """Whether the rows were measured with the CPU heap kept (their ``heap_kept``), so that an
+    audit re-measures them the same way. Files from before session 29 lack the column: their
+    rows were measured with the default heap (False). A dataset whose rows disagree is refused:
+    audit one heap at a time."""
+    if "heap_kept" not in df.columns or df["heap_kept"].isna().all():
+        return False
+    kept = df["heap_kept"].dropna().astype(bool)
+    if kept.nunique() > 1:
+        raise ValueError(f"audit one heap at a time: heap_kept is True in {int(kept.sum()):,} "
+                         f"rows and False in {int((~kept).sum()):,}")
+    return bool(kept.iloc[0])
+
+
 def audit(
     dataset: str | Path | pd.DataFrame,
     n: int = 200,
@@ -156,7 +170,9 @@ def audit(
     progress: bool = True,
 ) -> tuple[pd.DataFrame, Agreement]:
     """Re-measure a seeded random sample of ``n`` ok rows in fresh processes (``chunk`` rows
-    per process) and compare.
+    per process) and compare. Without a ``protocol``, the study's, with the rows' threads and
+    their heap (:func:`recorded_heap`: rows measured with the heap kept are re-measured with it
+    kept).
 
     Returns
     -------
@@ -184,7 +200,7 @@ def audit(
         refuse_other_cpu(df["cpu_id"].dropna().astype(str), "the dataset was",
                          "an audit re-measures on the same CPU")
     threads = int(df["threads"].dropna().iloc[0]) if df["threads"].notna().any() else None
-    protocol = protocol or Protocol(threads=threads)
+    protocol = protocol or Protocol(threads=threads, cpu_keep_heap=recorded_heap(df))
     sample = sample_rows(df, n, seed)
     configs = sample[config_columns].to_dict(orient="records")
     new_rows: list[dict[str, Any]] = []

@@ -95,8 +95,8 @@ def test_cli_kernels_keep_heap_keeps_it_before_the_first_anchor_sitting(fake_kee
 
 def _scratch(tmp_path: Path, parts: str = "runs/P_parts") -> tuple[Path, Path]:
     """The shell scripts in a scratch tree and a stub python that logs its arguments (and, as
-    carb profile, leaves a protocol.json in the ``parts`` folder)."""
-    return stub_campaign(tmp_path, f'case "$*" in *" profile "*) mkdir -p {parts}; '
+    carb profile given a --protocol, leaves a protocol.json in the ``parts`` folder)."""
+    return stub_campaign(tmp_path, f'case "$*" in *" profile "*--protocol*) mkdir -p {parts}; '
                                    f'echo "{{}}" > {parts}/protocol.json;; esac\n')
 
 
@@ -151,6 +151,8 @@ def test_the_default_heap_control_times_the_same_sitting_without_keeping_the_hea
     assert len(profiles) == 3 and not any("--protocol" in c for c in profiles)
     assert calls[-2] == ("-m carb_lib.cli merge runs/P_parts data/other_cpus/P_d.parquet "
                          "--reference-out results/measurement/P_d/reference.parquet")
+    assert calls[-1] == "scripts/host_noise_canary.py --seconds 20"  # no protocol.json to keep
+    assert not (tmp_path / "results/measurement/P_d/protocol.json").exists()
 
 
 def test_the_kept_heap_sitting_refuses_an_unknown_heap_before_timing(tmp_path):
@@ -386,3 +388,40 @@ def test_the_new_family_sitting_lists_session_19s_configs_and_keeps_the_heap(tmp
                         "results/measurement/P_t/newfam_reference.parquet")
     r = _run(tmp_path, stub, "scripts/kept_heap_new_families.sh", "P", "900", "t")
     assert r.returncode == 2 and "runs/P_t_newfam_parts exists" in r.stderr
+
+
+# --------------------------------------------------------------------------- audit follows the rows
+def _audit_protocols(monkeypatch, rows: pd.DataFrame) -> list[Protocol]:
+    """The protocols ``carb_lib.audit.audit`` re-measures ``rows`` with (the measuring
+    subprocess replaced by a stand-in that returns the stored rows)."""
+    from carb_lib import audit, campaign
+
+    seen: list[Protocol] = []
+
+    def measure(configs, device, protocol, platform):
+        seen.append(protocol)
+        by_id = rows.set_index("config_id")
+        return [{"config_id": cid, "status": "ok", "latency_ms": by_id.loc[cid, "latency_ms"],
+                 "peak_mem_mib": by_id.loc[cid, "peak_mem_mib"], "measured_at": "now"}
+                for cid in by_id.index[:len(configs)]]  # the sample is every row, in order
+
+    monkeypatch.setattr(campaign, "measure_many_in_subprocess", measure)
+    audit.audit(rows, 2, progress=False)
+    return seen
+
+
+@pytest.mark.skipif(not BEFORE_ROWS.exists(), reason="session 20's rows are not in this checkout")
+def test_an_audit_re_measures_rows_with_the_heap_they_were_measured_with(monkeypatch):
+    from carb_lib.audit import recorded_heap
+
+    rows = read_dataset(BEFORE_ROWS)
+    rows = rows[rows["status"].astype(str) == "ok"].head(2).reset_index(drop=True)
+    assert "heap_kept" not in rows.columns or rows["heap_kept"].isna().all()
+    assert recorded_heap(rows) is False
+    assert [p.cpu_keep_heap for p in _audit_protocols(monkeypatch, rows)] == [False]
+    kept = rows.assign(heap_kept=True)
+    assert [p.cpu_keep_heap for p in _audit_protocols(monkeypatch, kept)] == [True]
+    assert [p.threads for p in _audit_protocols(monkeypatch, kept)] == [1]
+    with pytest.raises(ValueError, match=r"^audit one heap at a time: heap_kept is True in 1 "
+                                         r"rows and False in 1$"):
+        recorded_heap(rows.assign(heap_kept=[True, False]))
