@@ -7,9 +7,9 @@
 #   1. the host's noise; 2. the list (scripts/heap_interleaved_list.py: every config of ROWS whose
 #   network maps past 32 MiB, and N_NONE of the others, in N_SLICES shuffled slices); 3. for each
 #   slice, carb profile of its configs by both arms back to back, default first in even slices
-#   and kept first in odd ones, each arm into its own campaign folder (study's protocol; the kept
-#   arm adds cpu_keep_heap); 4. carb merge of each arm into RES/default.parquet, RES/kept.parquet;
-#   5. the host's noise again. Then: python scripts/heap_interleaved_score.py PLATFORM --tag TAG
+#   and kept first in odd ones, each arm into its own campaign folder (the study's protocol with
+#   cpu_keep_heap false or true, spelled out in each arm); 4. carb merge of each arm into
+#   RES/default.parquet and RES/kept.parquet; 5. the host's noise again. Then: python scripts/heap_interleaved_score.py PLATFORM --tag TAG
 #
 # Usage: scripts/heap_interleaved.sh PLATFORM ROWS TAG [N_NONE N_SLICES]   (defaults 400, 10)
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
@@ -32,10 +32,10 @@ $PY scripts/heap_interleaved_list.py "$ROWS" "${RUN}_list" --n-none "$NNONE" --s
 cp "${RUN}_list/list.parquet" "$RES/list.parquet"
 arm() {  # arm NAME SLICE
   say "slice $2, heap $1"
-  local proto=()
-  if [ "$1" = kept ]; then proto=(--protocol '{"cpu_keep_heap": true}'); fi
+  local keep=false
+  if [ "$1" = kept ]; then keep=true; fi
   $CARB profile --device cpu --platform "$PLAT" --threads 1 --configs "${RUN}_list/slice$2.parquet" \
-    --seed "$2" --ref-every 50 --out "${RUN}_$1" --no-progress ${proto[@]+"${proto[@]}"}
+    --seed "$2" --ref-every 50 --out "${RUN}_$1" --no-progress --protocol "{\"cpu_keep_heap\": $keep}"
 }
 for ((i = 0; i < NSL; i++)); do
   if (( i % 2 == 0 )); then arm default "$i"; arm kept "$i"; else arm kept "$i"; arm default "$i"; fi

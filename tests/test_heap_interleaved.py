@@ -83,7 +83,7 @@ def test_the_campaign_times_each_slice_by_both_arms_alternating_which_goes_first
     assert arms == [("slice0", "default"), ("slice0", "kept"), ("slice1", "kept"),
                     ("slice1", "default"), ("slice2", "default"), ("slice2", "kept")]
     for c, (_, arm) in zip(profiles, arms, strict=True):
-        assert c.endswith('--protocol {"cpu_keep_heap": true}') == (arm == "kept")
+        assert c.endswith(f'--protocol {{"cpu_keep_heap": {str(arm == "kept").lower()}}}')
         assert "--threads 1 " in c and "--ref-every 50 " in c
     assert [c.split("--seed ")[1].split()[0] for c in profiles] == ["0", "0", "1", "1", "2", "2"]
     assert calls[-3:-1] == [
