@@ -9,7 +9,8 @@
 #   slice, carb profile of its configs by both arms back to back, default first in even slices
 #   and kept first in odd ones, each arm into its own campaign folder (the study's protocol with
 #   cpu_keep_heap false or true, spelled out in each arm); 4. carb merge of each arm into
-#   RES/default.parquet and RES/kept.parquet; 5. the host's noise again. Then: python scripts/heap_interleaved_score.py PLATFORM --tag TAG
+#   RES/default.parquet and RES/kept.parquet; 5. the host's noise again. Then:
+#   python scripts/heap_interleaved_score.py PLATFORM --tag TAG
 #
 # Usage: scripts/heap_interleaved.sh PLATFORM ROWS TAG [N_NONE N_SLICES]   (defaults 400, 10)
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
