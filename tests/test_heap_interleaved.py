@@ -154,7 +154,7 @@ def test_the_interleaved_score_holds_where_only_the_faulting_configs_change(tmp_
     assert r.returncode == 0, r.stderr
     assert _verdicts(r.stdout) == {f"AB{i}": "HELD" for i in range(1, 6)}
     assert "median kept / default 1.010" in r.stdout
-    assert "reference config, kept arm: median 9.10 ms, CV 2.0 % (3 timings)" in r.stdout
+    assert "reference config, kept arm: median 9.10 ms, CV 2.0% (3 timings)" in r.stdout
     assert r.stdout.rstrip().endswith("5 of 5 held")
     pr = pd.read_csv(tmp_path / "results/measurement/P_t/paired.csv")
     assert set(pr["slice"]) == {0, 1, 2, 3, 4} and {"none", "large"} <= set(pr["group"])
