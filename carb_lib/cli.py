@@ -511,7 +511,7 @@ def kernels_cmd(
     anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each sitting's speed (e.g. at the start of a session)."),
     sittings: int = typer.Option(5, "--sittings", help="With --anchors-only: sittings timed back to back (~4 s each); the session's speed is their median."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
-    keep_heap: bool = typer.Option(False, "--keep-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap); rows record heap_kept."),
+    keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap, the default since session 30); --default-heap times as before. Rows record heap_kept."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
     import pandas as pd
@@ -561,7 +561,7 @@ def kernels_cmd(
     old = read_bench(out) if append else None
     if old is not None:
         check_append(old, platform=plat, threads=threads, seed=seed,
-                     torch_version=torch.__version__, cpu_id=cpu_identity())
+                     torch_version=torch.__version__, cpu_id=cpu_identity(), heap_kept=keep_heap)
         if "cpu_id" not in old.columns or old["cpu_id"].isna().any():
             typer.echo(f"note: rows of {out} carry no cpu_id (timed before it was recorded); "
                        f"this CPU is {cpu_identity()!r}: append only on the machine that "

@@ -326,10 +326,12 @@ def read_bench(path: Any) -> pd.DataFrame:
 
 
 def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
-                 torch_version: str, cpu_id: str | None = None) -> None:
+                 torch_version: str, cpu_id: str | None = None,
+                 heap_kept: bool | None = None) -> None:
     """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
-    CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, or a sample seed it
-    already holds (one clear ``ValueError``)."""
+    CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, heap (``heap_kept``;
+    operators timed before session 29 lack the column and ran with the default heap), or a
+    sample seed it already holds (one clear ``ValueError``)."""
     for col, value in zip(_PROVENANCE, (platform, cpu_id, threads, torch_version), strict=True):
         if value is None:
             continue
@@ -337,6 +339,12 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
         if have and have != [str(value)]:
             raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
                              "measure into a new file instead")
+    if heap_kept is not None:
+        have = sorted({bool(v) for v in old["heap_kept"].dropna()}) if "heap_kept" in old else []
+        if (have or [False]) != [bool(heap_kept)]:
+            raise ValueError(f"the benchmark holds heap_kept {have or [False]}; this run's is "
+                             f"{bool(heap_kept)}: measure into a new file instead (or match it "
+                             "with --keep-heap / --default-heap)")
     seeds = _seeds(old)
     if int(seed) in seeds:
         raise ValueError(f"the benchmark already holds the operators of --seed {seed} "

@@ -3,7 +3,8 @@
 # then a seeded random fill of the grid under the compute caps until the time budget is spent.
 # Usage: scripts/cpu_campaign_v2.sh PLATFORM TOTAL_BUDGET_S [N_SWEEPS SWEEP_CAP N_SWEEPS_FP16]
 # CAMPAIGN_PROTOCOL in the environment (JSON, carb profile --protocol) changes the protocol, e.g.
-# '{"cpu_keep_heap": true}' (session 29); unset, the study's protocol.
+# '{"cpu_keep_heap": false}' to time with the default heap as every campaign before session 30;
+# unset, the study's protocol (the heap kept since session 30).
 # Run it on a quiet machine: the detector flags disturbed windows, it is not a licence to share.
 set -euo pipefail
 cd "$(dirname "$0")/.."

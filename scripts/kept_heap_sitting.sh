@@ -19,7 +19,8 @@ PLAT=${1:?platform name}
 BUDGET=${2:-1200}; TAG=${3:-session29_kept}; HEAP=${4:-kept}
 case "$HEAP" in
   kept) KEEP=(--keep-heap); PROTO='{"cpu_keep_heap": true}' ;;
-  default) KEEP=(); PROTO='' ;;
+  default) KEEP=(--default-heap); PROTO='{"cpu_keep_heap": false}' ;;  # spelled out: kept is
+  # the protocol's default since session 30
   *) echo "kept_heap_sitting: HEAP must be kept or default, not '$HEAP'" >&2; exit 2 ;;
 esac
 PY=${PYTHON:-.venv/bin/python}
@@ -39,8 +40,8 @@ $CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" ${KEEP[@]+"${KEEP
 say "ResNet rows, heap $HEAP"
 CAMPAIGN_PROTOCOL="$PROTO" PYTHON="$PY" bash scripts/cpu_campaign_v2.sh "$PLAT" "$BUDGET"
 $CARB merge "runs/${PLAT}_parts" "$ROWS" --reference-out "$RES/reference.parquet"
-# carb profile writes protocol.json only for a --protocol; without one (HEAP=default) the
-# rows ran the study's protocol and their own provenance says so
+# carb profile writes protocol.json only for a --protocol (session 30's default sitting gave
+# none: it ran the study's protocol of then, the default heap)
 if [ -f "runs/${PLAT}_parts/protocol.json" ]; then cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"; fi
 say "host noise (after)"
 campaign_canary "$RES/canary_after.txt"

@@ -64,9 +64,9 @@ def test_the_cpu_device_keeps_the_heap_only_when_the_protocol_asks(monkeypatch):
     calls = []
     monkeypatch.setattr(devices, "keep_heap", lambda: calls.append(1))
     dev = devices.CpuDevice()
-    dev.setup(Protocol())
+    dev.setup(Protocol(cpu_keep_heap=False))
     assert calls == []
-    dev.setup(Protocol(cpu_keep_heap=True))
+    dev.setup(Protocol())  # kept by default since session 30 (pre-registration AB)
     assert calls == [1]
 
 

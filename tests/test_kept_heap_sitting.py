@@ -83,14 +83,20 @@ def test_cli_kernels_keep_heap_keeps_it_before_the_first_anchor_sitting(fake_kee
     monkeypatch.setattr(kernels, "sample_kernels", lambda n, **kw: small.iloc[:n])
     runner = CliRunner()
     base = ["kernels", "--n", "2", "--no-progress", "--platform", "test_cpu"]
-    r = runner.invoke(app, [*base, "--out", str(tmp_path / "a.parquet")])
+    r = runner.invoke(app, [*base, "--out", str(tmp_path / "a.parquet"), "--default-heap"])
     assert r.exit_code == 0, r.output
     assert fake_keep == [] and not kernels.read_bench(tmp_path / "a.parquet")["heap_kept"].any()
     order.clear()
-    r = runner.invoke(app, [*base, "--out", str(tmp_path / "b.parquet"), "--keep-heap"])
+    r = runner.invoke(app, [*base, "--out", str(tmp_path / "b.parquet")])  # the default since 30
     assert r.exit_code == 0, r.output
     assert fake_keep == [1] and order == ["anchors kept=True", "anchors kept=True"]
     assert kernels.read_bench(tmp_path / "b.parquet")["heap_kept"].all()
+    # appending to a benchmark of the other heap is refused in one line, nothing written
+    r = runner.invoke(app, [*base, "--out", str(tmp_path / "a.parquet"), "--append", "--seed", "1"])
+    out = r.output.strip()
+    assert r.exit_code == 1 and len(out.splitlines()) == 1 and out.startswith("error:"), out
+    assert "the benchmark holds heap_kept [False]; this run's is True" in out
+    assert len(kernels.read_bench(tmp_path / "a.parquet")) == 2
 
 
 def _scratch(tmp_path: Path, parts: str = "runs/P_parts") -> tuple[Path, Path]:
@@ -146,13 +152,13 @@ def test_the_default_heap_control_times_the_same_sitting_without_keeping_the_hea
     assert r.returncode == 0, r.stderr
     calls = log.read_text().splitlines()
     assert calls[2] == ("-m carb_lib.cli kernels --n 3000 --seed 0 --sampler 3 --platform P "
-                        "--out data/kernels/P_d.parquet --no-progress")
+                        "--default-heap --out data/kernels/P_d.parquet --no-progress")
     profiles = [c for c in calls if " profile " in f" {c} "]
-    assert len(profiles) == 3 and not any("--protocol" in c for c in profiles)
+    assert len(profiles) == 3 and all(c.endswith('--protocol {"cpu_keep_heap": false}')
+                                      for c in profiles)
     assert calls[-2] == ("-m carb_lib.cli merge runs/P_parts data/other_cpus/P_d.parquet "
                          "--reference-out results/measurement/P_d/reference.parquet")
-    assert calls[-1] == "scripts/host_noise_canary.py --seconds 20"  # no protocol.json to keep
-    assert not (tmp_path / "results/measurement/P_d/protocol.json").exists()
+    assert (tmp_path / "results/measurement/P_d/protocol.json").exists()
 
 
 def test_the_kept_heap_sitting_refuses_an_unknown_heap_before_timing(tmp_path):
