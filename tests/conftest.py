@@ -26,6 +26,30 @@ def _torch_threads():
         pass
 
 
+@pytest.fixture(autouse=True)
+def _the_test_process_keeps_its_own_heap(monkeypatch):
+    """The study's protocol keeps the CPU heap (``cpu_keep_heap``, the default since session
+    30), and :func:`carb_lib.heap.keep_heap` changes the calling process's allocator for good.
+    In this process a test that measures gets a stand-in that only marks the heap kept, for
+    that test: otherwise every later test would run on a kept heap, and what it sees would
+    depend on the order of the tests. Measuring subprocesses keep theirs for real; a test that
+    passes its own C library (``keep_heap(libc)``) gets the real function, and so does one
+    that sets ``keep_heap.real`` back (with ``heap._libc`` replaced)."""
+    from carb_lib import devices, heap
+
+    real = heap.keep_heap
+
+    def stand_in(libc=None):
+        if libc is not None:
+            return real(libc)
+        heap._KEPT = True
+
+    stand_in.real = real  # for a test of the real path (with a stand-in C library)
+    monkeypatch.setattr(heap, "_KEPT", heap._KEPT)  # put back after the test
+    monkeypatch.setattr(heap, "keep_heap", stand_in)
+    monkeypatch.setattr(devices, "keep_heap", stand_in)
+
+
 # ---------------------------------------------------------------------------- exact features
 def _compare_chunk(configs):
     """In a spawned child: one thread, then :func:`carb_lib.features.compare_features`."""

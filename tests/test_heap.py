@@ -136,6 +136,7 @@ def test_a_campaign_on_a_c_library_without_mallopt_stops_before_measuring(fresh,
     from carb_lib.space import ResNetConfig
 
     monkeypatch.setattr(heap, "_libc", lambda: object())
+    monkeypatch.setattr(devices, "keep_heap", heap.keep_heap.real)  # conftest's stand-in off
     cfg = ResNetConfig(block="basic", depth=10, width=0.25, early_downsample=True,
                        resolution=32, batch=1, precision="fp32")
     with pytest.raises(heap.HeapSettingError, match="needs glibc's mallopt"):
