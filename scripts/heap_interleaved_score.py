@@ -30,7 +30,13 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kept_heap_sitting_score import FAULTS, LARGE_SHARE, paired_rows  # noqa: E402
+from kept_heap_sitting_score import (  # noqa: E402
+    FAULTS,
+    LARGE_SHARE,
+    memory_identical,
+    paired_rows,
+    write_score,
+)
 from paired_heap_score import reference_stats  # noqa: E402
 
 from carb_lib.audit import batch_tiers  # noqa: E402
@@ -106,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     judge("AB4", f"kept rows faulting >= {FAULTS} per call: {k_share:.2%} (bound <= 1 %); "
           f"default 'large' rows: {d_share:.0%} of {int(big.sum())} (bound >= 50 %)",
           k_share <= 0.01 and bool(d_share >= 0.5))
-    same = float(np.isclose(pr["peak_mem_mib_kept"], pr["peak_mem_mib_default"], rtol=0,
-                            atol=1e-6).mean())
+    same = memory_identical(pr, "peak_mem_mib_kept", "peak_mem_mib_default")
     judge("AB5", f"peak memory identical in {same:.2%} of {len(pr):,} configs (bound >= 99 %)",
           same >= 0.99)
     agree = float((np.abs(np.log(pr.loc[none, "ratio"] / c)) <= np.log(1.1)).mean())
@@ -116,11 +121,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{agree:.1%}; median ratio by slice: "
               + " ".join(f"{v:.3f}" for v in by_slice.to_numpy()),
               f"{sum(ok for _, ok in verdicts)} of {len(verdicts)} held"]
-    text = "\n".join(lines) + "\n"
-    res.mkdir(parents=True, exist_ok=True)
-    (res / "score.txt").write_text(text)
     pr.to_csv(res / "paired.csv", index=False)
-    print(text, end="")
+    write_score(res, lines)
     return 0
 
 

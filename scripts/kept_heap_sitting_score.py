@@ -92,6 +92,19 @@ def paired_rows(kept: pd.DataFrame, before: pd.DataFrame, variant: int | str,
     return out
 
 
+def memory_identical(pr: pd.DataFrame, a: str, b: str) -> float:
+    """Share of paired rows whose peak memory columns ``a`` and ``b`` are equal (to 1e-6 MiB)."""
+    return float(np.isclose(pr[a], pr[b], rtol=0, atol=1e-6).mean())
+
+
+def write_score(out: Path, lines: list[str]) -> str:
+    """The judgement's lines as ``out/score.txt``, also printed; returns the text."""
+    text = "\n".join(lines) + "\n"
+    (out / "score.txt").write_text(text)
+    print(text, end="")
+    return text
+
+
 def replication_cell(folder: Path, split_prefix: str, column: str) -> float:
     """The kernel law's mean ``column`` on the split starting with ``split_prefix``."""
     s = pd.read_csv(folder / "replication_summary.csv")
@@ -176,15 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     judge("X6", f"kernel law, random split: {w10:.1%} within +-10 % ± "
           f"{replication_cell(rep, 'random', 'within_10pct_sd'):.1%} (bound >= 95 %)",
           w10 >= 0.95)
-    same = float(np.isclose(pr["peak_mem_mib_kept"], pr["peak_mem_mib_before"], rtol=0,
-                            atol=1e-6).mean())
+    same = memory_identical(pr, "peak_mem_mib_kept", "peak_mem_mib_before")
     judge("X7", f"peak memory identical in {same:.2%} of {len(pr):,} paired rows (bound >= 99 %)",
           same >= 0.99)
     held = sum(ok for _, ok in verdicts)
     lines += ["", f"{held} of {len(verdicts)} held"]
-    text = "\n".join(lines) + "\n"
-    (out / "score.txt").write_text(text)
-    print(text, end="")
+    write_score(out, lines)
     return 0
 
 

@@ -39,9 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kept_heap_sitting_score import (  # noqa: E402
     FAULTED,
     FAULTS,
+    memory_identical,
     paired_ops,
     paired_rows,
     replication_cell,
+    write_score,
 )
 
 from carb_lib.dataset import read_dataset  # noqa: E402
@@ -161,17 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     judge("Z8", f"kept minus default share within +-10 %: {100 * (k['w10'] - d['w10']):+.1f} "
           f"points (default {d['w10']:.1%} ± {d['w10_sd']:.1%}; bound >= -2)",
           k["w10"] - d["w10"] >= -0.02)
-    same = float(np.isclose(pr["peak_mem_mib_kept"], pr["peak_mem_mib_before"], rtol=0,
-                            atol=1e-6).mean())
+    same = memory_identical(pr, "peak_mem_mib_kept", "peak_mem_mib_before")
     judge("Z9", f"peak memory identical in {same:.2%} of {len(pr):,} paired rows (bound >= 99 %)",
           same >= 0.99)
     agree = float((np.abs(np.log(pr.loc[none, "ratio"] / c_rows)) <= np.log(1.1)).mean())
     lines += ["", f"not judged: 'none' rows within +-10 % of each other once the host factor "
               f"{c_rows:.3f} is divided out: {agree:.1%} of {int(none.sum()):,}",
               f"{sum(ok for _, ok in verdicts)} of {len(verdicts)} held"]
-    text = "\n".join(lines) + "\n"
-    (out / "score.txt").write_text(text)
-    print(text, end="")
+    write_score(out, lines)
     return 0
 
 

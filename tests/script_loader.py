@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -56,6 +57,14 @@ def campaign_lib(call: str, py: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
                           cwd=SCRIPTS.parent, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(SCRIPTS.parent)})
+
+
+def verdicts(text: str, prefix: str) -> dict[str, str]:
+    """A scorer's judgements: ``{"X1": "HELD", ...}`` from its lines ``PREFIX<n> HELD: ...`` or
+    ``PREFIX<n> MISSED: ...``."""
+    found = (re.match(rf"({re.escape(prefix)}\d+) (HELD|MISSED):", line)
+             for line in text.splitlines())
+    return {m.group(1): m.group(2) for m in found if m}
 
 
 def stub_campaign(tmp: Path, extra: str = "") -> tuple[Path, Path]:

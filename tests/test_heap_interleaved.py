@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from script_loader import load_script, stub_campaign
+from script_loader import load_script, stub_campaign, verdicts
 
 from carb_lib.cache_probe import network_mmap_mib
 from carb_lib.dataset import read_dataset, write_dataset
@@ -142,17 +142,12 @@ def _score(tmp_path: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def _verdicts(out: str) -> dict[str, str]:
-    return dict(line.split(":", 1)[0].split(" ") for line in out.splitlines()
-                if line.startswith("AB"))
-
-
 @needs_rows
 def test_the_interleaved_score_holds_where_only_the_faulting_configs_change(tmp_path):
     _arms(tmp_path, kept_works=True)
     r = _score(tmp_path)
     assert r.returncode == 0, r.stderr
-    assert _verdicts(r.stdout) == {f"AB{i}": "HELD" for i in range(1, 6)}
+    assert verdicts(r.stdout, "AB") == {f"AB{i}": "HELD" for i in range(1, 6)}
     assert "median kept / default 1.010" in r.stdout
     assert "reference config, kept arm: median 9.10 ms, CV 2.0% (3 timings)" in r.stdout
     assert r.stdout.rstrip().endswith("5 of 5 held")
@@ -165,7 +160,7 @@ def test_the_interleaved_score_misses_a_kept_heap_that_slows_small_batches(tmp_p
     _arms(tmp_path, kept_works=False)
     r = _score(tmp_path)
     assert r.returncode == 0, r.stderr
-    v = _verdicts(r.stdout)
+    v = verdicts(r.stdout, "AB")
     assert v["AB2"] == v["AB3"] == v["AB4"] == "MISSED"
     assert v["AB5"] == "HELD"
     assert "b<=4 1.080" in r.stdout

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from script_loader import verdicts
 
 from carb_lib import kernels
 from carb_lib.cache_probe import _mmap_mib, network_mmap_mib
@@ -79,17 +80,12 @@ def _score(tmp_path: Path) -> subprocess.CompletedProcess:
                           cwd=tmp_path, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def _verdicts(out: str) -> dict[str, str]:
-    return dict(line.split(":", 1)[0].split(" ") for line in out.splitlines()
-                if line[:1] == "Z" and line[1:2].isdigit())
-
-
 @needs_session20
 def test_the_paired_score_holds_where_the_kept_heap_removes_faults_on_a_steady_host(tmp_path):
     _sittings(tmp_path, kept_works=True)
     r = _score(tmp_path)
     assert r.returncode == 0, r.stderr
-    v = _verdicts(r.stdout)
+    v = verdicts(r.stdout, "Z")
     assert v == {f"Z{i}": "HELD" for i in range(10)}
     assert "kept / default median 1.018" in r.stdout  # 11.2 / 11.0
     assert "median kept / default 1.020 (the host)" in r.stdout
@@ -108,7 +104,7 @@ def test_the_paired_score_misses_an_unsteady_faulting_sitting_with_a_worse_law(t
     _sittings(tmp_path, kept_works=False)
     r = _score(tmp_path)
     assert r.returncode == 0, r.stderr
-    v = _verdicts(r.stdout)
+    v = verdicts(r.stdout, "Z")
     assert {z for z, s in v.items() if s == "MISSED"} == {"Z0", "Z1", "Z3", "Z4", "Z5", "Z6",
                                                            "Z7", "Z8"}
     assert v["Z2"] == v["Z9"] == "HELD"
