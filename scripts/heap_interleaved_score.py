@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kept_heap_sitting_score import (  # noqa: E402
     FAULTS,
     LARGE_SHARE,
+    Judge,
     memory_identical,
     paired_rows,
     write_score,
@@ -84,11 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         m, cv, n = reference_stats(files[f"{arm} reference"])
         lines.append(f"reference config, {arm} arm: median {m:.2f} ms, CV {cv:.1%} ({n} timings)")
     lines.append("")
-    verdicts: list[tuple[str, bool]] = []
-
-    def judge(name: str, text: str, ok: bool) -> None:
-        verdicts.append((name, ok))
-        lines.append(f"{name} {'HELD' if ok else 'MISSED'}: {text}")
+    judge = Judge(lines)
 
     c = float(pr.loc[none, "ratio"].median())
     judge("AB1", f"'none' ({int(none.sum()):,} configs): median kept / default {c:.3f} "
@@ -120,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"not judged: 'none' configs within +-10 % once {c:.3f} is divided out: "
               f"{agree:.1%}; median ratio by slice: "
               + " ".join(f"{v:.3f}" for v in by_slice.to_numpy()),
-              f"{sum(ok for _, ok in verdicts)} of {len(verdicts)} held"]
+              judge.held_line()]
     pr.to_csv(res / "paired.csv", index=False)
     write_score(res, lines)
     return 0

@@ -92,6 +92,22 @@ def paired_rows(kept: pd.DataFrame, before: pd.DataFrame, variant: int | str,
     return out
 
 
+class Judge:
+    """Appends one line per pre-registered prediction to ``lines`` (``NAME HELD: text`` or
+    ``NAME MISSED: text``) and counts them: ``judge = Judge(lines)``, ``judge("X1", text, ok)``,
+    ``judge.held_line()``."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines, self.verdicts = lines, []
+
+    def __call__(self, name: str, text: str, ok: bool) -> None:
+        self.verdicts.append(bool(ok))
+        self.lines.append(f"{name} {'HELD' if ok else 'MISSED'}: {text}")
+
+    def held_line(self) -> str:
+        return f"{sum(self.verdicts)} of {len(self.verdicts)} held"
+
+
 def memory_identical(pr: pd.DataFrame, a: str, b: str) -> float:
     """Share of paired rows whose peak memory columns ``a`` and ``b`` are equal (to 1e-6 MiB)."""
     return float(np.isclose(pr[a], pr[b], rtol=0, atol=1e-6).mean())
@@ -144,11 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"# python scripts/kept_heap_sitting_score.py {p} --tag {tag} --before {a.before}",
              f"kept sitting: {len(k_ops):,} operators, {len(k_rows):,} rows; before sitting "
              f"({a.before}): {len(b_ops):,} operators, {len(b_rows):,} rows", ""]
-    verdicts: list[tuple[str, bool]] = []
-
-    def judge(name: str, text: str, ok: bool) -> None:
-        verdicts.append((name, ok))
-        lines.append(f"{name} {'HELD' if ok else 'MISSED'}: {text}")
+    judge = Judge(lines)
 
     op_share = float((k_ops["faults_per_call"] >= FAULTS).mean())
     row_f = k_rows["minor_faults_per_call"]
@@ -192,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     same = memory_identical(pr, "peak_mem_mib_kept", "peak_mem_mib_before")
     judge("X7", f"peak memory identical in {same:.2%} of {len(pr):,} paired rows (bound >= 99 %)",
           same >= 0.99)
-    held = sum(ok for _, ok in verdicts)
-    lines += ["", f"{held} of {len(verdicts)} held"]
+    lines += ["", judge.held_line()]
     write_score(out, lines)
     return 0
 

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kept_heap_sitting_score import (  # noqa: E402
     FAULTED,
     FAULTS,
+    Judge,
     memory_identical,
     paired_ops,
     paired_rows,
@@ -101,11 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"# python scripts/paired_heap_score.py {p} --kept {a.kept} --default {a.default}",
              *(f"{s} sitting ({t}): {len(ops[s]):,} operators, {len(rows[s]):,} rows"
                for s, t in (("default", a.default), ("kept", a.kept))), ""]
-    verdicts: list[tuple[str, bool]] = []
-
-    def judge(name: str, text: str, ok: bool) -> None:
-        verdicts.append((name, ok))
-        lines.append(f"{name} {'HELD' if ok else 'MISSED'}: {text}")
+    judge = Judge(lines)
 
     ref = {s: reference_stats(files[f"{s} reference"]) for s in ("default", "kept")}
     shift = ref["kept"][0] / ref["default"][0] - 1
@@ -169,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     agree = float((np.abs(np.log(pr.loc[none, "ratio"] / c_rows)) <= np.log(1.1)).mean())
     lines += ["", f"not judged: 'none' rows within +-10 % of each other once the host factor "
               f"{c_rows:.3f} is divided out: {agree:.1%} of {int(none.sum()):,}",
-              f"{sum(ok for _, ok in verdicts)} of {len(verdicts)} held"]
+              judge.held_line()]
     write_score(out, lines)
     return 0
 
