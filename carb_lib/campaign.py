@@ -56,6 +56,7 @@ from carb_lib.campaign_parts import (  # noqa: F401  (re-exported)
     normalise_latency,
     parse_shard,
     part_cpu_ids,
+    part_heaps,
     read_parts,
     reference_rows,
     shard_mask,
@@ -354,6 +355,12 @@ def _run_locked(
 
         refuse_other_cpu(part_cpu_ids(out, plat), f"{out} holds rows of platform {plat!r}",
                          "give it its own --platform and --out")
+        heaps, want = part_heaps(out, plat), bool(protocol.cpu_keep_heap)
+        if heaps and heaps != {want}:  # a campaign of before session 30, resumed with its default
+            raise ValueError(f"{out} holds rows timed with cpu_keep_heap {sorted(heaps)}; this "
+                             f"campaign's protocol has {want}: resume it with --protocol "
+                             f"'{{\"cpu_keep_heap\": {str(not want).lower()}}}', or give it "
+                             "its own --out")
     todo = cfg[~cfg["config_id"].isin(done)].reset_index(drop=True)
     res.n_already_done = len(cfg) - len(todo)
     res.n_planned = len(todo)

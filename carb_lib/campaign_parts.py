@@ -138,6 +138,22 @@ def part_cpu_ids(folder: str | Path, platform: str) -> set[str]:
     return out
 
 
+def part_heaps(folder: str | Path, platform: str) -> set[bool]:
+    """Whether ``platform``'s rows in a folder's result parts were timed with the CPU heap kept
+    (``heap_kept``); rows of parts written before the column existed (session 29) ran with the
+    default heap and count as False."""
+    import pyarrow.parquet as pq
+
+    out: set[bool] = set()
+    for f in _part_files(Path(folder), RESULTS_PREFIX):
+        has = "heap_kept" in pq.read_schema(f).names
+        t = pq.read_table(f, columns=["platform", *(["heap_kept"] if has else [])]).to_pydict()
+        kept = t["heap_kept"] if has else [False] * len(t["platform"])
+        out |= {bool(k) for p, k in zip(t["platform"], kept, strict=True)
+                if p == platform and k is not None}
+    return out
+
+
 class PartWriter:
     """Writes rows as atomic Parquet parts ``<prefix>-<tag>-<seq>.parquet`` in ``folder``."""
 

@@ -143,3 +143,35 @@ def test_a_campaign_on_a_c_library_without_mallopt_stops_before_measuring(fresh,
         run_campaign(pd.DataFrame([cfg.to_dict()]), tmp_path / "parts", "cpu",
                      Protocol(cpu_keep_heap=True, threads=1), progress=False)
     assert not (tmp_path / "parts").exists()
+
+
+def test_a_campaign_of_the_other_heap_is_not_resumed(tmp_path):
+    """Parts timed with the default heap (before session 30, or without the column at all) and
+    a campaign resumed with the kept heap, the default now: refused in one line before anything
+    is measured; resumed with the heap the parts record, it goes on."""
+    from carb_lib import campaign as cp
+    from carb_lib.campaign import run_campaign
+    from carb_lib.devices import CpuDevice
+    from carb_lib.space import ResNetConfig
+
+    cfg = ResNetConfig(block="basic", depth=10, width=0.25, early_downsample=True,
+                       resolution=32, batch=1, precision="fp32")
+    dev = CpuDevice()
+    plat = dev.platform
+    old = cp.skipped_row(cfg, dev, Protocol(), "stands for a row of before session 29")
+    old.pop("heap_kept", None)  # no heap_kept: the default heap
+    folder = tmp_path / "parts"
+    cp.PartWriter(folder, cp.RESULTS_PREFIX).write([old])
+    assert cp.part_heaps(folder, plat) == {False} and cp.part_heaps(folder, "other") == set()
+    with pytest.raises(ValueError, match=r"holds rows timed with cpu_keep_heap \[False\]; this "
+                                         r"campaign's protocol has True: resume it with "
+                                         r"--protocol '\{\"cpu_keep_heap\": false\}'"):
+        run_campaign(pd.DataFrame([cfg.to_dict()]), folder, "cpu",
+                     Protocol(threads=1, cpu_warmup_iters=1, n_windows=1, cpu_min_window_s=0.01),
+                     ref_every=0, progress=False)
+    assert len(list(folder.glob("results-*"))) == 1
+    res = run_campaign(pd.DataFrame([cfg.to_dict()]), folder, "cpu",
+                       Protocol(threads=1, cpu_keep_heap=False), ref_every=0, progress=False)
+    assert (res.n_already_done, res.n_planned) == (1, 0)  # the recorded heap: resumed
+    cp.PartWriter(folder, cp.RESULTS_PREFIX).write([{**old, "heap_kept": True}])
+    assert cp.part_heaps(folder, plat) == {False, True}
