@@ -150,13 +150,14 @@ def recorded_heap(df: pd.DataFrame) -> bool:
     audit re-measures them the same way. Files from before session 29 lack the column: their
     rows were measured with the default heap (False). A dataset whose rows disagree is refused:
     audit one heap at a time."""
-    if "heap_kept" not in df.columns or df["heap_kept"].isna().all():
-        return False
-    kept = df["heap_kept"].dropna().astype(bool)
-    if kept.nunique() > 1:
+    from carb_lib.heap import recorded_heaps
+
+    kept = df["heap_kept"].dropna().astype(bool) if "heap_kept" in df.columns else []
+    heaps = recorded_heaps(kept)
+    if len(heaps) > 1:
         raise ValueError(f"audit one heap at a time: heap_kept is True in {int(kept.sum()):,} "
                          f"rows and False in {int((~kept).sum()):,}")
-    return bool(kept.iloc[0])
+    return heaps[0]
 
 
 def audit(

@@ -123,35 +123,37 @@ def check_one_cpu(df: pd.DataFrame, where: str) -> None:
                 "their own --platform")
 
 
+def _part_values(folder: str | Path, platform: str, column: str) -> list[list[Any]]:
+    """Per result part of a folder that holds rows of ``platform``: ``column``'s values in
+    those rows (None where the part was written before the column existed)."""
+    import pyarrow.parquet as pq
+
+    out: list[list[Any]] = []
+    for f in _part_files(Path(folder), RESULTS_PREFIX):
+        has = column in pq.read_schema(f).names
+        t = pq.read_table(f, columns=["platform", *([column] if has else [])]).to_pydict()
+        values = t[column] if has else [None] * len(t["platform"])
+        mine = [v for p, v in zip(t["platform"], values, strict=True) if p == platform]
+        if mine:
+            out.append(mine)
+    return out
+
+
 def part_cpu_ids(folder: str | Path, platform: str) -> set[str]:
     """The ``cpu_id`` values of ``platform``'s rows in a folder's result parts (parts written
     before the column existed count for nothing)."""
-    import pyarrow.parquet as pq
-
-    out: set[str] = set()
-    for f in _part_files(Path(folder), RESULTS_PREFIX):
-        if "cpu_id" not in pq.read_schema(f).names:
-            continue
-        t = pq.read_table(f, columns=["platform", "cpu_id"]).to_pydict()
-        out |= {c for p, c in zip(t["platform"], t["cpu_id"], strict=True)
-                if p == platform and c is not None}
-    return out
+    return {c for part in _part_values(folder, platform, "cpu_id") for c in part
+            if c is not None}
 
 
 def part_heaps(folder: str | Path, platform: str) -> set[bool]:
     """Whether ``platform``'s rows in a folder's result parts were timed with the CPU heap kept
-    (``heap_kept``); rows of parts written before the column existed (session 29) ran with the
-    default heap and count as False."""
-    import pyarrow.parquet as pq
+    (``heap_kept``, read part by part as :func:`carb_lib.heap.recorded_heaps` reads a file: a
+    part written before the column existed, session 29, ran with the default heap)."""
+    from carb_lib.heap import recorded_heaps
 
-    out: set[bool] = set()
-    for f in _part_files(Path(folder), RESULTS_PREFIX):
-        has = "heap_kept" in pq.read_schema(f).names
-        t = pq.read_table(f, columns=["platform", *(["heap_kept"] if has else [])]).to_pydict()
-        kept = t["heap_kept"] if has else [False] * len(t["platform"])
-        out |= {bool(k) for p, k in zip(t["platform"], kept, strict=True)
-                if p == platform and k is not None}
-    return out
+    return {k for part in _part_values(folder, platform, "heap_kept")
+            for k in recorded_heaps(v for v in part if v is not None)}
 
 
 class PartWriter:

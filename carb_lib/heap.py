@@ -31,6 +31,7 @@ import ctypes
 import ctypes.util
 import logging
 import resource
+from collections.abc import Iterable
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,21 @@ def _libc() -> Any:
 def heap_kept() -> bool:
     """Whether :func:`keep_heap` has set this process's heap."""
     return _KEPT
+
+
+def recorded_heaps(values: Iterable[Any]) -> list[bool]:
+    """The heaps that recorded ``heap_kept`` values (missing ones left out) say rows were timed
+    with, sorted: ``[False]``, ``[True]`` or ``[False, True]``. Rows with no value at all (files
+    and campaign parts from before session 29, when the column did not exist) ran with the
+    default heap: ``[False]``.
+
+    Examples
+    --------
+    >>> from carb_lib.heap import recorded_heaps
+    >>> recorded_heaps([]), recorded_heaps([True, True]), recorded_heaps([True, False])
+    ([False], [True], [False, True])
+    """
+    return sorted({bool(v) for v in values}) or [False]
 
 
 def keep_heap(libc: Any = None) -> None:

@@ -340,9 +340,11 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
             raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
                              "measure into a new file instead")
     if heap_kept is not None:
-        have = sorted({bool(v) for v in old["heap_kept"].dropna()}) if "heap_kept" in old else []
-        if (have or [False]) != [bool(heap_kept)]:
-            raise ValueError(f"the benchmark holds heap_kept {have or [False]}; this run's is "
+        from carb_lib.heap import recorded_heaps
+
+        have = recorded_heaps(old["heap_kept"].dropna() if "heap_kept" in old else [])
+        if have != [bool(heap_kept)]:
+            raise ValueError(f"the benchmark holds heap_kept {have}; this run's is "
                              f"{bool(heap_kept)}: measure into a new file instead (or match it "
                              "with --keep-heap / --default-heap)")
     seeds = _seeds(old)
