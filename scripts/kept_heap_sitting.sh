@@ -18,9 +18,9 @@ cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
 BUDGET=${2:-1200}; TAG=${3:-session29_kept}; HEAP=${4:-kept}
 case "$HEAP" in
-  kept) KEEP=(--keep-heap); PROTO='{"cpu_keep_heap": true}' ;;
-  default) KEEP=(--default-heap); PROTO='{"cpu_keep_heap": false}' ;;  # spelled out: kept is
-  # the protocol's default since session 30
+  # both spelled out (kept is the protocol's default since session 30)
+  kept) KEEP=--keep-heap; PROTO='{"cpu_keep_heap": true}' ;;
+  default) KEEP=--default-heap; PROTO='{"cpu_keep_heap": false}' ;;
   *) echo "kept_heap_sitting: HEAP must be kept or default, not '$HEAP'" >&2; exit 2 ;;
 esac
 PY=${PYTHON:-.venv/bin/python}
@@ -36,13 +36,11 @@ mkdir -p "$RES"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
 say "operators, heap $HEAP"
-$CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" ${KEEP[@]+"${KEEP[@]}"} --out "$OPS" --no-progress
+$CARB kernels --n 3000 --seed 0 --sampler 3 --platform "$PLAT" "$KEEP" --out "$OPS" --no-progress
 say "ResNet rows, heap $HEAP"
 CAMPAIGN_PROTOCOL="$PROTO" PYTHON="$PY" bash scripts/cpu_campaign_v2.sh "$PLAT" "$BUDGET"
 $CARB merge "runs/${PLAT}_parts" "$ROWS" --reference-out "$RES/reference.parquet"
-# carb profile writes protocol.json only for a --protocol (session 30's default sitting gave
-# none: it ran the study's protocol of then, the default heap)
-if [ -f "runs/${PLAT}_parts/protocol.json" ]; then cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"; fi
+cp "runs/${PLAT}_parts/protocol.json" "$RES/protocol.json"  # both heaps pass a --protocol
 say "host noise (after)"
 campaign_canary "$RES/canary_after.txt"
 say "done"
