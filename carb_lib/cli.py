@@ -561,7 +561,8 @@ def kernels_cmd(
     old = read_bench(out) if append else None
     if old is not None:
         check_append(old, platform=plat, threads=threads, seed=seed,
-                     torch_version=torch.__version__, cpu_id=cpu_identity(), heap_kept=keep_heap)
+                     torch_version=torch.__version__, cpu_id=cpu_identity(), heap_kept=keep_heap,
+                     denormals_flushed=torch.set_flush_denormal(False) or None)  # None: no FTZ
         if "cpu_id" not in old.columns or old["cpu_id"].isna().any():
             typer.echo(f"note: rows of {out} carry no cpu_id (timed before it was recorded); "
                        f"this CPU is {cpu_identity()!r}: append only on the machine that "

@@ -41,7 +41,8 @@ from carb_lib.kernels import (
 )
 from carb_lib.vocab import KERNEL_FEATURE
 
-__all__ = ["AdditivityCheck", "PairedVariants", "additivity_check", "paired_variants"]
+__all__ = ["AdditivityCheck", "OperatorBreakdown", "PairedVariants", "additivity_check",
+           "operator_breakdown", "paired_variants"]
 
 logger = logging.getLogger(__name__)
 
@@ -134,8 +135,6 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
     -------
     AdditivityCheck
     """
-    import torch
-    from tqdm.auto import tqdm
 
     from carb_lib.kernels import with_kernel_column
 
@@ -146,12 +145,43 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
     if missing:
         raise ValueError(f"rows lack column(s) {missing}")
     rows = rows.reset_index(drop=True)
-    ops, arch_id = network_ops(rows)
     kern = (with_kernel_column(rows, model)[KERNEL_FEATURE].to_numpy() if model is not None
             else np.full(len(rows), np.nan))
+    out = []
+    for net_ms, distinct in _timed_networks(rows, threads=threads, window_s=window_s,
+                                            n_windows=n_windows, progress=progress):
+        alone = float((distinct["time_ms"] * distinct["count"]).sum())
+        out.append({"network_ms": net_ms, "ops_alone_ms": alone,
+                    "n_ops": int(distinct["count"].sum())})
+    res = pd.DataFrame(out)
+    res[KERNEL_FEATURE] = kern
+    frame = pd.concat([rows[_config_columns(rows)], rows[["latency_ms"]], res], axis=1)
+    return AdditivityCheck(frame[[*_config_columns(rows), *CHECK_COLUMNS]])
+
+
+def _config_columns(rows: pd.DataFrame) -> list[str]:
+    """``family`` and every config column of the rows' families that the rows carry."""
+    from carb_lib.families import get_family
+
+    cols: list[str] = []
+    for name in pd.unique(rows["family"].astype(str)):
+        for c in ("family", *get_family(name).config_columns):
+            if c in rows.columns and c not in cols:
+                cols.append(c)
+    return cols
+
+
+def _timed_networks(rows: pd.DataFrame, *, threads: int, window_s: float, n_windows: int,
+                    progress: bool):
+    """For each row (in order): its network timed now (ms) and its distinct operators
+    (:data:`OP_COLUMNS`, ``batch``, ``precision``, ``count`` per forward pass) timed alone
+    with the same harness (``time_ms``, ``faults_per_call``)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    ops, arch_id = network_ops(rows)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
-    out = []
     try:
         for i in tqdm(range(len(rows)), desc="networks", disable=not progress):
             row = rows.iloc[i].to_dict()
@@ -163,22 +193,100 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
             timed = bench_kernels(distinct.drop(columns="count"), threads=threads,
                                   window_s=window_s, n_windows=n_windows, progress=False,
                                   platform="check")
-            alone = float((timed["time_ms"].to_numpy() * distinct["count"].to_numpy()).sum())
-            out.append({"network_ms": 1e3 * net_s, "ops_alone_ms": alone,
-                        "n_ops": int(count.sum())})
+            yield 1e3 * net_s, distinct.assign(
+                time_ms=timed["time_ms"].to_numpy(),
+                faults_per_call=timed["faults_per_call"].to_numpy())
     finally:
         torch.set_num_threads(before)
-    res = pd.DataFrame(out)
-    res[KERNEL_FEATURE] = kern
-    from carb_lib.families import get_family
 
-    cfg_cols: list[str] = []
-    for name in pd.unique(rows["family"].astype(str)):
-        for c in ("family", *get_family(name).config_columns):
-            if c in rows.columns and c not in cfg_cols:
-                cfg_cols.append(c)
-    frame = pd.concat([rows[cfg_cols], rows[["latency_ms"]], res], axis=1)
-    return AdditivityCheck(frame[[*cfg_cols, *CHECK_COLUMNS]])
+
+@dataclass
+class OperatorBreakdown:
+    """Networks timed whole and operator by operator, each operator beside the kernel model's
+    prediction (:func:`operator_breakdown`): *which* operators the model gets wrong.
+
+    Attributes
+    ----------
+    networks : pandas.DataFrame
+        One row per network (``net``, its index): config columns, ``latency_ms`` (stored),
+        ``network_ms`` (timed now), ``ops_alone_ms``, ``kernel_ms`` (both summed over its
+        operators with their multiplicity).
+    ops : pandas.DataFrame
+        One row per network and distinct operator: ``net``, ``family``, :data:`OP_COLUMNS`,
+        ``batch``, ``precision``, ``count``, ``time_ms`` (timed alone now, per call),
+        ``predicted_ms`` (the kernel model, per call), ``faults_per_call``.
+    """
+
+    networks: pd.DataFrame
+    ops: pd.DataFrame
+
+    def by_kind(self, by: tuple[str, ...] = ("family", "precision")) -> pd.DataFrame:
+        """Per group and operator kind: the kind's share of its networks' operator time
+        (``share_alone``), and predicted / timed alone summed over the group (``model``: 1 is
+        exact; < 1 the model is too fast) with the median per operator (``model_median``)."""
+        o = self.ops.assign(alone=self.ops["time_ms"] * self.ops["count"],
+                            pred=self.ops["predicted_ms"] * self.ops["count"],
+                            ratio=self.ops["predicted_ms"] / self.ops["time_ms"])
+        keys = [c for c in by if c in o.columns]
+        total = o.groupby(keys)["alone"].transform("sum")
+        g = o.assign(share=o["alone"] / total).groupby([*keys, "kind"], sort=True)
+        out = pd.DataFrame({"n_ops": g.size(), "share_alone": g["share"].sum(),
+                            "model": g["pred"].sum() / g["alone"].sum(),
+                            "model_median": g["ratio"].median()})
+        return out
+
+
+def operator_breakdown(rows: pd.DataFrame, model: KernelModel, *, threads: int = 1,
+                       window_s: float = 0.02, n_windows: int = 5,
+                       progress: bool = True) -> OperatorBreakdown:
+    """Time each row's network whole and each of its operators alone, and put the kernel
+    model's prediction beside every operator.
+
+    :func:`additivity_check` with the operators kept: it says whether the kernel law's error
+    on a family is additivity (the network against its operators) or the kernel model, and
+    then which operator kinds carry the model's part. A measurement: run it on a quiet
+    machine.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Measured rows, as :func:`additivity_check`.
+    model : KernelModel
+        A fitted kernel model of this CPU.
+    threads, window_s, n_windows, progress
+        As :func:`additivity_check`.
+
+    Returns
+    -------
+    OperatorBreakdown
+
+    Examples
+    --------
+    >>> bd = operator_breakdown(rows.head(4), model)                    # doctest: +SKIP
+    >>> bd.by_kind()                                                   # doctest: +SKIP
+    """
+    if len(rows) == 0:
+        raise ValueError("operator_breakdown needs at least one row")
+    missing = [c for c in ("family", "resolution", "batch", "precision", "latency_ms")
+               if c not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lack column(s) {missing}")
+    rows = rows.reset_index(drop=True)
+    nets, parts = [], []
+    for i, (net_ms, distinct) in enumerate(_timed_networks(
+            rows, threads=threads, window_s=window_s, n_windows=n_windows, progress=progress)):
+        pred = model.predict(distinct[[*OP_COLUMNS, "batch", "precision"]])
+        parts.append(distinct.assign(net=i, family=str(rows.at[i, "family"]),
+                                     predicted_ms=pred))
+        nets.append({"network_ms": net_ms,
+                     "ops_alone_ms": float((distinct["time_ms"] * distinct["count"]).sum()),
+                     KERNEL_FEATURE: float((pred * distinct["count"]).sum())})
+    cfg = _config_columns(rows)
+    networks = pd.concat([rows[cfg], rows[["latency_ms"]], pd.DataFrame(nets)], axis=1)
+    ops = pd.concat(parts, ignore_index=True)
+    ops = ops[["net", "family", *OP_COLUMNS, "batch", "precision", "count", "time_ms",
+               "predicted_ms", "faults_per_call"]]
+    return OperatorBreakdown(networks.rename_axis("net").reset_index(), ops)
 
 
 # --------------------------------------------------------------------------- paired variants

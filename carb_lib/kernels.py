@@ -67,12 +67,10 @@ from carb_lib.operators import (  # the operator vocabulary, sampler and file, r
 from carb_lib.vocab import FP16_ONEDNN_VARIANT, KERNEL_FEATURE
 
 __all__ = [
-    "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS",
-    "SAMPLER_VERSION", "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append",
-    "faults_per_call",
+    "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
+    "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append", "faults_per_call",
     "holdout_check", "kernel_features", "largest_holdout", "network_ops", "read_bench", "recorded_ops",
-    "sample_kernels", "with_kernel_column",
-]  # fmt: skip
+    "sample_kernels", "with_kernel_column"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +182,8 @@ def faults_per_call(call: Callable[[], Any], n: int = 3) -> float:
 def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02,
                   n_windows: int = 5, platform: str | None = None, progress: bool = True,
                   on_chunk: Callable[[pd.DataFrame], None] | None = None,
-                  chunk: int = 200, keep_heap: bool = False) -> pd.DataFrame:
+                  chunk: int = 200, keep_heap: bool = False,
+                  flush_denormal: bool = True) -> pd.DataFrame:
     """Time every operator of ``ops`` alone on this CPU.
 
     Parameters
@@ -208,6 +207,10 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
         Keep this process's heap first (:func:`carb_lib.heap.keep_heap`, for good): no
         operator then maps its buffers afresh per call, as ``Protocol(cpu_keep_heap=True)``
         does for networks (since session 29).
+    flush_denormal : bool, default=True
+        Flush denormals to zero while timing (``torch.set_flush_denormal``): an in-place ``silu``
+        called again and again halves its values into the denormal range, up to ~50x slower on
+        x86, as a network's SiLU on fresh values never is (rows record ``denormals_flushed``).
 
     Returns
     -------
@@ -216,27 +219,28 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
         after the timing: buffers past glibc's mmap threshold, :func:`faults_per_call`) and
         provenance (``platform``, ``cpu_id``, ``threads``, ``alloc_variant`` (the allocator
         variant, :func:`carb_lib.families._alloc.host_variant`; since session 20),
-        ``torch_version``, ``measured_at``, ``carb_version``, ``git_commit``, ``heap_kept``).
+        ``torch_version``, ``measured_at``, ``carb_version``, ``git_commit``, ``heap_kept``,
+        ``denormals_flushed``).
     """
     import torch
     from tqdm.auto import tqdm
 
+    from carb_lib import heap
     from carb_lib.devices import CpuDevice, cpu_identity
     from carb_lib.families._alloc import host_variant
-    from carb_lib.heap import heap_kept
-    from carb_lib.heap import keep_heap as keep
     from carb_lib.interference import code_version
 
     _check_ops(ops, need=("batch", "precision"))
     if keep_heap:
-        keep()
+        heap.keep_heap()
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
+    flushed = bool(flush_denormal) and torch.set_flush_denormal(True)  # False: not supported
     try:
         plat = platform or CpuDevice().platform
         prov = {"platform": plat, "cpu_id": cpu_identity(), "threads": int(threads),
                 "alloc_variant": str(host_variant()), "torch_version": torch.__version__,
-                "heap_kept": heap_kept(), **code_version()}
+                "heap_kept": heap.heap_kept(), "denormals_flushed": flushed, **code_version()}
         rows: list[dict[str, Any]] = []
         try:
             for _, r in tqdm(ops.iterrows(), total=len(ops), desc="kernels",
@@ -256,6 +260,8 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
             raise
     finally:
         torch.set_num_threads(before)
+        if flushed:
+            torch.set_flush_denormal(False)
     return pd.DataFrame(rows)
 
 

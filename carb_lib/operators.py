@@ -327,11 +327,12 @@ def read_bench(path: Any) -> pd.DataFrame:
 
 def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
                  torch_version: str, cpu_id: str | None = None,
-                 heap_kept: bool | None = None) -> None:
+                 heap_kept: bool | None = None, denormals_flushed: bool | None = None) -> None:
     """Refuse to add operators to a benchmark ``old`` measured otherwise: another platform,
     CPU (``cpu_id``, where ``old`` records it), thread count or PyTorch, heap (``heap_kept``;
-    operators timed before session 29 lack the column and ran with the default heap), or a
-    sample seed it already holds (one clear ``ValueError``)."""
+    operators timed before session 29 lack the column and ran with the default heap),
+    denormals (``denormals_flushed``; absent before session 31: not flushed), or a sample
+    seed it already holds (one clear ``ValueError``)."""
     for col, value in zip(_PROVENANCE, (platform, cpu_id, threads, torch_version), strict=True):
         if value is None:
             continue
@@ -347,6 +348,13 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
             raise ValueError(f"the benchmark holds heap_kept {have}; this run's is "
                              f"{bool(heap_kept)}: measure into a new file instead (or match it "
                              "with --keep-heap / --default-heap)")
+    if denormals_flushed is not None:
+        have = sorted({bool(v) for v in old["denormals_flushed"].fillna(False)}
+                      if "denormals_flushed" in old else {False})
+        if have != [bool(denormals_flushed)]:
+            raise ValueError(f"the benchmark holds denormals_flushed {have}; this run's is "
+                             f"{bool(denormals_flushed)}: measure into a new file instead (its "
+                             "silu rows were timed through denormals, session 31)")
     seeds = _seeds(old)
     if int(seed) in seeds:
         raise ValueError(f"the benchmark already holds the operators of --seed {seed} "
