@@ -135,7 +135,6 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
     -------
     AdditivityCheck
     """
-
     from carb_lib.kernels import with_kernel_column
 
     if len(rows) == 0:
