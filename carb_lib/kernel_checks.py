@@ -137,13 +137,7 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
     """
     from carb_lib.kernels import with_kernel_column
 
-    if len(rows) == 0:
-        raise ValueError("additivity_check needs at least one row")
-    missing = [c for c in ("family", "resolution", "batch", "precision", "latency_ms")
-               if c not in rows.columns]
-    if missing:
-        raise ValueError(f"rows lack column(s) {missing}")
-    rows = rows.reset_index(drop=True)
+    rows = _checked_rows(rows, "additivity_check")
     kern = (with_kernel_column(rows, model)[KERNEL_FEATURE].to_numpy() if model is not None
             else np.full(len(rows), np.nan))
     out = []
@@ -156,6 +150,17 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
     res[KERNEL_FEATURE] = kern
     frame = pd.concat([rows[_config_columns(rows)], rows[["latency_ms"]], res], axis=1)
     return AdditivityCheck(frame[[*_config_columns(rows), *CHECK_COLUMNS]])
+
+
+def _checked_rows(rows: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``rows`` reindexed from 0, or one ``ValueError`` for no rows or a missing column."""
+    if len(rows) == 0:
+        raise ValueError(f"{what} needs at least one row")
+    missing = [c for c in ("family", "resolution", "batch", "precision", "latency_ms")
+               if c not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lack column(s) {missing}")
+    return rows.reset_index(drop=True)
 
 
 def _config_columns(rows: pd.DataFrame) -> list[str]:
@@ -264,13 +269,7 @@ def operator_breakdown(rows: pd.DataFrame, model: KernelModel, *, threads: int =
     >>> bd = operator_breakdown(rows.head(4), model)                    # doctest: +SKIP
     >>> bd.by_kind()                                                   # doctest: +SKIP
     """
-    if len(rows) == 0:
-        raise ValueError("operator_breakdown needs at least one row")
-    missing = [c for c in ("family", "resolution", "batch", "precision", "latency_ms")
-               if c not in rows.columns]
-    if missing:
-        raise ValueError(f"rows lack column(s) {missing}")
-    rows = rows.reset_index(drop=True)
+    rows = _checked_rows(rows, "operator_breakdown")
     nets, parts = [], []
     for i, (net_ms, distinct) in enumerate(_timed_networks(
             rows, threads=threads, window_s=window_s, n_windows=n_windows, progress=progress)):
