@@ -154,6 +154,7 @@ def cross_family_evaluation(
     default_method: str = "blend",
     latency_law: str = "roofline",
     siblings: bool = False,
+    source_params: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> CrossFamilyResult:
     """Zero-shot, few-shot and own-model accuracy on families the source model never saw.
@@ -191,6 +192,10 @@ def cross_family_evaluation(
         out of its source; its split, k rows and scores are those of ``siblings=False`` with
         the same seed, so the two results pair seed by seed. Needs two or more families in
         ``target``.
+    source_params : dict, optional
+        :class:`~carb_lib.ensemble.CARBRegressor` parameters that override the preset's in the
+        source model only (e.g. ``{"regime_shrink": 0.0}``: no small-batch corrector); the own
+        model keeps the preset.
     progress : bool, default=True
         A tqdm bar over seeds x families.
 
@@ -246,10 +251,11 @@ def cross_family_evaluation(
     for seed in range(n_seeds):
         params = {**_preset(preset, targets=targets, random_state=seed),
                   "latency_law": latency_law}
-        src_model = None if siblings else fit_quiet({**params, "feature_set": "shared"}, src)
+        src_params = {**params, **(source_params or {}), "feature_set": "shared"}
+        src_model = None if siblings else fit_quiet(src_params, src)
         for family in families:
             if siblings:  # this family's source: the source rows and its siblings' rows
-                src_model = fit_quiet({**params, "feature_set": "shared"},
+                src_model = fit_quiet(src_params,
                                       pd.concat([src, tgt[tgt_fams != family]], ignore_index=True))
             rows_f = tgt[tgt_fams == family].reset_index(drop=True)
             split = grouped_split(rows_f, (1 - test_fraction, 0.0, test_fraction),
@@ -306,6 +312,7 @@ def cross_family_evaluation(
                 "targets": list(targets), "methods": list(methods),
                 "default_method": default_method, "test_fraction": test_fraction,
                 "latency_law": latency_law, "siblings": bool(siblings),
+                "source_params": dict(source_params or {}),
                 "source_rows": src["family"].astype(str).value_counts().to_dict(),
                 "target_rows": tgt["family"].astype(str).value_counts().to_dict(),
                 "notes": notes},
