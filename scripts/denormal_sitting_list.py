@@ -9,8 +9,9 @@ Each family (``mobilenetv2``, ``vgg``, ``efficientnet``) gets ``--per-family`` s
 draws of its sampler (:func:`new_families_campaign.independent`, seed ``--seed + 1000 * i``),
 whole-batch FLOPs under ``--cap-gflop`` (4), fp16 with probability ``--fp16-share`` (0.25) and
 fp16 rows above ``--fp16-cap-gflop`` (0.25) dropped, none of them a config of any ``MEASURED``
-file; a family whose space holds too few such draws (vgg) gets its grid's remaining configs under
-the caps in a seeded order instead. ``carb profile`` shuffles the list, so a campaign stopped by its time budget covers the
+file. A family whose sampler runs short of twice that many new draws gets ``--per-family``
+draws; one short of those too (vgg) gets its grid's remaining configs under the caps in a
+seeded order instead. ``carb profile`` shuffles the list, so a campaign stopped by its time budget covers the
 families evenly. The list is a function of the arguments and of the ``MEASURED`` files.
 """
 
@@ -50,10 +51,15 @@ def main(argv: list[str] | None = None) -> int:
                ["config_id"].astype(str))
     parts = []
     for i, family in enumerate(NEW_FAMILIES):
-        try:
-            ind = independent(family, 2 * a.per_family, a.cap_gflop * 1e9, a.seed + 1000 * i,
-                              a.fp16_share, done)
-        except SystemExit:  # a small space (vgg): every config left under the caps, seeded
+        ind = None
+        for n in (2 * a.per_family, a.per_family):  # the second when the space runs short
+            try:
+                ind = independent(family, n, a.cap_gflop * 1e9, a.seed + 1000 * i,
+                                  a.fp16_share, done)
+                break
+            except SystemExit:
+                continue
+        if ind is None:  # a small space (vgg): every config left under the caps, seeded
             ind = _rest_of_grid(family, a.cap_gflop * 1e9, a.seed + 1000 * i, done)
         parts.append(_drop_slow_fp16(ind, a.fp16_cap_gflop * 1e9).head(a.per_family))
     out = pd.concat(parts, ignore_index=True).drop(columns=["flops"])
