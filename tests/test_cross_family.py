@@ -496,3 +496,35 @@ def test_kernel_law_rows_reads_prepares_and_adds_the_kernel_column(tmp_path):
     # one kernel model for every dataset: the same network gets the same kernel time
     both = pd.concat([a, b])
     assert both.groupby(["config_id"])[KERNEL_FEATURE].nunique().max() == 1
+
+
+def test_source_params_override_the_preset_in_the_source_model_only(rows, monkeypatch):
+    """``source_params`` reaches the source model's parameters and not the own model's; the
+    zero-shot predictions change with them, the split and k rows do not."""
+    from carb_lib.evaluation import cross_family as cf
+
+    src, tgt = rows
+    seen: list[dict] = []
+    real = cf.fit_quiet
+
+    def spy(params, data):
+        seen.append(dict(params))
+        return real(params, data)
+
+    monkeypatch.setattr(cf, "fit_quiet", spy)
+    kw = {"families": ["efficientnet"], "ks": (10,), "n_seeds": 1, "preset": "test",
+          "targets": ("latency_ms",), "methods": ("offset",), "default_method": "offset",
+          "progress": False}
+    plain = cross_family_evaluation(src, tgt, **kw)
+    assert plain.params["source_params"] == {}
+    seen.clear()
+    off = cross_family_evaluation(src, tgt, source_params={"regime_shrink": 0.0}, **kw)
+    shared = [p for p in seen if p["feature_set"] == "shared"]
+    own = [p for p in seen if p["feature_set"] == "static"]
+    assert [p["regime_shrink"] for p in shared] == [0.0]
+    assert own and all(p.get("regime_shrink") != 0.0 for p in own)  # the preset's
+    assert off.params["source_params"] == {"regime_shrink": 0.0}
+    a, b = (r.scores.set_index(["model", "k"]) for r in (plain, off))
+    assert (a["n_test"] == b["n_test"]).all()
+    assert a.loc[("own_model", 0), "mape_pct"] == b.loc[("own_model", 0), "mape_pct"]
+    assert a.loc[("zero_shot", 0), "mape_pct"] != b.loc[("zero_shot", 0), "mape_pct"]

@@ -359,3 +359,31 @@ def test_the_scorer_judges_each_prediction_from_the_three_benchmarks(monkeypatch
     assert mod.main(["P", "--tag", "t"]) == 0
     got = verdicts((res / "score.txt").read_text(), "AC")
     assert got["AC1"] == "MISSED" and got["AC6"] == "MISSED" and got["AC2"] == "HELD"
+
+
+# --------------------------------------------------------------------------- pre-registration AD
+def _ad_scores(gaps: list[float], eff: float = 11.0) -> pd.DataFrame:
+    """Paired per-seed offset scores: the default's families at (eff, 8, 5) %, the variant's
+    shifted by each seed's gap; Spearman 0.99."""
+    rows = []
+    for seed, g in enumerate(gaps):
+        for fam, base in (("efficientnet", eff), ("mobilenetv2", 8.0), ("vgg", 5.0)):
+            for variant, shift in (("default", 0.0), ("no corrector", g)):
+                rows.append({"seed": seed, "family": fam, "target": "latency_ms",
+                             "model": "offset", "k": 10, "variant": variant,
+                             "mape_pct": base + shift, "spearman": 0.99})
+    return pd.DataFrame(rows)
+
+
+def test_the_corrector_scorer_judges_the_paired_seeds():
+    mod = load_script("source_corrector_score")
+    lines: list[str] = []
+    mod.judge_scores(_ad_scores([-0.5, -0.2, 0.1, -0.3, 0.2]), lines)
+    got = verdicts("\n".join(lines), "AD")
+    assert got == {"AD1": "HELD", "AD2": "HELD", "AD3": "HELD", "AD4": "HELD"}
+    assert "per-seed gap -0.50, -0.20, +0.10, -0.30, +0.20 (mean -0.14" in lines[1]
+    lines.clear()
+    mod.judge_scores(_ad_scores([0.4, -0.1, 0.1, 0.2, -0.9], eff=9.0), lines)
+    got = verdicts("\n".join(lines), "AD")
+    # the mean still favours the variant, but on 2 of 5 seeds only; efficientnet under 10 %
+    assert got == {"AD1": "HELD", "AD2": "MISSED", "AD3": "MISSED", "AD4": "HELD"}
