@@ -59,23 +59,23 @@ def main(argv: list[str] | None = None) -> int:
     def cell(folder: str, split: str, col: str) -> float:
         return replication_cell(files[folder], split, col)
 
-    r2 = cell("replication", "batch_small", "r2_mean")
+    r2 = cell("replication", "batch_small", "r2")
     judge("AE1", f"kernel law, small batches held out: R² {r2:.3f} (Z kept "
-          f"{cell('before replication', 'batch_small', 'r2_mean'):.3f}); predicted >= 0.95",
+          f"{cell('before replication', 'batch_small', 'r2'):.3f}); predicted >= 0.95",
           r2 >= 0.95)
-    w = cell("replication", "random", "within_10pct_mean")
-    wb = cell("before replication", "random", "within_10pct_mean")
+    w = cell("replication", "random", "within_10pct")
+    wb = cell("before replication", "random", "within_10pct")
     judge("AE2", f"random split within ±10 %: {w:.1%} (Z kept {wb:.1%}); predicted >= 93 %",
           w >= 0.93)
     judge("AE3", f"the same {w:.1%}; predicted below issue 14's 95 %", w < 0.95)
-    mape = cell("replication", "random", "mape_pct_mean")
+    mape = cell("replication", "random", "mape_pct")
     judge("AE4", f"random split MAPE {mape:.2f} % (Z kept "
-          f"{cell('before replication', 'random', 'mape_pct_mean'):.2f}); predicted <= 4.2 %",
+          f"{cell('before replication', 'random', 'mape_pct'):.2f}); predicted <= 4.2 %",
           mape <= 4.2)
     lines += ["", judge.held_line(), "", "reported, not judged:"]
     lines.append("large batches held out, R² kernel "
-                 f"{cell('replication', 'batch_large', 'r2_mean'):.3f} (Z kept "
-                 f"{cell('before replication', 'batch_large', 'r2_mean'):.3f})")
+                 f"{cell('replication', 'batch_large', 'r2'):.3f} (Z kept "
+                 f"{cell('before replication', 'batch_large', 'r2'):.3f})")
     now, then = (d.loc[d["status"].astype(str) == "ok", [*ROW_KEY, "latency_ms"]]
                  for d in (read_dataset(files["rows"]), read_dataset(files["before rows"])))
     pr = now.merge(then, on=ROW_KEY, suffixes=("_now", "_then"))

@@ -387,3 +387,51 @@ def test_the_corrector_scorer_judges_the_paired_seeds():
     got = verdicts("\n".join(lines), "AD")
     # the mean still favours the variant, but on 2 of 5 seeds only; efficientnet under 10 %
     assert got == {"AD1": "HELD", "AD2": "MISSED", "AD3": "MISSED", "AD4": "HELD"}
+
+
+# --------------------------------------------------------------------------- pre-registration AE
+def _replication(folder: Path, r2_small: float, within: float, mape: float) -> None:
+    folder.mkdir(parents=True)
+    pd.DataFrame({"split": ["random (test part)", "batch_small (batch<=8 held out)",
+                            "batch_large (batch>=64 held out)", "batch_small (batch<=8 held out)"],
+                  "law": ["kernel", "kernel", "kernel", "roofline"],
+                  "r2": [0.99, r2_small, 0.97, 0.80],
+                  "within_10pct": [within, 0.6, 0.7, 0.3],
+                  "mape_pct": [mape, 9.0, 7.0, 28.0]}).to_csv(
+        folder / "replication_summary.csv", index=False)
+
+
+def test_the_steady_sitting_scorer_judges_the_replication(monkeypatch, tmp_path):
+    mod = load_script("steady_sitting_score")
+    res = tmp_path / "results" / "measurement" / "P_session31_steady"
+    res.mkdir(parents=True)
+    pd.DataFrame({"status": ["ok"] * 4 + ["error"], "latency_ms": [8.0, 8.1, 7.9, 8.0, 50.0]}
+                 ).to_parquet(res / "reference.parquet")
+    _replication(tmp_path / "results/carb/replication_P_session31_steady", 0.955, 0.94, 4.0)
+    _replication(tmp_path / "results/carb/replication_P_session30_kept", 0.934, 0.912, 4.38)
+    rows = pd.DataFrame({"config_id": list("abcd"), "batch": 1, "precision": "fp32",
+                         "status": "ok"})
+    (tmp_path / "data/other_cpus").mkdir(parents=True)
+    rows.assign(latency_ms=[1.0, 2.0, 3.0, 4.0]).to_parquet(
+        tmp_path / "data/other_cpus/P_session31_steady.parquet")
+    rows.assign(latency_ms=[1.1, 2.2, 3.3, 6.0]).to_parquet(
+        tmp_path / "data/other_cpus/P_session30_kept.parquet")
+    monkeypatch.setattr(mod, "read_dataset", pd.read_parquet)
+    monkeypatch.chdir(tmp_path)
+    assert mod.main(["P"]) == 0
+    text = (res / "score.txt").read_text()
+    assert verdicts(text, "AE") == {"AE0": "HELD", "AE1": "HELD", "AE2": "HELD", "AE3": "HELD",
+                                    "AE4": "HELD"}
+    assert "4 runs, median 8.00 ms, CV 1.0%" in text  # the error row is not a timing
+    assert "rows paired with session30_kept: 4, median ratio now / then 0.909" in text
+    assert "within ±10 % once divided out 75.0%" in text
+    _replication(tmp_path / "results/carb/replication_P_x", 0.94, 0.96, 4.5)
+    (tmp_path / "data/other_cpus/P_x.parquet").write_bytes(
+        (tmp_path / "data/other_cpus/P_session31_steady.parquet").read_bytes())
+    (tmp_path / "results/measurement/P_x").mkdir()
+    pd.DataFrame({"status": "ok", "latency_ms": [8.0, 9.0, 7.0, 8.5]}).to_parquet(
+        tmp_path / "results/measurement/P_x/reference.parquet")
+    assert mod.main(["P", "--tag", "x"]) == 0
+    got = verdicts((tmp_path / "results/measurement/P_x/score.txt").read_text(), "AE")
+    assert got == {"AE0": "MISSED", "AE1": "MISSED", "AE2": "HELD", "AE3": "MISSED",
+                   "AE4": "MISSED"}
