@@ -122,22 +122,34 @@ def evaluate(bench: pd.DataFrame, source: pd.DataFrame, target: pd.DataFrame, se
             batch_residuals(res.predictions, tgt))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def sitting_args(doc: str, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments of AC's scorers: platform, ``--tag`` (AC's sitting), ``--source``,
+    ``--seeds``; warnings silenced."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("platform")
-    ap.add_argument("--tag", default="session31_flushed")
+    ap.add_argument("--tag", default="session31_flushed", help="pre-registration AC's sitting")
     ap.add_argument("--source", type=Path, default=None,
                     help="ResNet source rows (default data/other_cpus/PLATFORM_session30_kept.parquet)")
     ap.add_argument("--seeds", type=int, default=5)
     a = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
+    return a
+
+
+def sitting_files(a: argparse.Namespace) -> dict[str, Path]:
+    """AC's two operator draws, the source rows and AC's new-family rows."""
+    p, tag = a.platform, a.tag
+    return {"v3 draw": Path(f"data/kernels/{p}_{tag}.parquet"),
+            "v4 draw": Path(f"data/kernels/{p}_{tag}_sampler4.parquet"),
+            "source rows": a.source or Path(f"data/other_cpus/{p}_session30_kept.parquet"),
+            "new-family rows": Path(f"data/other_cpus/new_families/{p}_{tag}.parquet")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = sitting_args(__doc__, argv)
     p, tag = a.platform, a.tag
     res_dir = Path(f"results/measurement/{p}_{tag}")
-    files = {"v3 draw": Path(f"data/kernels/{p}_{tag}.parquet"),
-             "v4 draw": Path(f"data/kernels/{p}_{tag}_sampler4.parquet"),
-             "silu retime": res_dir / "silu_retime.parquet",
-             "source rows": a.source or Path(f"data/other_cpus/{p}_session30_kept.parquet"),
-             "new-family rows": Path(f"data/other_cpus/new_families/{p}_{tag}.parquet")}
+    files = {**sitting_files(a), "silu retime": res_dir / "silu_retime.parquet"}
     for what, f in files.items():
         if not f.exists():
             print(f"denormal_sitting_score: no {what} file {f}", file=sys.stderr)

@@ -16,9 +16,7 @@ writes ``score.txt`` and ``scores.csv`` beside the pre-registration:
 
 from __future__ import annotations
 
-import argparse
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +24,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from denormal_sitting_score import sitting_args, sitting_files  # noqa: E402
 from kept_heap_sitting_score import Judge, write_score  # noqa: E402
 
 from carb_lib import kernels  # noqa: E402
@@ -66,20 +65,10 @@ def judge_scores(scores: pd.DataFrame, lines: list[str]) -> Judge:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("platform")
-    ap.add_argument("--tag", default="session31_flushed", help="pre-registration AC's sitting")
-    ap.add_argument("--source", type=Path, default=None,
-                    help="ResNet source rows (default data/other_cpus/PLATFORM_session30_kept.parquet)")
-    ap.add_argument("--seeds", type=int, default=5)
-    a = ap.parse_args(argv)
-    warnings.filterwarnings("ignore")
+    a = sitting_args(__doc__, argv)
     p, tag = a.platform, a.tag
     out = Path(f"results/measurement/{p}_session31_corrector")
-    files = {"v3 draw": Path(f"data/kernels/{p}_{tag}.parquet"),
-             "v4 draw": Path(f"data/kernels/{p}_{tag}_sampler4.parquet"),
-             "source rows": a.source or Path(f"data/other_cpus/{p}_session30_kept.parquet"),
-             "new-family rows": Path(f"data/other_cpus/new_families/{p}_{tag}.parquet")}
+    files = sitting_files(a)
     for what, f in files.items():
         if not f.exists():
             print(f"source_corrector_score: no {what} file {f}", file=sys.stderr)
