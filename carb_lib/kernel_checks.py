@@ -148,8 +148,9 @@ def additivity_check(rows: pd.DataFrame, model: KernelModel | None = None, *, th
                     "n_ops": int(distinct["count"].sum())})
     res = pd.DataFrame(out)
     res[KERNEL_FEATURE] = kern
-    frame = pd.concat([rows[_config_columns(rows)], rows[["latency_ms"]], res], axis=1)
-    return AdditivityCheck(frame[[*_config_columns(rows), *CHECK_COLUMNS]])
+    cfg = _config_columns(rows)
+    frame = pd.concat([rows[cfg], rows[["latency_ms"]], res], axis=1)
+    return AdditivityCheck(frame[[*cfg, *CHECK_COLUMNS]])
 
 
 def _checked_rows(rows: pd.DataFrame, what: str) -> pd.DataFrame:
