@@ -7,11 +7,12 @@ now does (``--default-heap`` for glibc's default), and writes:
 * ``networks.csv``: per network, the stored latency, the network now, its operators alone and
   the kernel model's sum;
 * ``ops.csv``: per network and distinct operator, timed alone and predicted;
-* ``breakdown.txt``: per group (``--by``) the additivity and model ratios, then per operator
+* ``breakdown.txt``: per group the additivity and model ratios, then per operator
   kind its share of the operator time and predicted / timed alone.
 
-Groups: ``--groups`` splits the sample by batch (``small``: batch <= 2, ``large``: >= 8) beside
-family and precision. A measurement: run it on a quiet machine, nothing else running.
+The sample takes ``--per-group`` rows of each family, precision and batch group
+(:data:`BATCH_GROUPS`: ``small``, batch <= 2; ``large``, batch >= 8), and the summaries are
+per group. A measurement: run it on a quiet machine, nothing else running.
 
 ``python scripts/kernel_op_breakdown.py ROWS.parquet [ROWS2 ...] --bench B1 [B2 ...]
 --families efficientnet mobilenetv2 --per-group 6 --out results/carb/op_breakdown_<platform>``

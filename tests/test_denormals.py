@@ -435,3 +435,18 @@ def test_the_steady_sitting_scorer_judges_the_replication(monkeypatch, tmp_path)
     got = verdicts((tmp_path / "results/measurement/P_x/score.txt").read_text(), "AE")
     assert got == {"AE0": "MISSED", "AE1": "MISSED", "AE2": "HELD", "AE3": "MISSED",
                    "AE4": "MISSED"}
+
+
+def test_the_breakdown_script_groups_batches_and_names_a_missing_family(tmp_path):
+    mod = load_script("kernel_op_breakdown")
+    got = mod.batch_group(pd.Series([1, 2, 4, 8, 256]))
+    assert got.where(got.notna(), "none").tolist() == ["small", "small", "none", "large",
+                                                       "large"]
+    rows = ROOT / "data" / "other_cpus" / "new_families" / "cpu_xeon_gnr_2c_session31_flushed.parquet"
+    bench = ROOT / "data" / "kernels" / "cpu_xeon_gnr_2c_session31_flushed.parquet"
+    r = subprocess.run([sys.executable, "scripts/kernel_op_breakdown.py", str(rows), "--bench",
+                        str(bench), "--families", "resnet", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip().endswith(
+        "--families: no rows of ['resnet'] in the datasets")
+    assert not (tmp_path / "o").exists()
