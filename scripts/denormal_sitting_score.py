@@ -36,7 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kept_heap_sitting_score import Judge, write_score  # noqa: E402
+from kept_heap_sitting_score import Judge, missing_file, write_score  # noqa: E402
 
 from carb_lib import kernels  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
@@ -150,10 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     p, tag = a.platform, a.tag
     res_dir = Path(f"results/measurement/{p}_{tag}")
     files = {**sitting_files(a), "silu retime": res_dir / "silu_retime.parquet"}
-    for what, f in files.items():
-        if not f.exists():
-            print(f"denormal_sitting_score: no {what} file {f}", file=sys.stderr)
-            return 2
+    if missing_file("denormal_sitting_score", files):
+        return 2
     bench = kernels.read_bench([str(files["v3 draw"]), str(files["v4 draw"])])
     pairs = retime_pairs(pd.read_parquet(files["silu retime"]))
     lines = [f"# python scripts/denormal_sitting_score.py {p} --tag {tag} --source "

@@ -35,6 +35,7 @@ from kept_heap_sitting_score import (  # noqa: E402
     LARGE_SHARE,
     Judge,
     memory_identical,
+    missing_file,
     paired_rows,
     write_score,
 )
@@ -65,10 +66,8 @@ def main(argv: list[str] | None = None) -> int:
              "default reference": res / "default_reference.parquet",
              "kept reference": res / "kept_reference.parquet", "list": res / "list.parquet",
              "operators": ops_path}
-    for what, f in files.items():
-        if not f.exists():
-            print(f"heap_interleaved_score: no {what} file {f}", file=sys.stderr)
-            return 2
+    if missing_file("heap_interleaved_score", files):
+        return 2
     variant = parse_variant(a.variant)
     cost = KernelModel(faults=variant).fit(read_bench(ops_path)).fault_ms_per_mib_
     d_rows, k_rows = read_dataset(files["default rows"]), read_dataset(files["kept rows"])

@@ -113,6 +113,16 @@ def memory_identical(pr: pd.DataFrame, a: str, b: str) -> float:
     return float(np.isclose(pr[a], pr[b], rtol=0, atol=1e-6).mean())
 
 
+def missing_file(script: str, files: dict[str, Path]) -> bool:
+    """Whether a scorer's input is missing: the first absent one of ``files`` (what -> path) is
+    named in one line on stderr, ``SCRIPT: no WHAT file PATH``."""
+    for what, f in files.items():
+        if not f.exists():
+            print(f"{script}: no {what} file {f}", file=sys.stderr)
+            return True
+    return False
+
+
 def write_score(out: Path, lines: list[str]) -> str:
     """The judgement's lines as ``out/score.txt``, also printed; returns the text."""
     text = "\n".join(lines) + "\n"
@@ -148,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
              "kept rows": Path(f"data/other_cpus/{p}_{tag}.parquet"),
              "before rows": Path(f"data/other_cpus/{p}_{a.before}.parquet"),
              "replication": Path(f"results/carb/replication_{p}_{tag}/replication_summary.csv")}
-    for what, f in files.items():
-        if not f.exists():
-            print(f"kept_heap_sitting_score: no {what} file {f}", file=sys.stderr)
-            return 2
+    if missing_file("kept_heap_sitting_score", files):
+        return 2
     out = a.out or Path(f"results/measurement/{p}_{tag}")
     out.mkdir(parents=True, exist_ok=True)
     variant = parse_variant(a.variant)

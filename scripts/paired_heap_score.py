@@ -41,6 +41,7 @@ from kept_heap_sitting_score import (  # noqa: E402
     FAULTS,
     Judge,
     memory_identical,
+    missing_file,
     paired_ops,
     paired_rows,
     replication_cell,
@@ -89,10 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         files[f"{side} reference"] = Path(f"results/measurement/{p}_{tag}/reference.parquet")
         files[f"{side} replication"] = Path(
             f"results/carb/replication_{p}_{tag}/replication_summary.csv")
-    for what, f in files.items():
-        if not f.exists():
-            print(f"paired_heap_score: no {what} file {f}", file=sys.stderr)
-            return 2
+    if missing_file("paired_heap_score", files):
+        return 2
     out = a.out or Path(f"results/measurement/{p}_{a.kept}")
     out.mkdir(parents=True, exist_ok=True)
     variant = parse_variant(a.variant)

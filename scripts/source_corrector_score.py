@@ -25,7 +25,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from denormal_sitting_score import sitting_args, sitting_files  # noqa: E402
-from kept_heap_sitting_score import Judge, write_score  # noqa: E402
+from kept_heap_sitting_score import Judge, missing_file, write_score  # noqa: E402
 
 from carb_lib import kernels  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
@@ -69,10 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p, tag = a.platform, a.tag
     out = Path(f"results/measurement/{p}_session31_corrector")
     files = sitting_files(a)
-    for what, f in files.items():
-        if not f.exists():
-            print(f"source_corrector_score: no {what} file {f}", file=sys.stderr)
-            return 2
+    if missing_file("source_corrector_score", files):
+        return 2
     from carb_lib.evaluation import cross_family_evaluation
 
     km = kernels.KernelModel(random_state=0).fit(

@@ -25,7 +25,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kept_heap_sitting_score import ROW_KEY, Judge, replication_cell, write_score  # noqa: E402
+from kept_heap_sitting_score import (  # noqa: E402
+    ROW_KEY,
+    Judge,
+    missing_file,
+    replication_cell,
+    write_score,
+)
 from paired_heap_score import reference_stats  # noqa: E402
 
 from carb_lib.dataset import read_dataset  # noqa: E402
@@ -46,10 +52,8 @@ def main(argv: list[str] | None = None) -> int:
              "before replication": Path(f"results/carb/replication_{p}_{a.before}"),
              "rows": Path(f"data/other_cpus/{p}_{a.tag}.parquet"),
              "before rows": Path(f"data/other_cpus/{p}_{a.before}.parquet")}
-    for what, f in files.items():
-        if not f.exists():
-            print(f"steady_sitting_score: no {what} file {f}", file=sys.stderr)
-            return 2
+    if missing_file("steady_sitting_score", files):
+        return 2
     lines = [f"# python scripts/steady_sitting_score.py {p} --tag {a.tag} --before {a.before}", ""]
     judge = Judge(lines)
     med, cv, n = reference_stats(files["reference"])
