@@ -78,47 +78,67 @@ def arm_benches(bench: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, pd.DataFr
     return out
 
 
+def _zero_shot(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The zero-shot latency predictions with their row's ``precision`` (read by
+    ``config_id``) and ``r`` = log(measured / predicted)."""
+    p = pred[(pred["model"] == "zero_shot") & (pred["target"] == "latency_ms")]
+    prec = rows.drop_duplicates("config_id").set_index("config_id")["precision"]
+    return p.assign(precision=p["config_id"].map(prec).astype(str),
+                    r=np.log(p["measured"] / p["predicted"]))
+
+
 def residuals(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Median, sd and count of log(measured / predicted) of the zero-shot latency predictions,
     per family and precision (and ``all``), the rows' precision read by ``config_id``."""
-    p = pred[(pred["model"] == "zero_shot") & (pred["target"] == "latency_ms")]
-    prec = rows.drop_duplicates("config_id").set_index("config_id")["precision"]
-    p = p.assign(precision=p["config_id"].map(prec).astype(str),
-                 r=np.log(p["measured"] / p["predicted"]))
+    p = _zero_shot(pred, rows)
     both = pd.concat([p, p.assign(precision="all")])
     return both.groupby(["family", "precision"])["r"].agg(["median", "std", "size"])
 
 
 def batch_residuals(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Median zero-shot log residual (and count) per family, precision and batch bin."""
-    p = pred[(pred["model"] == "zero_shot") & (pred["target"] == "latency_ms")]
-    prec = rows.drop_duplicates("config_id").set_index("config_id")["precision"]
-    p = p.assign(precision=p["config_id"].map(prec).astype(str),
-                 batches=pd.cut(p["batch"], BATCH_BINS),
-                 r=np.log(p["measured"] / p["predicted"]))
-    return p.groupby(["family", "precision", "batches"], observed=True)["r"].agg(
-        ["median", "size"])
+    p = _zero_shot(pred, rows)
+    return p.assign(batches=pd.cut(p["batch"], BATCH_BINS)).groupby(
+        ["family", "precision", "batches"], observed=True)["r"].agg(["median", "size"])
 
 
 #: Batch bins of the reported residuals.
 BATCH_BINS = [0, 2, 8, 32, 256]
 
 
-def evaluate(bench: pd.DataFrame, source: pd.DataFrame, target: pd.DataFrame, seeds: int):
-    """The pre-registered cross-family run with one benchmark: (summary, residuals, per-seed
-    ``offset`` latency MAPE per family, residuals by batch)."""
+def kernel_rows(bench: pd.DataFrame, source: pd.DataFrame, target: pd.DataFrame, *,
+                kernel_seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The source and target rows with the kernel law's input from ``bench``
+    (``KernelModel(random_state=kernel_seed)``)."""
+    km = kernels.KernelModel(random_state=kernel_seed).fit(bench)
+    return kernels.with_kernel_column(source, km), kernels.with_kernel_column(target, km)
+
+
+def offset_cell(source: pd.DataFrame, target: pd.DataFrame, seeds: int, *,
+                source_params: dict | None = None):
+    """Issue 15's cell as the session-31 pre-registrations run it: ``offset`` with k = 10, the
+    kernel law, the default preset, no own model, ``seeds`` paired seeds."""
     from carb_lib.evaluation import cross_family_evaluation
 
-    km = kernels.KernelModel(random_state=0).fit(bench)
-    src = kernels.with_kernel_column(source, km)
-    tgt = kernels.with_kernel_column(target, km)
-    res = cross_family_evaluation(src, tgt, ks=(10,), n_seeds=seeds, methods=("offset",),
-                                  own_model=False, latency_law="kernel", preset="default",
-                                  default_method="offset", progress=False)
-    sc = res.scores
-    per_seed = sc[(sc["target"] == "latency_ms") & (sc["model"] == "offset")].set_index(
-        ["family", "seed"])["mape_pct"]
-    return (res.summary, residuals(res.predictions, tgt), per_seed,
+    return cross_family_evaluation(source, target, ks=(10,), n_seeds=seeds,
+                                   methods=("offset",), own_model=False, latency_law="kernel",
+                                   preset="default", default_method="offset",
+                                   source_params=source_params, progress=False)
+
+
+def offset_mape(scores: pd.DataFrame) -> pd.Series:
+    """The ``offset`` latency MAPE (%) of each family and seed."""
+    s = scores[(scores["target"] == "latency_ms") & (scores["model"] == "offset")]
+    return s.set_index(["family", "seed"])["mape_pct"]
+
+
+def evaluate(bench: pd.DataFrame, source: pd.DataFrame, target: pd.DataFrame, seeds: int, *,
+             kernel_seed: int = 0):
+    """The pre-registered cross-family run with one benchmark: (summary, residuals, per-seed
+    ``offset`` latency MAPE per family, residuals by batch)."""
+    src, tgt = kernel_rows(bench, source, target, kernel_seed=kernel_seed)
+    res = offset_cell(src, tgt, seeds)
+    return (res.summary, residuals(res.predictions, tgt), offset_mape(res.scores),
             batch_residuals(res.predictions, tgt))
 
 

@@ -21,15 +21,19 @@ from __future__ import annotations
 
 import argparse
 import io
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from carb_lib import kernels
-from carb_lib.dataset import read_dataset
-from carb_lib.evaluation import cross_family_evaluation
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from denormal_sitting_score import kernel_rows, offset_cell  # noqa: E402
+
+from carb_lib import kernels  # noqa: E402
+from carb_lib.dataset import read_dataset  # noqa: E402
 
 #: name -> (ResNet source, new-family rows, operator benchmark files); none of session 31.
 SETS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -65,15 +69,9 @@ def main() -> None:
     for name, (src_f, tgt_f, bench_f) in SETS.items():
         print(f"{name} ...", flush=True)
         bench = kernels.read_bench(list(bench_f) if len(bench_f) > 1 else bench_f[0])
-        km = kernels.KernelModel(random_state=0).fit(bench)
-        src = kernels.with_kernel_column(read_dataset(src_f), km)
-        tgt = kernels.with_kernel_column(read_dataset(tgt_f), km)
+        src, tgt = kernel_rows(bench, read_dataset(src_f), read_dataset(tgt_f))
         for variant, params in VARIANTS.items():
-            res = cross_family_evaluation(src, tgt, ks=(10,), n_seeds=args.seeds,
-                                          methods=("offset",), own_model=False,
-                                          latency_law="kernel", preset="default",
-                                          default_method="offset", source_params=params,
-                                          progress=False)
+            res = offset_cell(src, tgt, args.seeds, source_params=params)
             sc = res.scores[res.scores["target"] == "latency_ms"]
             rows.append(sc.assign(set=name, variant=variant))
     scores = pd.concat(rows, ignore_index=True)

@@ -24,7 +24,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from denormal_sitting_score import sitting_args, sitting_files  # noqa: E402
+from denormal_sitting_score import (  # noqa: E402
+    kernel_rows,
+    offset_cell,
+    sitting_args,
+    sitting_files,
+)
 from kept_heap_sitting_score import Judge, missing_file, write_score  # noqa: E402
 
 from carb_lib import kernels  # noqa: E402
@@ -71,19 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     files = sitting_files(a)
     if missing_file("source_corrector_score", files):
         return 2
-    from carb_lib.evaluation import cross_family_evaluation
-
-    km = kernels.KernelModel(random_state=0).fit(
-        kernels.read_bench([str(files["v3 draw"]), str(files["v4 draw"])]))
-    src = kernels.with_kernel_column(read_dataset(files["source rows"]), km)
-    tgt = kernels.with_kernel_column(read_dataset(files["new-family rows"]), km)
+    src, tgt = kernel_rows(kernels.read_bench([str(files["v3 draw"]), str(files["v4 draw"])]),
+                           read_dataset(files["source rows"]),
+                           read_dataset(files["new-family rows"]))
     parts = []
     for name, params in VARIANTS.items():
         print(f"source {name}: cross-family evaluation, {a.seeds} seeds", flush=True)
-        res = cross_family_evaluation(src, tgt, ks=(10,), n_seeds=a.seeds, methods=("offset",),
-                                      own_model=False, latency_law="kernel", preset="default",
-                                      default_method="offset", source_params=params,
-                                      progress=False)
+        res = offset_cell(src, tgt, a.seeds, source_params=params)
         parts.append(res.scores.assign(variant=name))
     scores = pd.concat(parts, ignore_index=True)
     lines = [f"# python scripts/source_corrector_score.py {p} --tag {tag} --source "
