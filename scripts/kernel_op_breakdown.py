@@ -30,7 +30,7 @@ import pandas as pd
 from carb_lib import kernels
 from carb_lib.dataset import read_dataset
 from carb_lib.heap import keep_heap
-from carb_lib.kernel_checks import operator_breakdown
+from carb_lib.kernel_checks import OperatorBreakdown, operator_breakdown
 
 #: Batch groups of the sample: (name, smallest batch, largest batch).
 BATCH_GROUPS: tuple[tuple[str, int, int], ...] = (("small", 1, 2), ("large", 8, 1 << 30))
@@ -86,7 +86,7 @@ def main() -> None:
     ratios = r.groupby(keys)[["additivity", "model", "law_input", "repeat"]].agg(
         lambda x: float(np.exp(np.median(np.log(x)))))
     ratios.insert(0, "n", r.groupby(keys).size())
-    by_kind = type(bd)(nets, ops).by_kind(tuple(keys))
+    by_kind = OperatorBreakdown(nets, ops).by_kind(tuple(keys))
     heap = "default heap" if args.default_heap else "heap kept"
     cmd = ("python scripts/kernel_op_breakdown.py " + " ".join(map(str, args.datasets))
            + " --bench " + " ".join(map(str, args.bench)) + " --families "
