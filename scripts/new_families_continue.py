@@ -39,8 +39,10 @@ from new_families_campaign import (  # noqa: E402
 )
 
 
-def _rest_of_grid(family: str, cap: float, seed: int, exclude: set[str]) -> pd.DataFrame:
-    """Every config of the family's grid under the cap and not in ``exclude``, seeded order."""
+def _rest_of_grid(family: str, cap: float, seed: int, exclude: set[str], *,
+                  floor: float = 0.0) -> pd.DataFrame:
+    """Every config of the family's grid with whole-batch FLOPs in (``floor``, ``cap``] and not
+    in ``exclude``, seeded order."""
     import numpy as np
     from new_families_campaign import _finish, _module
 
@@ -48,7 +50,7 @@ def _rest_of_grid(family: str, cap: float, seed: int, exclude: set[str]) -> pd.D
 
     g = _finish(_module(family).grid(), family)
     g["flops"] = static_features(g)["flops"].to_numpy()
-    g = g[(g["flops"] <= cap) & ~g["config_id"].isin(exclude)]
+    g = g[(g["flops"] > floor) & (g["flops"] <= cap) & ~g["config_id"].isin(exclude)]
     return g.iloc[np.random.default_rng(seed).permutation(len(g))].reset_index(drop=True)
 
 

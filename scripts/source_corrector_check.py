@@ -59,47 +59,61 @@ SETS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 VARIANTS: dict[str, dict] = {"default": {}, "no corrector": {"regime_shrink": 0.0}}
 
 
+def choose(variant: str, params: dict, *, seeds: int, out: Path, command: str,
+           adopt: str) -> bool:
+    """Run ``default`` and ``variant`` (``source_params=params``) on every set of :data:`SETS`
+    and apply the rule: adopt ``variant`` if, on the offset k = 10 latency MAPE averaged over a
+    set's families, it is ahead on at least 4 of the 5 sets and the mean paired gap over all set
+    x seed units is below zero by more than one standard error. Writes ``scores.csv`` and
+    ``choice.txt`` (its first line ``# command``; ``adopt`` names the adopted choice) into
+    ``out``, prints the choice, and returns whether ``variant`` is adopted."""
+    rows = []
+    for name, (src_f, tgt_f, bench_f) in SETS.items():
+        print(f"{name} ...", flush=True)
+        bench = kernels.read_bench(list(bench_f) if len(bench_f) > 1 else bench_f[0])
+        src, tgt = kernel_rows(bench, read_dataset(src_f), read_dataset(tgt_f))
+        for v, p in (("default", {}), (variant, params)):
+            res = offset_cell(src, tgt, seeds, source_params=p)
+            sc = res.scores[res.scores["target"] == "latency_ms"]
+            rows.append(sc.assign(set=name, variant=v))
+    scores = pd.concat(rows, ignore_index=True)
+    off = scores[scores["model"] == "offset"]
+    wide = off.pivot_table(index=["set", "seed"], columns=["variant", "family"],
+                           values="mape_pct")
+    per_unit = wide[variant].mean(axis=1) - wide["default"].mean(axis=1)
+    by_set = per_unit.groupby(level="set").mean()
+    se = float(per_unit.std(ddof=1) / np.sqrt(len(per_unit)))
+    ahead = int((by_set < 0).sum())
+    adopted = ahead >= 4 and per_unit.mean() < -se
+    buf = io.StringIO()
+    buf.write(f"# {command}\n")
+    buf.write("offset k = 10 latency MAPE % (mean over seeds) per set, family and variant:\n")
+    buf.write(off.pivot_table(index=["set", "family"], columns="variant", values="mape_pct")
+              .round(2).to_string() + "\n\nzero-shot latency MAPE %:\n")
+    buf.write(scores[scores["model"] == "zero_shot"].pivot_table(
+        index=["set", "family"], columns="variant", values="mape_pct").round(2).to_string())
+    buf.write(f"\n\npaired gap {variant} - default (mean over families) per set:\n")
+    buf.write(by_set.round(3).to_string() + "\n")
+    buf.write(f"all {len(per_unit)} set x seed units: {per_unit.mean():+.3f} ± {se:.3f} (SE); "
+              f"ahead on {ahead} of {len(by_set)} sets\n")
+    buf.write(f"rule (ahead on >= 4 of 5 sets and mean gap < -1 SE): "
+              f"{adopt if adopted else 'keep the default'}\n")
+    out.mkdir(parents=True, exist_ok=True)
+    scores.to_csv(out / "scores.csv", index=False)
+    (out / "choice.txt").write_text(buf.getvalue())
+    print(buf.getvalue())
+    return adopted
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    rows = []
-    for name, (src_f, tgt_f, bench_f) in SETS.items():
-        print(f"{name} ...", flush=True)
-        bench = kernels.read_bench(list(bench_f) if len(bench_f) > 1 else bench_f[0])
-        src, tgt = kernel_rows(bench, read_dataset(src_f), read_dataset(tgt_f))
-        for variant, params in VARIANTS.items():
-            res = offset_cell(src, tgt, args.seeds, source_params=params)
-            sc = res.scores[res.scores["target"] == "latency_ms"]
-            rows.append(sc.assign(set=name, variant=variant))
-    scores = pd.concat(rows, ignore_index=True)
-    off = scores[scores["model"] == "offset"]
-    wide = off.pivot_table(index=["set", "seed"], columns=["variant", "family"],
-                           values="mape_pct")
-    per_unit = wide["no corrector"].mean(axis=1) - wide["default"].mean(axis=1)
-    by_set = per_unit.groupby(level="set").mean()
-    se = float(per_unit.std(ddof=1) / np.sqrt(len(per_unit)))
-    ahead = int((by_set < 0).sum())
-    drop = ahead >= 4 and per_unit.mean() < -se
-    buf = io.StringIO()
-    buf.write(f"# python scripts/source_corrector_check.py --seeds {args.seeds} --out {args.out}\n")
-    buf.write("offset k = 10 latency MAPE % (mean over seeds) per set, family and variant:\n")
-    buf.write(off.pivot_table(index=["set", "family"], columns="variant", values="mape_pct")
-              .round(2).to_string() + "\n\nzero-shot latency MAPE %:\n")
-    buf.write(scores[scores["model"] == "zero_shot"].pivot_table(
-        index=["set", "family"], columns="variant", values="mape_pct").round(2).to_string())
-    buf.write("\n\npaired gap no corrector - default (mean over families) per set:\n")
-    buf.write(by_set.round(3).to_string() + "\n")
-    buf.write(f"all {len(per_unit)} set x seed units: {per_unit.mean():+.3f} ± {se:.3f} (SE); "
-              f"ahead on {ahead} of {len(by_set)} sets\n")
-    buf.write(f"rule (ahead on >= 4 of 5 sets and mean gap < -1 SE): "
-              f"{'drop the corrector for cross-family sources' if drop else 'keep the default'}\n")
-    args.out.mkdir(parents=True, exist_ok=True)
-    scores.to_csv(args.out / "scores.csv", index=False)
-    (args.out / "choice.txt").write_text(buf.getvalue())
-    print(buf.getvalue())
+    choose("no corrector", VARIANTS["no corrector"], seeds=args.seeds, out=args.out,
+           command=f"python scripts/source_corrector_check.py --seeds {args.seeds} --out {args.out}",
+           adopt="drop the corrector for cross-family sources")
 
 
 if __name__ == "__main__":
