@@ -59,6 +59,20 @@ SETS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 VARIANTS: dict[str, dict] = {"default": {}, "no corrector": {"regime_shrink": 0.0}}
 
 
+def rule(offset_scores: pd.DataFrame, variant: str):
+    """The choice's rule on ``offset`` scores (``set``, ``seed``, ``variant``, ``family``,
+    ``mape_pct``): the per set x seed gap ``variant`` - ``default`` (mean over families), its
+    mean per set, its SE, the number of sets where ``variant`` is ahead, and whether it is
+    adopted (ahead on >= 4 sets and a mean gap below -1 SE)."""
+    wide = offset_scores.pivot_table(index=["set", "seed"], columns=["variant", "family"],
+                                     values="mape_pct")
+    per_unit = wide[variant].mean(axis=1) - wide["default"].mean(axis=1)
+    by_set = per_unit.groupby(level="set").mean()
+    se = float(per_unit.std(ddof=1) / np.sqrt(len(per_unit)))
+    ahead = int((by_set < 0).sum())
+    return per_unit, by_set, se, ahead, bool(ahead >= 4 and per_unit.mean() < -se)
+
+
 def choose(variant: str, params: dict, *, seeds: int, out: Path, command: str,
            adopt: str) -> bool:
     """Run ``default`` and ``variant`` (``source_params=params``) on every set of :data:`SETS`
@@ -78,13 +92,7 @@ def choose(variant: str, params: dict, *, seeds: int, out: Path, command: str,
             rows.append(sc.assign(set=name, variant=v))
     scores = pd.concat(rows, ignore_index=True)
     off = scores[scores["model"] == "offset"]
-    wide = off.pivot_table(index=["set", "seed"], columns=["variant", "family"],
-                           values="mape_pct")
-    per_unit = wide[variant].mean(axis=1) - wide["default"].mean(axis=1)
-    by_set = per_unit.groupby(level="set").mean()
-    se = float(per_unit.std(ddof=1) / np.sqrt(len(per_unit)))
-    ahead = int((by_set < 0).sum())
-    adopted = ahead >= 4 and per_unit.mean() < -se
+    per_unit, by_set, se, ahead, adopted = rule(off, variant)
     buf = io.StringIO()
     buf.write(f"# {command}\n")
     buf.write("offset k = 10 latency MAPE % (mean over seeds) per set, family and variant:\n")
