@@ -25,6 +25,9 @@ printed tables) under ``--out``. The fits are
 ``python scripts/kernel_law_replication.py data/other_cpus/cpu_epyc_zen4_2c.parquet
 data/kernels/cpu_epyc_zen4_2c.parquet --out results/carb/replication_cpu_epyc_zen4_2c``
 
+``--traffic sum`` (session 32) adds the weights' read time to the operator's time alone
+instead of taking the larger of the two (``KernelModel(traffic=...)``).
+
 ``--same-configs-as OTHER.parquet`` keeps the rows of configs that ``OTHER`` holds (two
 sittings compared on the same configs). ``--cache-probe FILE.csv`` (session 20): the kernel law's operators read their weights from
 memory in networks whose weights exceed the cache, as that CPU's read-bandwidth probe says
@@ -59,6 +62,9 @@ def main() -> None:
     ap.add_argument("--cache-probe", type=Path, default=None,
                     help="this CPU's read-bandwidth probe (.csv): weights past its cache are "
                          "read from memory (KernelModel(cache=...))")
+    ap.add_argument("--traffic", default="max", choices=("max", "sum"),
+                    help="with --cache-probe: an operator's weights read from memory overlap its "
+                         "time alone (max) or add to it (sum); KernelModel(traffic=...)")
     ap.add_argument("--same-configs-as", type=Path, default=None,
                     help="another dataset: keep only the rows whose config_id it holds (compare "
                          "two sittings on the same configs)")
@@ -81,7 +87,7 @@ def main() -> None:
             if not args.cache_probe.is_file():
                 raise ValueError(f"--cache-probe: no such file {args.cache_probe}")
             knee = cache_knee(pd.read_csv(args.cache_probe))
-            template = kernels.KernelModel(faults=faults, cache=knee)
+            template = kernels.KernelModel(faults=faults, cache=knee, traffic=args.traffic)
             probe_note += (f"; weights past {knee.cache_mib:.0f} MiB read from memory at "
                           f"{knee.memory_gb_per_s:.1f} GB/s ({args.cache_probe}, "
                           f"traffic='{template.traffic}')")
@@ -98,6 +104,8 @@ def main() -> None:
     buf.write(f"# python scripts/kernel_law_replication.py {args.dataset} {args.bench} "
               f"--seeds {args.seeds} --out {args.out}"
               + (f" --cache-probe {args.cache_probe}" if args.cache_probe else "")
+              + (f" --traffic {args.traffic}" if args.cache_probe and args.traffic != "max"
+                 else "")
               + (f" --faults {args.faults}" if args.faults else "")
               + (f" --same-configs-as {args.same_configs_as}" if args.same_configs_as else "")
               + "\n")
