@@ -373,10 +373,10 @@ class KernelModel(RegressorMixin, BaseEstimator):
         evicted them since its last call), at ``cache.memory_gb_per_s``: see ``traffic``.
         ``None``: operators count as timed alone, weights in cache. It does not change
         :meth:`predict` (one operator, timed alone).
-    traffic : {"max", "sum"}, default="max"
-        How an operator's weights read from memory combine with its time alone:
-        ``max(time, weight bytes / bandwidth)`` (the reading overlaps the compute) or ``time +
-        weight bytes / bandwidth``. Read only with ``cache``.
+    traffic : {"max", "sum"}, default="sum"
+        How an operator's weights read from memory combine with its time alone: ``time + weight
+        bytes / bandwidth`` (pre-registration AG, session 32) or ``max(time, weight bytes /
+        bandwidth)`` (the reading overlaps the compute; the default before). Read with ``cache``.
 
     Attributes
     ----------
@@ -420,7 +420,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
     def __init__(self, n_estimators: int = 600, *, learning_rate: float = 0.05,
                  num_leaves: int = 31, target: str = "flops", features: str = "all",
                  draws: str = "aligned", random_state: int = 0, faults: bool | int | str = False,
-                 cache: CacheKnee | None = None, traffic: str = "max") -> None:
+                 cache: CacheKnee | None = None, traffic: str = "sum") -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves

@@ -25,8 +25,9 @@ printed tables) under ``--out``. The fits are
 ``python scripts/kernel_law_replication.py data/other_cpus/cpu_epyc_zen4_2c.parquet
 data/kernels/cpu_epyc_zen4_2c.parquet --out results/carb/replication_cpu_epyc_zen4_2c``
 
-``--traffic sum`` (session 32) adds the weights' read time to the operator's time alone
-instead of taking the larger of the two (``KernelModel(traffic=...)``).
+``--traffic`` (session 32) says how: ``sum`` (the default since pre-registration AG) adds the
+weights' read time to the operator's time alone, ``max`` takes the larger of the two (the
+composition of sessions 20-31; their outputs' command lines say ``--traffic max``).
 
 ``--same-configs-as OTHER.parquet`` keeps the rows of configs that ``OTHER`` holds (two
 sittings compared on the same configs). ``--cache-probe FILE.csv`` (session 20): the kernel law's operators read their weights from
@@ -62,9 +63,10 @@ def main() -> None:
     ap.add_argument("--cache-probe", type=Path, default=None,
                     help="this CPU's read-bandwidth probe (.csv): weights past its cache are "
                          "read from memory (KernelModel(cache=...))")
-    ap.add_argument("--traffic", default="max", choices=("max", "sum"),
-                    help="with --cache-probe: an operator's weights read from memory overlap its "
-                         "time alone (max) or add to it (sum); KernelModel(traffic=...)")
+    ap.add_argument("--traffic", default="sum", choices=("max", "sum"),
+                    help="with --cache-probe: an operator's weights read from memory add to its "
+                         "time alone (sum, KernelModel's default since session 32) or overlap it "
+                         "(max)")
     ap.add_argument("--same-configs-as", type=Path, default=None,
                     help="another dataset: keep only the rows whose config_id it holds (compare "
                          "two sittings on the same configs)")
@@ -104,8 +106,7 @@ def main() -> None:
     buf.write(f"# python scripts/kernel_law_replication.py {args.dataset} {args.bench} "
               f"--seeds {args.seeds} --out {args.out}"
               + (f" --cache-probe {args.cache_probe}" if args.cache_probe else "")
-              + (f" --traffic {args.traffic}" if args.cache_probe and args.traffic != "max"
-                 else "")
+              + (f" --traffic {args.traffic}" if args.cache_probe else "")
               + (f" --faults {args.faults}" if args.faults else "")
               + (f" --same-configs-as {args.same_configs_as}" if args.same_configs_as else "")
               + "\n")

@@ -33,7 +33,7 @@ def test_the_check_fits_one_kernel_model_per_variant_with_the_knee(monkeypatch):
     monkeypatch.setattr(mod, "kernel_law_comparison", fake)
     knee = CacheKnee(cache_gb_per_s=28.0, memory_gb_per_s=13.6, cache_mib=74.0)
     out = mod.check(pd.DataFrame(), pd.DataFrame(), knee, 3)
-    assert [s[3] for s in seen] == ["max", "max", "sum"]  # none keeps the default
+    assert [s[3] for s in seen[1:]] == ["max", "sum"]  # none has no cache to read
     assert seen[0][2] is None and seen[1][2] is knee and seen[2][2] is knee
     assert all(s[:2] == (["batch_small"], 3) for s in seen)
     # the kernel law's rows only, one per variant
@@ -92,3 +92,10 @@ def test_the_scorer_names_a_missing_replication_and_stops(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip() == ("traffic_sitting_score: no reference file "
                                 "results/measurement/P_t/reference.parquet")
+
+
+def test_weights_read_from_memory_add_to_the_time_alone_by_default():
+    from carb_lib import kernels
+
+    assert kernels.KernelModel().traffic == "sum"  # pre-registration AG's reading
+    assert kernels.KernelModel(traffic="max").get_params()["traffic"] == "max"
