@@ -15,11 +15,8 @@ import typer
 
 from carb_lib.vocab import DEFAULT_COVERAGE
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="CARB: measure, explain, predict and screen the inference cost of CNNs.",
-)
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="CARB: measure, explain, predict and screen the inference cost of CNNs.")
 
 
 _STATE = {"debug": False}
@@ -675,6 +672,7 @@ def fit(
     preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick | test (unit-test size, not for results). Ignored with --quick."),
     latency_law: str = typer.Option("roofline", "--latency-law", help="Latency base law: roofline (FLOPs, bytes, layers; the default, chosen on validation) | kernel (the platform's operators timed alone, summed; extrapolates to unseen batches and families; needs --kernel-bench)."),
     kernel_bench: Path | None = typer.Option(None, "--kernel-bench", help="Timed operators of this platform (carb kernels --out FILE) for --latency-law kernel; the model keeps what it learned from them."),
+    cache_probe: Path | None = typer.Option(None, "--cache-probe", help="This machine's read-bandwidth probe (.csv, scripts/kernel_cold_weights.py --evict weights), with --kernel-bench: weights of networks past its cache are read from memory, added to each operator's time."),
 ) -> None:
     """Fit CARB on a measured dataset and save it (one model per platform)."""
     import warnings
@@ -682,6 +680,7 @@ def fit(
     from carb_lib.dataset import validate_table
     from carb_lib.ensemble import PRESETS, CARBRegressor, save_model
     from carb_lib.evaluation import prepare_dataset
+    from carb_lib.kernels import read_bench
     from carb_lib.tables import read_table
 
     # the one validator: configs by their family, costs of ok rows > 0, one row per config
@@ -705,10 +704,12 @@ def fit(
         raise ValueError("--latency-law kernel and --kernel-bench FILE go together (the kernel "
                          "law sums this platform's timed operators: carb kernels --out FILE)")
     params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
+    if cache_probe is not None and kernel_bench is None:
+        raise ValueError("--cache-probe FILE needs --latency-law kernel and --kernel-bench FILE")
     if kernel_bench is not None:
-        from carb_lib.kernels import read_bench
-
-        params.update(latency_law="kernel", kernel_bench=read_bench(kernel_bench))
+        probe = None if cache_probe is None else read_table(cache_probe, "--cache-probe")
+        params.update(latency_law="kernel", kernel_bench=read_bench(kernel_bench),
+                      kernel_cache_probe=probe)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = CARBRegressor(feature_set=feature_set, **params).fit(df)

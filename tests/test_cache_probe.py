@@ -158,3 +158,66 @@ def test_fault_variant_comes_from_the_benchmark_or_the_parameter():
     mixed = tagged.assign(alloc_variant=np.where(np.arange(300) % 2, "8", "16"))
     with pytest.raises(ValueError, match=r"mixes allocator variants \['16', '8'\]"):
         kernels.KernelModel(n_estimators=5, faults=True).fit(mixed)
+
+
+def _kernel_frame():
+    """SYNTHETIC ResNet rows whose latency is 0.3 ms plus 1.2x their summed operator times."""
+    from carb_lib.synthetic import make_synthetic_dataset
+
+    df = make_synthetic_dataset(216, seed=3, platform="synthetic_cpu", with_energy=False,
+                                with_telemetry=False, error_rate=0.0)
+    k = kernels.with_kernel_column(df, kernels.KernelModel(n_estimators=50).fit(
+        synthetic_bench(600)))[KERNEL_FEATURE].to_numpy()
+    return df.assign(latency_ms=0.3 + 1.2 * k)
+
+
+def test_the_estimator_learns_the_probes_knee_and_the_model_reads_weights_from_memory(tmp_path):
+    from carb_lib.ensemble import CARBRegressor, load_model, preset, save_model
+
+    df, bench, probe = _kernel_frame(), synthetic_bench(600), _probe(80)
+    params = preset("test", targets=("peak_mem_mib", "latency_ms"), latency_law="kernel",
+                    kernel_bench=bench)
+    plain = CARBRegressor(**params).fit(df)
+    probed = CARBRegressor(**params, kernel_cache_probe=probe).fit(df)
+    assert plain.kernel_model_.cache is None
+    assert probed.kernel_model_.cache == cache_knee(probe) and probed.kernel_model_.traffic == "sum"
+    a = kernels.with_kernel_column(df, plain.kernel_model_)[KERNEL_FEATURE].to_numpy()
+    b = kernels.with_kernel_column(df, probed.kernel_model_)[KERNEL_FEATURE].to_numpy()
+    # networks past 80 MiB of weights read them at 12 GB/s on top; the others are unchanged
+    assert (b >= a - 1e-12).all() and (b > a).any() and (np.isclose(a, b)).any()
+    path = save_model(probed, tmp_path / "m.joblib")
+    meta = (tmp_path / "m.joblib.json").read_text()
+    assert '"traffic": "sum"' in meta and "<10 rows>" in meta and "<600 timed operators>" in meta
+    np.testing.assert_allclose(load_model(path).predict(df).to_numpy(),
+                               probed.predict(df).to_numpy())
+    from_file = tmp_path / "probe.csv"
+    probe.to_csv(from_file, index=False)
+    assert CARBRegressor(**params, kernel_cache_probe=str(from_file)).fit(df).kernel_model_.cache \
+        == cache_knee(probe)
+    with pytest.raises(ValueError, match="kernel_cache_probe is read with kernel_bench only"):
+        CARBRegressor(**{**params, "kernel_bench": None}, kernel_cache_probe=probe).fit(df)
+
+
+def test_cli_fit_reads_a_cache_probe_with_the_kernel_bench_only(tmp_path):
+    from typer.testing import CliRunner
+
+    from carb_lib.cli import app
+
+    data, bench, probe = tmp_path / "d.parquet", tmp_path / "k.parquet", tmp_path / "p.csv"
+    _kernel_frame().drop(columns="config_id").to_parquet(data)
+    synthetic_bench(600).assign(platform="synthetic_cpu").to_parquet(bench)
+    _probe(80).to_csv(probe, index=False)
+    fit = ["fit", "--data", str(data), "--out", str(tmp_path / "m.joblib"), "--preset", "test"]
+    r = CliRunner().invoke(app, [*fit, "--cache-probe", str(probe)])
+    assert r.exit_code == 1 and not (tmp_path / "m.joblib").exists()
+    assert "--cache-probe FILE needs --latency-law kernel and --kernel-bench FILE" in r.output
+    r = CliRunner().invoke(app, [*fit, "--latency-law", "kernel", "--kernel-bench", str(bench),
+                                 "--cache-probe", str(probe)])
+    assert r.exit_code == 0, r.output
+    assert '"cache_mib": 80.0' in (tmp_path / "m.joblib.json").read_text()
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"size_mib": [4, 8]}).to_csv(bad, index=False)
+    r = CliRunner().invoke(app, [*fit, "--latency-law", "kernel", "--kernel-bench", str(bench),
+                                 "--cache-probe", str(bad)])
+    assert r.exit_code == 1 and "the probe lacks column 'read_gb_per_s'" in r.output
+    assert len(r.output.strip().splitlines()) == 1

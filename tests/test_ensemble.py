@@ -432,7 +432,7 @@ def test_presets_in_one_place_default_is_the_constructor_default():
 #: One invalid value per constructor parameter (each must be refused by name).
 BAD_VALUES = {
     "targets": "latency_ms", "feature_set": "telemetry", "base": "yes", "memory_law": "alloc",
-    "latency_law": "flops", "kernel_bench": 3,
+    "latency_law": "flops", "kernel_bench": 3, "kernel_cache_probe": 3,
     "learners": ("xgb", "rf"), "blend": "median", "cascade": "no", "n_estimators_xgb": 0,
     "max_depth_xgb": 0, "learning_rate_xgb": 0.0, "n_estimators_lgbm": 0, "num_leaves_lgbm": 1,
     "learning_rate_lgbm": -0.1, "n_estimators_et": 0, "min_samples_leaf_et": 0,

@@ -116,6 +116,13 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         ``kernel_ms`` to every frame it fits or predicts (replacing a column given), so the
         saved model predicts any config, of any family, by itself (``carb fit --latency-law
         kernel --kernel-bench FILE``). Rows of another platform are refused.
+    kernel_cache_probe : str, pathlib.Path, pandas.DataFrame or None, default=None
+        With ``kernel_bench`` only: the machine's read-bandwidth probe
+        (:func:`carb_lib.cache_probe.read_bandwidth`; a ``.csv`` or its rows). :meth:`fit` reads
+        its knee (:func:`~carb_lib.cache_probe.cache_knee`), and the kernel model then adds, for
+        networks whose weights pass it, each weighted operator's weights read from memory to its
+        time alone (``KernelModel(cache=knee)``; session 32: small-batch R² 0.964 on the fifth
+        CPU, README *A twentieth test*). ``carb fit --cache-probe FILE``.
     learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
         alone. The default (ExtraTrees alone, 30 trees) won the choice of
@@ -249,6 +256,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "memory_law": [StrOptions({"allocator", "bytes"})],
         "latency_law": [StrOptions({"roofline", "kernel"})],
         "kernel_bench": [str, Path, pd.DataFrame, None],
+        "kernel_cache_probe": [str, Path, pd.DataFrame, None],
         "learners": [_Names(LEARNERS)],
         "blend": [StrOptions({"nnls", "fixed"})],
         "cascade": ["boolean"],
@@ -287,6 +295,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         memory_law: str = "allocator",
         latency_law: str = "roofline",
         kernel_bench: str | Path | pd.DataFrame | None = None,
+        kernel_cache_probe: str | Path | pd.DataFrame | None = None,
         learners: Sequence[str] = ("et",),
         blend: str = "nnls",
         cascade: bool = True,
@@ -321,6 +330,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.memory_law = memory_law
         self.latency_law = latency_law
         self.kernel_bench = kernel_bench
+        self.kernel_cache_probe = kernel_cache_probe
         self.learners = learners
         self.blend = blend
         self.cascade = cascade
@@ -375,6 +385,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         if self.kernel_bench is not None and self.latency_law != "kernel":
             raise ValueError("kernel_bench is read by latency_law='kernel' only; got "
                              f"latency_law={self.latency_law!r}")
+        if self.kernel_cache_probe is not None and self.kernel_bench is None:
+            raise ValueError("kernel_cache_probe is read with kernel_bench only (the kernel "
+                             "model it changes is learned from the bench)")
 
     def _with_kernel_column(self, X, *, fit: bool = False):
         """``X`` with :data:`~carb_lib.vocab.KERNEL_FEATURE` from the kernel model learned on
@@ -386,7 +399,12 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         if fit:
             bench = self.kernel_bench
             bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
-            self.kernel_model_ = KernelModel().fit(bench)
+            probe, knee = getattr(self, "kernel_cache_probe", None), None
+            if probe is not None:
+                from carb_lib.cache_probe import cache_knee
+
+                knee = cache_knee(probe if isinstance(probe, pd.DataFrame) else pd.read_csv(probe))
+            self.kernel_model_ = KernelModel(cache=knee).fit(bench)
         return with_kernel_column(X, self.kernel_model_, n_jobs=self.n_jobs)
 
     @property

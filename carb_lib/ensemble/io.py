@@ -75,11 +75,14 @@ def _metadata(model: CARBRegressor) -> dict[str, Any]:
         "conformal_method": model.conformal_method_,
         "params": {
             k: (list(v) if isinstance(v, tuple) else
-                f"<{len(v)} timed operators>" if isinstance(v, pd.DataFrame) else v)
+                f"<{len(v)} {'timed operators' if k == 'kernel_bench' else 'rows'}>"
+                if isinstance(v, pd.DataFrame) else v)
             for k, v in model.get_params().items()
         },
         "kernel_model": (
-            {"platform": model.kernel_model_.platform_, "n_ops": model.kernel_model_.n_ops_}
+            {"platform": model.kernel_model_.platform_, "n_ops": model.kernel_model_.n_ops_,
+             "cache": (None if getattr(model.kernel_model_, "cache", None) is None else
+                       {**vars(model.kernel_model_.cache), "traffic": model.kernel_model_.traffic})}
             if hasattr(model, "kernel_model_") else None
         ),
         "versions": _versions(),
