@@ -17,7 +17,6 @@ budget covers the families evenly. The list is a function of the arguments and t
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from denormal_sitting_list import list_parser, measured_configs, write_list  # noqa: E402
 from new_families_campaign import NEW_FAMILIES  # noqa: E402
 from new_families_continue import _rest_of_grid  # noqa: E402
 
@@ -38,9 +38,7 @@ def band(family: str, precision: str, floor_gflop: float, cap_gflop: float, n: i
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path, help="the list (.parquet), a new file")
-    ap.add_argument("measured", type=Path, nargs="+", help="datasets measured on this CPU so far")
+    ap = list_parser(__doc__)
     ap.add_argument("--floor-gflop", type=float, default=4.0)
     ap.add_argument("--cap-gflop", type=float, default=8.0)
     ap.add_argument("--fp16-floor-gflop", type=float, default=0.25)
@@ -50,16 +48,10 @@ def main(argv: list[str] | None = None) -> int:
                         metavar=("FP32", "FP16"), help=f"counts (default {counts})")
     ap.add_argument("--seed", type=int, default=32)
     a = ap.parse_args(argv)
-    if a.out.exists():
-        raise SystemExit(f"{a.out} exists; a list is never overwritten")
-    missing = [str(p) for p in a.measured if not p.is_file()]
-    if missing:
-        raise SystemExit(f"no such file(s): {missing}")
+    done = measured_configs(a.out, a.measured)
     if not (0 <= a.floor_gflop < a.cap_gflop and 0 <= a.fp16_floor_gflop < a.fp16_cap_gflop):
         raise SystemExit("each floor must be >= 0 and below its cap, got "
                          f"{a.floor_gflop}-{a.cap_gflop} and {a.fp16_floor_gflop}-{a.fp16_cap_gflop}")
-    done = set(pd.concat([pd.read_parquet(p, columns=["config_id"]) for p in a.measured])
-               ["config_id"].astype(str))
     parts = []
     for i, family in enumerate(NEW_FAMILIES):
         n32, n16 = getattr(a, family)
@@ -67,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         parts += [band(family, "fp32", a.floor_gflop, a.cap_gflop, n32, seed, done),
                   band(family, "fp16", a.fp16_floor_gflop, a.fp16_cap_gflop, n16, seed, done)]
     out = pd.concat(parts, ignore_index=True)
-    assert out["config_id"].is_unique and not set(out["config_id"]) & done
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    out.drop(columns=["flops"]).to_parquet(a.out, index=False)
+    write_list(out, a.out, done)
     print(out.groupby(["family", "precision"])["flops"].agg(["size", "min", "max"])
           .assign(min=lambda d: d["min"] / 1e9, max=lambda d: d["max"] / 1e9)
           .rename(columns={"size": "configs", "min": "gflop_min", "max": "gflop_max"}).to_string())

@@ -450,3 +450,20 @@ def test_the_breakdown_script_groups_batches_and_names_a_missing_family(tmp_path
     assert r.returncode == 1 and r.stderr.strip().endswith(
         "--families: no rows of ['resnet'] in the datasets")
     assert not (tmp_path / "o").exists()
+
+
+def test_the_list_reproduces_the_configs_ac_measured(tmp_path):
+    """AC's list (``10255bd``) is a function of its arguments and files: today's script gives
+    the 2,011 configs the sitting measured (session 32 took out a later fallback that changed
+    vgg's part)."""
+    nf = ROOT / "data" / "other_cpus" / "new_families"
+    out = tmp_path / "list.parquet"
+    r = subprocess.run([sys.executable, "scripts/denormal_sitting_list.py", str(out),
+                        *(str(nf / f"cpu_xeon_gnr_2c{s}.parquet")
+                          for s in ("", "_rest", "_session29_kept")),
+                        "--per-family", "900", "--seed", "31", "--fp16-share", "0.25"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    measured = pd.read_parquet(nf / "cpu_xeon_gnr_2c_session31_flushed.parquet",
+                               columns=["config_id"])
+    assert sorted(pd.read_parquet(out)["config_id"]) == sorted(measured["config_id"])
