@@ -79,3 +79,19 @@ def stub_campaign(tmp: Path, extra: str = "") -> tuple[Path, Path]:
     stub.write_text(f'#!/bin/sh\necho "$@" >> {log}\n{extra}')
     stub.chmod(0o755)
     return log, stub
+
+
+def run_stubbed(script: str, tmp: Path, stub: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run the campaign ``scripts/<script>`` copied into ``tmp`` (:func:`stub_campaign`) with
+    ``args`` and the stub python."""
+    return subprocess.run(["bash", f"scripts/{script}", *args], capture_output=True, text=True,
+                          cwd=tmp, timeout=60, env={**os.environ, "PYTHON": str(stub)})
+
+
+def earlier_new_family_rows(tmp: Path, *names: str) -> None:
+    """Empty files ``tmp/data/other_cpus/new_families/<name>.parquet``: the rows a campaign
+    must find before it runs."""
+    d = tmp / "data" / "other_cpus" / "new_families"
+    d.mkdir(parents=True)
+    for name in names:
+        (d / f"{name}.parquet").write_text("")

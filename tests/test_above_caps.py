@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from script_loader import load_script, stub_campaign, verdicts
+from script_loader import (
+    earlier_new_family_rows,
+    load_script,
+    run_stubbed,
+    stub_campaign,
+    verdicts,
+)
 
 from carb_lib.features import static_features
 
@@ -54,16 +60,11 @@ def test_the_list_refuses_a_floor_above_its_cap(tmp_path):
 
 # --------------------------------------------------------------------------- the campaign
 def _run(tmp_path: Path, stub: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "scripts/above_caps_sitting.sh", *args], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=60,
-                          env={**os.environ, "PYTHON": str(stub)})
+    return run_stubbed("above_caps_sitting.sh", tmp_path, stub, *args)
 
 
 def _old_rows(tmp_path: Path) -> None:
-    d = tmp_path / "data" / "other_cpus" / "new_families"
-    d.mkdir(parents=True)
-    for name in ("P", "P_session31_flushed", "Q"):
-        (d / f"{name}.parquet").write_text("")
+    earlier_new_family_rows(tmp_path, "P", "P_session31_flushed", "Q")
 
 
 def test_the_sitting_lists_every_measured_file_then_profiles_and_merges(tmp_path):

@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from script_loader import load_script, stub_campaign, verdicts
+from script_loader import (
+    earlier_new_family_rows,
+    load_script,
+    run_stubbed,
+    stub_campaign,
+    verdicts,
+)
 from typer.testing import CliRunner
 
 from carb_lib import kernels
@@ -206,16 +212,11 @@ def test_the_fresh_list_holds_no_measured_config_and_respects_the_caps(tmp_path)
 
 # --------------------------------------------------------------------------- the campaign
 def _run(tmp_path: Path, stub: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "scripts/denormal_sitting.sh", *args], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=60,
-                          env={**os.environ, "PYTHON": str(stub)})
+    return run_stubbed("denormal_sitting.sh", tmp_path, stub, *args)
 
 
 def _old_rows(tmp_path: Path) -> None:
-    d = tmp_path / "data" / "other_cpus" / "new_families"
-    d.mkdir(parents=True)
-    for name in ("P", "P_rest", "P_session29_kept"):
-        (d / f"{name}.parquet").write_text("")
+    earlier_new_family_rows(tmp_path, "P", "P_rest", "P_session29_kept")
 
 
 def test_the_campaign_times_operators_retime_list_profile_breakdown_in_order(tmp_path):
