@@ -53,6 +53,8 @@ def main() -> None:
     ap.add_argument("--per-group", type=int, default=6,
                     help="rows per family x precision x batch group")
     ap.add_argument("--max-ms", type=float, default=300.0)
+    ap.add_argument("--resolutions", type=int, nargs="+", default=None,
+                    help="only rows at these resolutions, sampled and summarised per resolution")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--default-heap", action="store_true",
                     help="time with glibc's default heap (default: kept, as the profiler)")
@@ -71,6 +73,9 @@ def main() -> None:
     df["group"] = batch_group(df["batch"])
     df = df[df["group"].notna()]
     keys = ["family", "precision", "group"]
+    if args.resolutions:
+        df = df[df["resolution"].isin(args.resolutions)]
+        keys = ["family", "precision", "resolution", "group"]
     sample = (df.sample(frac=1.0, random_state=args.seed).groupby(keys).head(args.per_group)
               .sort_values(keys, kind="stable").reset_index(drop=True))
     if not args.default_heap:
@@ -78,7 +83,7 @@ def main() -> None:
     model = kernels.KernelModel().fit(kernels.read_bench(list(map(str, args.bench))))
     bd = operator_breakdown(sample, model, window_s=0.01, n_windows=3)
     nets = bd.networks.assign(group=sample["group"].to_numpy())
-    ops = bd.ops.merge(nets[["net", "group"]], on="net")
+    ops = bd.ops.merge(nets[["net", *(k for k in keys if k not in bd.ops.columns)]], on="net")
     r = nets.assign(additivity=nets["ops_alone_ms"] / nets["network_ms"],
                     model=nets["kernel_ms"] / nets["ops_alone_ms"],
                     law_input=nets["kernel_ms"] / nets["network_ms"],
@@ -92,6 +97,7 @@ def main() -> None:
            + " --bench " + " ".join(map(str, args.bench)) + " --families "
            + " ".join(args.families) + f" --per-group {args.per_group} --max-ms {args.max_ms}"
            + f" --seed {args.seed}" + (" --default-heap" if args.default_heap else "")
+           + (" --resolutions " + " ".join(map(str, args.resolutions)) if args.resolutions else "")
            + f" --out {args.out}")
     text = (f"# {cmd}\n{len(sample)} networks ({heap}), {model.n_ops_} operators in the kernel "
             "model; one thread, median of 3 windows >= 10 ms; batch groups "
