@@ -33,7 +33,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from denormal_sitting_score import BATCH_BINS, _zero_shot, kernel_rows, offset_cell  # noqa: E402
+from denormal_sitting_score import batch_residuals, kernel_rows, offset_cell  # noqa: E402
 from kept_heap_sitting_score import Judge, missing_file, write_score  # noqa: E402
 from paired_heap_score import reference_stats  # noqa: E402
 from source_corrector_score import per_seed  # noqa: E402
@@ -89,16 +89,6 @@ def judge_cell(scores: pd.DataFrame, chosen: str, val_gap: float, lines: list[st
           "the same sign", np.sign(gap.mean()) == np.sign(val_gap))
 
 
-def residual_table(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """Median zero-shot log residual (and count) per family, precision, resolution and batch bin."""
-    p = _zero_shot(pred, rows)
-    p = p.assign(resolution=p["config_id"].map(rows.drop_duplicates("config_id")
-                                               .set_index("config_id")["resolution"]),
-                 batches=pd.cut(p["batch"], BATCH_BINS))
-    return p.groupby(["family", "precision", "resolution", "batches"], observed=True)["r"].agg(
-        ["median", "size"])
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("platform")
@@ -147,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
               lat.pivot_table(index=["family", "model"], columns="variant",
                               values=["mape_pct", "within_10pct"]).round(3).to_string(), "",
               "zero-shot median log residual (measured / predicted) by resolution and batch, "
-              "default source:", residual_table(preds["default"], tgt).round(3).to_string()]
+              "default source:", batch_residuals(preds["default"], tgt, by=("resolution",)).round(3).to_string()]
     scores.to_csv(out / "scores.csv", index=False)
     write_score(out, lines)
     return 0

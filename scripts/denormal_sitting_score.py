@@ -95,11 +95,16 @@ def residuals(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     return both.groupby(["family", "precision"])["r"].agg(["median", "std", "size"])
 
 
-def batch_residuals(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """Median zero-shot log residual (and count) per family, precision and batch bin."""
+def batch_residuals(pred: pd.DataFrame, rows: pd.DataFrame, *,
+                    by: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Median zero-shot log residual (and count) per family, precision, the ``rows`` columns
+    ``by`` (read by ``config_id``, e.g. ``("resolution",)``) and batch bin."""
     p = _zero_shot(pred, rows)
-    return p.assign(batches=pd.cut(p["batch"], BATCH_BINS)).groupby(
-        ["family", "precision", "batches"], observed=True)["r"].agg(["median", "size"])
+    cfg = rows.drop_duplicates("config_id").set_index("config_id")
+    p = p.assign(**{c: p["config_id"].map(cfg[c]) for c in by},
+                 batches=pd.cut(p["batch"], BATCH_BINS))
+    return p.groupby(["family", "precision", *by, "batches"], observed=True)["r"].agg(
+        ["median", "size"])
 
 
 #: Batch bins of the reported residuals.

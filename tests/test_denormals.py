@@ -17,6 +17,7 @@ import torch
 from script_loader import (
     earlier_new_family_rows,
     load_script,
+    replication_summary,
     run_stubbed,
     stub_campaign,
     verdicts,
@@ -392,14 +393,8 @@ def test_the_corrector_scorer_judges_the_paired_seeds():
 
 # --------------------------------------------------------------------------- pre-registration AE
 def _replication(folder: Path, r2_small: float, within: float, mape: float) -> None:
-    folder.mkdir(parents=True)
-    pd.DataFrame({"split": ["random (test part)", "batch_small (batch<=8 held out)",
-                            "batch_large (batch>=64 held out)", "batch_small (batch<=8 held out)"],
-                  "law": ["kernel", "kernel", "kernel", "roofline"],
-                  "r2": [0.99, r2_small, 0.97, 0.80],
-                  "within_10pct": [within, 0.6, 0.7, 0.3],
-                  "mape_pct": [mape, 9.0, 7.0, 28.0]}).to_csv(
-        folder / "replication_summary.csv", index=False)
+    replication_summary(folder, r2=(0.99, r2_small, 0.97), within=(within, 0.6, 0.7),
+                        mape=(mape, 9.0, 7.0))
 
 
 def test_the_steady_sitting_scorer_judges_the_replication(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from script_loader import load_script, verdicts
+from script_loader import load_script, replication_summary, verdicts
 
 from carb_lib.cache_probe import CacheKnee
 
@@ -42,14 +42,8 @@ def test_the_check_fits_one_kernel_model_per_variant_with_the_knee(monkeypatch):
 
 def _replication(folder: Path, small: tuple[float, float], within: float,
                  large_r2: float) -> None:
-    folder.mkdir(parents=True)
-    pd.DataFrame({"split": ["random (test part)", "batch_small (batch<=8 held out)",
-                            "batch_large (batch>=64 held out)", "batch_small (batch<=8 held out)"],
-                  "law": ["kernel", "kernel", "kernel", "roofline"],
-                  "r2": [0.99, small[0], large_r2, 0.80],
-                  "within_10pct": [within, 0.7, 0.8, 0.3],
-                  "mape_pct": [3.0, small[1], 5.0, 28.0]}).to_csv(
-        folder / "replication_summary.csv", index=False)
+    replication_summary(folder, r2=(0.99, small[0], large_r2), within=(within, 0.7, 0.8),
+                        mape=(3.0, small[1], 5.0))
 
 
 def _sitting(tmp: Path, none: dict, summ: dict, cv_runs: list[float]) -> None:
