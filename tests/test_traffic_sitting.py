@@ -93,3 +93,34 @@ def test_weights_read_from_memory_add_to_the_time_alone_by_default():
 
     assert kernels.KernelModel().traffic == "sum"  # pre-registration AG's reading
     assert kernels.KernelModel(traffic="max").get_params()["traffic"] == "max"
+
+
+def _score_both(tmp: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "both_targets_score.py"),
+                           "P", "--tag", "t"], capture_output=True, text=True, cwd=tmp,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_pre_registration_ah_needs_both_targets_and_a_steady_host(tmp_path):
+    """AH (session 34): the same replications as AG, judged on issue 14's two targets at once."""
+    _sitting(tmp_path, {"small": (0.90, 9.0), "within": 0.97, "large_r2": 0.990},
+             {"small": (0.96, 9.4), "within": 0.96, "large_r2": 0.986}, [8.0, 8.1, 7.9, 8.0])
+    r = _score_both(tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "results" / "measurement" / "P_t" / "score.txt").read_text()
+    assert verdicts(text, "AH") == {f"AH{i}": "HELD" for i in range(6)}
+    assert "targets in this sitting (AH0, AH1 and AH2): met together" in text
+    assert "MAPE 3.00 %" in text and "R² 0.960" in text
+
+
+def test_pre_registration_ah_is_not_read_on_a_noisy_host(tmp_path):
+    # the term carries nothing here (AH5), the random split misses, and the host swings (CV 10 %)
+    _sitting(tmp_path, {"small": (0.955, 9.0), "within": 0.97, "large_r2": 0.990},
+             {"small": (0.96, 9.4), "within": 0.94, "large_r2": 0.975}, [8.0, 9.0, 7.0, 8.0])
+    assert _score_both(tmp_path).returncode == 0
+    text = (tmp_path / "results" / "measurement" / "P_t" / "score.txt").read_text()
+    assert verdicts(text, "AH") == {"AH0": "MISSED", "AH1": "HELD", "AH2": "MISSED",
+                                    "AH3": "HELD", "AH4": "MISSED", "AH5": "MISSED"}
+    assert "not both met, or the host was not steady" in text
+    r = _score_both(tmp_path / "results")  # no sitting there
+    assert r.returncode == 2 and r.stderr.strip().startswith("both_targets_score: no reference")
