@@ -33,7 +33,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 import pandas as pd  # noqa: E402
 
-from carb_lib import kernels  # noqa: E402
+from carb_lib import kernels, op_lists  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
 from carb_lib.devices import cpu_identity  # noqa: E402
 from carb_lib.ensemble import CARBRegressor, preset  # noqa: E402
@@ -68,7 +68,7 @@ def main() -> None:
                                   kernel_bench=bench)).fit(df)
     roof = CARBRegressor(**preset("default", targets=targets)).fit(df)
     cands = with_static_features(load_candidates("extended-dense", n_extended=args.n, seed=0))
-    kernels._ARCH_CACHE.clear()
+    op_lists._ARCH_CACHE.clear()
     cold, warm = _timed(lambda: kernels.with_kernel_column(cands, kern.kernel_model_,
                                                            n_jobs=kern.n_jobs), args.repeats)
     _, k_iv = _timed(lambda: kern.predict_interval(cands), args.repeats)

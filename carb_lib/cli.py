@@ -511,93 +511,15 @@ def kernels_cmd(
     keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap, the default since session 30); --default-heap times as before. Rows record heap_kept."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
-    import pandas as pd
-    import torch
+    from carb_lib.kernel_draw import time_anchors_only, time_draw
 
-    from carb_lib import anchors as anc
-    from carb_lib.dataset import atomic_write_parquet
-    from carb_lib.devices import CpuDevice, cpu_identity, refuse_other_cpu
-    from carb_lib.kernels import (
-        SAMPLER_VERSION,
-        bench_kernels,
-        check_append,
-        read_bench,
-        sample_kernels,
-    )
-
-    if out.suffix != ".parquet":
-        raise ValueError(f"--out {out} must end in .parquet")
-    log = anc.AnchorFile(out)
     if anchors_only:
-        if not out.exists():
-            raise FileNotFoundError(f"--anchors-only: {out} does not exist (time the anchors "
-                                    "beside an existing benchmark)")
-        bench = read_bench(out)
-        refuse_other_cpu(bench.get("cpu_id", ()), f"the benchmark {out} was",
-                         "time its anchors on the machine that timed it")
-        if sittings < 1:
-            raise ValueError(f"--sittings must be >= 1, got {sittings}")
-        plats = sorted(set(bench["platform"].astype(str)))
-        for _ in range(sittings):
-            log.time(phase="check", threads=threads,
-                     platform=platform or (plats[0] if plats else None))
-        typer.echo(log.report(last=sittings))
+        time_anchors_only(out, sittings=sittings, threads=threads, platform=platform,
+                          echo=typer.echo)
         return
-    if out.exists() and not append:
-        raise FileExistsError(f"--out {out} exists; give a new file (a benchmark is never "
-                              "overwritten) or --append to add operators to it")
-    if append and not out.exists():
-        raise FileNotFoundError(f"--append: {out} does not exist")
-    if n < 1 or threads < 1 or anchor_every < 0:
-        raise ValueError(f"--n and --threads must be >= 1 and --anchor-every >= 0, got {n}, "
-                         f"{threads} and {anchor_every}")
-    version = SAMPLER_VERSION if sampler is None else sampler
-    if version not in range(1, SAMPLER_VERSION + 1):
-        raise ValueError(f"--sampler must be 1-{SAMPLER_VERSION}, got {version}")
-    plat = platform or CpuDevice().platform
-    old = read_bench(out) if append else None
-    if old is not None:
-        check_append(old, platform=plat, threads=threads, seed=seed,
-                     torch_version=torch.__version__, cpu_id=cpu_identity(), heap_kept=keep_heap,
-                     denormals_flushed=torch.set_flush_denormal(False) or None)  # None: no FTZ
-        if "cpu_id" not in old.columns or old["cpu_id"].isna().any():
-            typer.echo(f"note: rows of {out} carry no cpu_id (timed before it was recorded); "
-                       f"this CPU is {cpu_identity()!r}: append only on the machine that "
-                       "timed them (its data card says which)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    ops = sample_kernels(n, seed=seed, version=version)
-
-    def save(rows: pd.DataFrame) -> None:
-        rows = rows.assign(sample_seed=seed, sampler=version)
-        atomic_write_parquet(rows if old is None else pd.concat([old, rows], ignore_index=True),
-                             out)
-
-    if keep_heap:  # before the first anchor sitting: every timing of the run with the heap kept
-        from carb_lib.heap import keep_heap as keep
-        keep()
-    step = anchor_every if anchors and anchor_every else len(ops)
-    done: list[pd.DataFrame] = []
-    for start in range(0, len(ops), step):
-        if anchors:  # the host's speed now, kept even if the draw is interrupted
-            log.time(phase="during" if start else "before", sample_seed=seed,
-                     threads=threads, platform=plat)
-        # every 200 operators and on Ctrl-C the rows so far are written (atomically, beside
-        # the benchmark's earlier rows): an interrupted run keeps every operator it measured
-        part = bench_kernels(ops.iloc[start:start + step], threads=threads, platform=plat,
-                             progress=progress,
-                             on_chunk=lambda part: save(pd.concat([*done, part],
-                                                                  ignore_index=True)))
-        done.append(part)
-        save(pd.concat(done, ignore_index=True))
-    rows = pd.concat(done, ignore_index=True)
-    if anchors:
-        log.time(phase="after", sample_seed=seed, threads=threads, platform=plat)
-        typer.echo(log.report())
-    med = rows.groupby(["kind", "precision"])["time_ms"].median().unstack()
-    typer.echo(f"median ms per operator:\n{med.round(3).to_string()}")
-    total = len(rows) + (0 if old is None else len(old))
-    typer.echo(f"wrote {out}: {len(rows)} operators (seed {seed}, sampler v{version}), "
-               f"{total} in all, platform {plat}")
+    time_draw(out, n=n, seed=seed, sampler=sampler, threads=threads, platform=platform,
+              append=append, anchors=anchors, anchor_every=anchor_every, progress=progress,
+              keep_heap=keep_heap, echo=typer.echo)
 
 
 # --- end measurement ---
