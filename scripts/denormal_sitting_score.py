@@ -112,10 +112,11 @@ BATCH_BINS = [0, 2, 8, 32, 256]
 
 
 def kernel_rows(bench: pd.DataFrame, source: pd.DataFrame, target: pd.DataFrame, *,
-                kernel_seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                kernel_seed: int = 0,
+                kernel_params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The source and target rows with the kernel law's input from ``bench``
-    (``KernelModel(random_state=kernel_seed)``)."""
-    km = kernels.KernelModel(random_state=kernel_seed).fit(bench)
+    (``KernelModel(random_state=kernel_seed, **kernel_params)``)."""
+    km = kernels.KernelModel(random_state=kernel_seed, **(kernel_params or {})).fit(bench)
     return kernels.with_kernel_column(source, km), kernels.with_kernel_column(target, km)
 
 

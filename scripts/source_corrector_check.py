@@ -74,9 +74,10 @@ def rule(offset_scores: pd.DataFrame, variant: str):
 
 
 def choose(variant: str, params: dict, *, seeds: int, out: Path, command: str,
-           adopt: str) -> bool:
-    """Run ``default`` and ``variant`` (``source_params=params``) on every set of :data:`SETS`
-    and apply the rule: adopt ``variant`` if, on the offset k = 10 latency MAPE averaged over a
+           adopt: str, kernel_params: dict | None = None) -> bool:
+    """Run ``default`` and ``variant`` (``source_params=params``; with ``kernel_params``, the
+    variant's kernel law reads ``KernelModel(**kernel_params)`` fitted on the set's benchmark)
+    on every set of :data:`SETS` and apply the rule: adopt ``variant`` if, on the offset k = 10 latency MAPE averaged over a
     set's families, it is ahead on at least 4 of the 5 sets and the mean paired gap over all set
     x seed units is below zero by more than one standard error. Writes ``scores.csv`` and
     ``choice.txt`` (its first line ``# command``; ``adopt`` names the adopted choice) into
@@ -85,9 +86,12 @@ def choose(variant: str, params: dict, *, seeds: int, out: Path, command: str,
     for name, (src_f, tgt_f, bench_f) in SETS.items():
         print(f"{name} ...", flush=True)
         bench = kernels.read_bench(list(bench_f) if len(bench_f) > 1 else bench_f[0])
-        src, tgt = kernel_rows(bench, read_dataset(src_f), read_dataset(tgt_f))
-        for v, p in (("default", {}), (variant, params)):
-            res = offset_cell(src, tgt, seeds, source_params=p)
+        source, target = read_dataset(src_f), read_dataset(tgt_f)
+        src, tgt = kernel_rows(bench, source, target)
+        v_rows = (kernel_rows(bench, source, target, kernel_params=kernel_params)
+                  if kernel_params else (src, tgt))
+        for v, p, (s_v, t_v) in (("default", {}, (src, tgt)), (variant, params, v_rows)):
+            res = offset_cell(s_v, t_v, seeds, source_params=p)
             sc = res.scores[res.scores["target"] == "latency_ms"]
             rows.append(sc.assign(set=name, variant=v))
     scores = pd.concat(rows, ignore_index=True)
