@@ -9,12 +9,20 @@
 #   reads pre-registration AC's benchmark. The judgement runs afterwards:
 #   python scripts/above_caps_score.py PLATFORM --tag TAG
 #
-# Usage: scripts/above_caps_sitting.sh PLATFORM [BUDGET_S TAG]   (defaults 2100, session32_above_caps)
+# Usage: scripts/above_caps_sitting.sh PLATFORM [BUDGET_S TAG LIST]   (defaults 2100,
+# session32_above_caps, above_caps). LIST=off_grid takes scripts/off_grid_list.py's fresh configs
+# at resolutions off the grid instead (pre-registration AI, session 34, list seed 34), judged by
+# python scripts/off_grid_score.py PLATFORM --tag TAG.
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
 BUDGET=${2:-2100}; TAG=${3:-session32_above_caps}
+case "${4:-above_caps}" in
+  above_caps) LIST=scripts/above_caps_list.py; LIST_SEED=32 ;;
+  off_grid) LIST=scripts/off_grid_list.py; LIST_SEED=34 ;;
+  *) echo "above_caps_sitting: LIST must be above_caps or off_grid, not '$4'" >&2; exit 2 ;;
+esac
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
 . scripts/campaign_lib.sh
@@ -31,8 +39,8 @@ say() { echo "[above the caps] $1 $(date -u +%FT%TZ)"; }
 mkdir -p "$RES" "$RUN"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
-say "the list (fresh configs above the caps; excluded: ${MEASURED[*]})"
-$PY scripts/above_caps_list.py "$RUN/list.parquet" "${MEASURED[@]}" --seed 32
+say "the list ($LIST, fresh configs; excluded: ${MEASURED[*]})"
+$PY "$LIST" "$RUN/list.parquet" "${MEASURED[@]}" --seed "$LIST_SEED"
 say "profile, heap kept"
 $CARB profile --device cpu --platform "$PLAT" --threads 1 \
   --configs "$RUN/list.parquet" --seed 0 --ref-every 50 \

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from script_loader import (
     earlier_new_family_rows,
     load_script,
@@ -202,3 +203,57 @@ def test_the_scorer_names_a_missing_file_and_stops(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip() == "above_caps_score: no v3 draw file data/kernels/P_session31_flushed.parquet"
+
+
+# --------------------------------------------------------------------------- session 34: off the grid
+#: Measured new-family rows of the fifth CPU (session 18-19), excluded from the lists below.
+MEASURED = ROOT / "data" / "other_cpus" / "new_families" / "cpu_xeon_gnr_2c.parquet"
+
+
+def test_the_sitting_takes_the_off_grid_list_and_refuses_an_unknown_one(tmp_path):
+    _old_rows(tmp_path)
+    log, stub = stub_campaign(tmp_path, 'case "$*" in *" profile "*) mkdir -p runs/P_t_parts; '
+                                        ': > runs/P_t_parts/protocol.json;; esac\n')
+    r = _run(tmp_path, stub, "P", "60", "t", "off_grid")
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()[1:]
+    assert calls[1] == ("scripts/off_grid_list.py runs/P_t/list.parquet "
+                        "data/other_cpus/new_families/P.parquet "
+                        "data/other_cpus/new_families/P_session31_flushed.parquet --seed 34")
+    r = _run(tmp_path, stub, "P", "60", "t2", "grid")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "above_caps_sitting: LIST must be above_caps or off_grid, not 'grid'"
+
+
+def test_the_off_grid_list_is_fresh_off_the_grid_and_under_the_caps(tmp_path):
+    from carb_lib.families._config import RESOLUTIONS
+
+    mod = load_script("off_grid_list")
+    first = tmp_path / "first.parquet"
+    assert mod.main([str(first), str(MEASURED), "--efficientnet", "6", "2",
+                     "--mobilenetv2", "3", "1", "--vgg", "2", "1", "--resolutions", "40", "56"]) == 0
+    got = pd.read_parquet(first)
+    assert got.groupby(["family", "precision"]).size().to_dict() == {
+        ("efficientnet", "fp16"): 2, ("efficientnet", "fp32"): 6, ("mobilenetv2", "fp16"): 1,
+        ("mobilenetv2", "fp32"): 3, ("vgg", "fp16"): 1, ("vgg", "fp32"): 2}
+    assert set(got["resolution"]) <= {40, 56} and not set(got["resolution"]) & set(RESOLUTIONS)
+    flops = static_features(got)["flops"].to_numpy()
+    assert (flops[got["precision"].eq("fp32").to_numpy()] <= 4e9).all()
+    assert (flops[got["precision"].eq("fp16").to_numpy()] <= 0.25e9).all()
+    # a second list excluding the first is disjoint from it; the same arguments reproduce it
+    second = tmp_path / "second.parquet"
+    assert mod.main([str(second), str(first), "--efficientnet", "6", "2", "--mobilenetv2", "3",
+                     "1", "--vgg", "2", "1", "--resolutions", "40", "56"]) == 0
+    assert not set(pd.read_parquet(second)["config_id"]) & set(got["config_id"])
+    again = tmp_path / "again.parquet"
+    mod.main([str(again), str(MEASURED), "--efficientnet", "6", "2", "--mobilenetv2",
+              "3", "1", "--vgg", "2", "1", "--resolutions", "40", "56"])
+    assert pd.read_parquet(again)["config_id"].tolist() == got["config_id"].tolist()
+
+
+def test_the_off_grid_list_refuses_a_grid_resolution(tmp_path):
+    mod = load_script("off_grid_list")
+    with pytest.raises(SystemExit, match=r"off the grid .* got \[40, 64\]"):
+        mod.main([str(tmp_path / "l.parquet"), str(MEASURED), "--resolutions", "40",
+                  "64"])
+    assert not (tmp_path / "l.parquet").exists()
