@@ -12,16 +12,19 @@
 # Usage: scripts/above_caps_sitting.sh PLATFORM [BUDGET_S TAG LIST]   (defaults 2100,
 # session32_above_caps, above_caps). LIST=off_grid takes scripts/off_grid_list.py's fresh configs
 # at resolutions off the grid instead (pre-registration AI, session 34, list seed 34), judged by
-# python scripts/off_grid_score.py PLATFORM --tag TAG.
+# python scripts/off_grid_score.py PLATFORM --tag TAG; LIST=off_grid2 those at 36, 44, 72 and 88
+# px, list seed 35 (pre-registration AJ), judged by python scripts/source_sitting_score.py.
 # Run it from a clean checkout, `nice -n -15`, and run nothing else heavy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
 BUDGET=${2:-2100}; TAG=${3:-session32_above_caps}
 case "${4:-above_caps}" in
-  above_caps) LIST=scripts/above_caps_list.py; LIST_SEED=32 ;;
-  off_grid) LIST=scripts/off_grid_list.py; LIST_SEED=34 ;;
-  *) echo "above_caps_sitting: LIST must be above_caps or off_grid, not '$4'" >&2; exit 2 ;;
+  above_caps) LIST=scripts/above_caps_list.py; LIST_SEED=32; LIST_ARGS=() ;;
+  off_grid) LIST=scripts/off_grid_list.py; LIST_SEED=34; LIST_ARGS=() ;;
+  off_grid2) LIST=scripts/off_grid_list.py; LIST_SEED=35; LIST_ARGS=(--resolutions 36 44 72 88) ;;
+  *) echo "above_caps_sitting: LIST must be above_caps, off_grid or off_grid2, not '$4'" >&2
+     exit 2 ;;
 esac
 PY=${PYTHON:-.venv/bin/python}
 CARB="$PY -m carb_lib.cli"
@@ -40,7 +43,7 @@ mkdir -p "$RES" "$RUN"
 say "host noise (before)"
 campaign_canary "$RES/canary_before.txt"
 say "the list ($LIST, fresh configs; excluded: ${MEASURED[*]})"
-$PY "$LIST" "$RUN/list.parquet" "${MEASURED[@]}" --seed "$LIST_SEED"
+$PY "$LIST" "$RUN/list.parquet" "${MEASURED[@]}" --seed "$LIST_SEED" "${LIST_ARGS[@]}"
 say "profile, heap kept"
 $CARB profile --device cpu --platform "$PLAT" --threads 1 \
   --configs "$RUN/list.parquet" --seed 0 --ref-every 50 \

@@ -212,17 +212,26 @@ MEASURED = ROOT / "data" / "other_cpus" / "new_families" / "cpu_xeon_gnr_2c.parq
 
 def test_the_sitting_takes_the_off_grid_list_and_refuses_an_unknown_one(tmp_path):
     _old_rows(tmp_path)
-    log, stub = stub_campaign(tmp_path, 'case "$*" in *" profile "*) mkdir -p runs/P_t_parts; '
-                                        ': > runs/P_t_parts/protocol.json;; esac\n')
+    # the profile stub writes the protocol into the --out it is given
+    log, stub = stub_campaign(tmp_path, 'case "$*" in *" profile "*) o=$(echo "$*" | sed -E '
+                                        '"s/.*--out ([^ ]+).*/\\1/"); mkdir -p "$o"; '
+                                        ': > "$o/protocol.json";; esac\n')
     r = _run(tmp_path, stub, "P", "60", "t", "off_grid")
     assert r.returncode == 0, r.stderr
     calls = log.read_text().splitlines()[1:]
     assert calls[1] == ("scripts/off_grid_list.py runs/P_t/list.parquet "
                         "data/other_cpus/new_families/P.parquet "
                         "data/other_cpus/new_families/P_session31_flushed.parquet --seed 34")
-    r = _run(tmp_path, stub, "P", "60", "t2", "grid")
+    r = _run(tmp_path, stub, "P", "60", "t2", "off_grid2")
+    assert r.returncode == 0, r.stderr
+    assert log.read_text().splitlines()[-4] == (
+        "scripts/off_grid_list.py runs/P_t2/list.parquet data/other_cpus/new_families/P.parquet "
+        "data/other_cpus/new_families/P_session31_flushed.parquet --seed 35 --resolutions 36 44 "
+        "72 88")
+    r = _run(tmp_path, stub, "P", "60", "t3", "grid")
     assert r.returncode == 2
-    assert r.stderr.strip() == "above_caps_sitting: LIST must be above_caps or off_grid, not 'grid'"
+    assert r.stderr.strip() == ("above_caps_sitting: LIST must be above_caps, off_grid or "
+                                "off_grid2, not 'grid'")
 
 
 def test_the_off_grid_list_is_fresh_off_the_grid_and_under_the_caps(tmp_path):
