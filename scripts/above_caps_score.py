@@ -89,6 +89,22 @@ def judge_cell(scores: pd.DataFrame, chosen: str, val_gap: float, lines: list[st
           "the same sign", np.sign(gap.mean()) == np.sign(val_gap))
 
 
+def both_sources(files: dict[str, Path], tgt_rows: pd.DataFrame, seeds: int):
+    """The cell with each source of :data:`VARIANTS`: ``files`` names the ``"v3 draw"`` and
+    ``"v4 draw"`` of the operator benchmark and the ``"source rows"``. Returns the scores of
+    both (column ``variant``), each one's predictions by name, and the target rows with the
+    kernel law's input."""
+    src, tgt = kernel_rows(kernels.read_bench([str(files["v3 draw"]), str(files["v4 draw"])]),
+                           read_dataset(files["source rows"]), tgt_rows)
+    parts, preds = [], {}
+    for name, params in VARIANTS.items():
+        print(f"source {name}: cross-family evaluation, {seeds} seeds", flush=True)
+        res = offset_cell(src, tgt, seeds, source_params=params)
+        parts.append(res.scores.assign(variant=name))
+        preds[name] = res.predictions
+    return pd.concat(parts, ignore_index=True), preds, tgt
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("platform")
@@ -117,15 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     judge("AF0", f"reference config: {n} runs, median {med:.2f} ms, CV {cv:.1%}; bound "
           f"{REF_CV_MAX:.0%}", cv <= REF_CV_MAX)
     tgt_rows = read_dataset(files["new-family rows"])
-    src, tgt = kernel_rows(kernels.read_bench([str(files["v3 draw"]), str(files["v4 draw"])]),
-                           read_dataset(files["source rows"]), tgt_rows)
-    parts, preds = [], {}
-    for name, params in VARIANTS.items():
-        print(f"source {name}: cross-family evaluation, {a.seeds} seeds", flush=True)
-        res = offset_cell(src, tgt, a.seeds, source_params=params)
-        parts.append(res.scores.assign(variant=name))
-        preds[name] = res.predictions
-    scores = pd.concat(parts, ignore_index=True)
+    scores, preds, tgt = both_sources(files, tgt_rows, a.seeds)
     judge_cell(scores, chosen, val_gap, lines, judge)
     lat = scores[scores["target"] == "latency_ms"]
     ok = tgt_rows[tgt_rows["status"].astype(str) == "ok"]

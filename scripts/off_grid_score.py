@@ -30,13 +30,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from above_caps_score import VARIANTS  # noqa: E402
-from denormal_sitting_score import _zero_shot, batch_residuals, kernel_rows, offset_cell  # noqa: E402
+from above_caps_score import both_sources  # noqa: E402
+from denormal_sitting_score import _zero_shot, batch_residuals  # noqa: E402
 from kept_heap_sitting_score import Judge, missing_file, write_score  # noqa: E402
 from paired_heap_score import reference_stats  # noqa: E402
 from source_corrector_score import per_seed  # noqa: E402
 
-from carb_lib import kernels  # noqa: E402
 from carb_lib.dataset import read_dataset  # noqa: E402
 
 REF_CV_MAX, MEMORY_PCT, RHO_MIN, TARGET_PCT, STEP_MAX = 0.05, 0.1, 0.95, 10.0, 0.08
@@ -93,15 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     judge("AI0", f"reference config: {n} runs, median {med:.2f} ms, CV {cv:.1%}; bound "
           f"{REF_CV_MAX:.0%}", cv <= REF_CV_MAX)
     tgt_rows = read_dataset(files["new-family rows"])
-    src, tgt = kernel_rows(kernels.read_bench([str(files["v3 draw"]), str(files["v4 draw"])]),
-                           read_dataset(files["source rows"]), tgt_rows)
-    parts, preds = [], {}
-    for name, params in VARIANTS.items():
-        print(f"source {name}: cross-family evaluation, {a.seeds} seeds", flush=True)
-        res = offset_cell(src, tgt, a.seeds, source_params=params)
-        parts.append(res.scores.assign(variant=name))
-        preds[name] = res.predictions
-    scores = pd.concat(parts, ignore_index=True)
+    scores, preds, tgt = both_sources(files, tgt_rows, a.seeds)
     judge_cell(scores, preds["default"], tgt, judge)
     lat = scores[scores["target"] == "latency_ms"]
     ok = tgt_rows[tgt_rows["status"].astype(str) == "ok"]

@@ -55,8 +55,8 @@ def _sitting(tmp: Path, none: dict, summ: dict, cv_runs: list[float]) -> None:
     _replication(tmp / "results" / "carb" / "replication_P_t_sum", **summ)
 
 
-def _score(tmp: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "traffic_sitting_score.py"),
+def _score(tmp: Path, script: str = "traffic_sitting_score") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{script}.py"),
                            "P", "--tag", "t"], capture_output=True, text=True, cwd=tmp,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -96,9 +96,7 @@ def test_weights_read_from_memory_add_to_the_time_alone_by_default():
 
 
 def _score_both(tmp: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "both_targets_score.py"),
-                           "P", "--tag", "t"], capture_output=True, text=True, cwd=tmp,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return _score(tmp, "both_targets_score")
 
 
 def test_pre_registration_ah_needs_both_targets_and_a_steady_host(tmp_path):
