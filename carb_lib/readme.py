@@ -578,12 +578,33 @@ GNR_REST_V4_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_rest_sampler4/"
 #: same sitting (session 29, pre-registration Y; README command).
 GNR_KEPT_CROSS_FAMILY = "other_cpus/cpu_xeon_gnr_2c_session29_kept/"
 
+def steady_sitting(results: Path) -> str:
+    """Issue 14's two latency targets on a steady re-measured sitting (notebook 06)."""
+    t = _read(results, "carb/steady_sitting/targets.csv")
+    s = _read(results, "carb/steady_sitting/summary.csv")
+    names = {("random", "within_10pct"): "random split: share within ±10 %",
+             ("batch_small", "r2"): "small batches (≤ 8) held out: R²"}
+    out = ["| target (kernel law, with the probe's term) | goal | mean ± sd | seeds | met |",
+           "|---|---|---|---|---|"]
+    for _, r in t.iterrows():
+        out.append(f"| {names.get((r['split'], r['metric']), r['split'] + ' ' + r['metric'])} | "
+                   f"{r['goal']} | {r['mean']:.3f} ± {r['sd']:.3f} | {int(r['n_seeds'])} | "
+                   f"{'✓' if bool(r['met']) else '✗'} |")
+    out += ["", "| split | law | R² | MAPE % | within ±10 % | Spearman |", "|---|---|---|---|---|---|"]
+    for _, r in s.iterrows():
+        out.append(f"| {r['split']} | {r['law']} | {r['r2']:.3f} ± {r['r2_sd']:.3f} | "
+                   f"{r['mape_pct']:.2f} ± {r['mape_pct_sd']:.2f} | {r['within_10pct']:.3f} | "
+                   f"{r['spearman']:.3f} |")
+    return "\n".join(out) + "\n"
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "static-features-bench": static_features_bench,
     "allocator": allocator_check,
     "characterization": characterization,
     "carb-metrics": carb_metrics,
     "carb-bench": carb_bench,
+    "steady-sitting": steady_sitting,
     "default-choice": default_choice,
     "transfer": transfer_summary,
     "fewshot": fewshot,

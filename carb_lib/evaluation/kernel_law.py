@@ -42,6 +42,9 @@ COMPARISON_TARGETS: tuple[str, str] = ("peak_mem_mib", "latency_ms")
 #: Metric columns of :attr:`KernelLawComparison.scores` (held-out latency).
 COMPARISON_METRICS: tuple[str, ...] = ("r2", "mape_pct", "within_10pct", "spearman")
 COMPARISON_SPLITS: tuple[str, ...] = ("random", "batch_small", "batch_large")
+#: Issue 14's latency targets a comparison can judge: (split, metric, operator, goal).
+LATENCY_TARGETS: tuple[tuple[str, str, str, float], ...] = (
+    ("random", "within_10pct", ">=", 0.95), ("batch_small", "r2", ">=", 0.95))
 
 
 @dataclass
@@ -72,6 +75,22 @@ class KernelLawComparison:
         return (pd.concat([g[m].mean(), g[m].std().add_suffix("_sd")], axis=1)
                 .join(g[["held_out", "train_batches", "n_train", "n_test"]].first())
                 .reset_index())
+
+    def latency_targets(self, law: str = "kernel") -> pd.DataFrame:
+        """Issue 14's latency targets (:data:`LATENCY_TARGETS`) for ``law``, judged on the mean
+        over seeds: one row per target with ``split``, ``metric``, ``goal``, ``mean``, ``sd``,
+        ``n_seeds`` and ``met``. A split the comparison did not run gives NaN, not met."""
+        out = []
+        for split, metric, op, goal in LATENCY_TARGETS:
+            v = self.scores.loc[(self.scores["split"] == split) & (self.scores["law"] == law),
+                                metric].to_numpy(dtype=float)
+            mean = float(v.mean()) if len(v) else float("nan")
+            sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+            met = (mean >= goal) if op == ">=" else (mean <= goal)
+            out.append({"split": split, "law": law, "metric": metric, "goal": f"{op} {goal:g}",
+                        "mean": mean, "sd": sd, "n_seeds": len(v),
+                        "met": bool(met and np.isfinite(mean))})
+        return pd.DataFrame(out)
 
     def table(self, decimals: int = 3) -> pd.DataFrame:
         """``mean ± sd`` strings per split and law (the printed table of the scripts)."""
