@@ -32,6 +32,7 @@ from kept_heap_sitting_score import (  # noqa: E402
     write_score,
 )
 from paired_heap_score import reference_stats  # noqa: E402
+from traffic_sitting_score import sitting_files  # noqa: E402
 
 REF_CV_MAX, R2_MIN, WITHIN_MIN, MAPE_MAX, LARGE_MIN = 0.03, 0.95, 0.95, 3.5, 0.98
 
@@ -42,10 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tag", default="session34_both")
     a = ap.parse_args(argv)
     p = a.platform
-    res = Path(f"results/measurement/{p}_{a.tag}")
-    files = {"reference": res / "reference.parquet",
-             "replication": Path(f"results/carb/replication_{p}_{a.tag}"),
-             "sum replication": Path(f"results/carb/replication_{p}_{a.tag}_sum")}
+    res, files = sitting_files(p, a.tag)
     if missing_file("both_targets_score", files):
         return 2
 

@@ -78,12 +78,14 @@ def arm_benches(bench: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, pd.DataFr
     return out
 
 
-def _zero_shot(pred: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The zero-shot latency predictions with their row's ``precision`` (read by
-    ``config_id``) and ``r`` = log(measured / predicted)."""
+def _zero_shot(pred: pd.DataFrame, rows: pd.DataFrame, *,
+               by: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The zero-shot latency predictions with their row's ``precision`` and the ``rows``
+    columns ``by`` (read by ``config_id``), and ``r`` = log(measured / predicted)."""
     p = pred[(pred["model"] == "zero_shot") & (pred["target"] == "latency_ms")]
-    prec = rows.drop_duplicates("config_id").set_index("config_id")["precision"]
-    return p.assign(precision=p["config_id"].map(prec).astype(str),
+    cfg = rows.drop_duplicates("config_id").set_index("config_id")
+    return p.assign(precision=p["config_id"].map(cfg["precision"]).astype(str),
+                    **{c: p["config_id"].map(cfg[c]) for c in by},
                     r=np.log(p["measured"] / p["predicted"]))
 
 
@@ -99,10 +101,8 @@ def batch_residuals(pred: pd.DataFrame, rows: pd.DataFrame, *,
                     by: tuple[str, ...] = ()) -> pd.DataFrame:
     """Median zero-shot log residual (and count) per family, precision, the ``rows`` columns
     ``by`` (read by ``config_id``, e.g. ``("resolution",)``) and batch bin."""
-    p = _zero_shot(pred, rows)
-    cfg = rows.drop_duplicates("config_id").set_index("config_id")
-    p = p.assign(**{c: p["config_id"].map(cfg[c]) for c in by},
-                 batches=pd.cut(p["batch"], BATCH_BINS))
+    p = _zero_shot(pred, rows, by=by)
+    p = p.assign(batches=pd.cut(p["batch"], BATCH_BINS))
     return p.groupby(["family", "precision", *by, "batches"], observed=True)["r"].agg(
         ["median", "size"])
 

@@ -60,9 +60,8 @@ def judge_cell(scores: pd.DataFrame, pred: pd.DataFrame, rows: pd.DataFrame, jud
     judge("AI4", ", ".join(f"{f} {fam[f]['mean']:.2f} ± {fam[f]['std']:.2f} %" for f in others)
           + f"; predicted <= {TARGET_PCT:.0f} % each",
           all(fam[f]["mean"] <= TARGET_PCT for f in others))
-    z = _zero_shot(pred, rows)
-    res = z["config_id"].map(rows.drop_duplicates("config_id").set_index("config_id")["resolution"])
-    e = z[(z["family"] == "efficientnet") & (z["precision"] == "fp32")].assign(resolution=res)
+    z = _zero_shot(pred, rows, by=("resolution",))
+    e = z[(z["family"] == "efficientnet") & (z["precision"] == "fp32")]
     med = e.groupby("resolution")["r"].median()
     step = abs(med.get(40, np.nan) - med.get(56, np.nan))
     judge("AI5", f"efficientnet fp32 zero-shot median log residual at 40 px {med.get(40, np.nan):+.3f},"

@@ -77,8 +77,8 @@ def choose(variant: str, params: dict, *, seeds: int, out: Path, command: str,
            adopt: str, kernel_params: dict | None = None) -> bool:
     """Run ``default`` and ``variant`` (``source_params=params``; with ``kernel_params``, the
     variant's kernel law reads ``KernelModel(**kernel_params)`` fitted on the set's benchmark)
-    on every set of :data:`SETS` and apply the rule: adopt ``variant`` if, on the offset k = 10 latency MAPE averaged over a
-    set's families, it is ahead on at least 4 of the 5 sets and the mean paired gap over all set
+    on every set of :data:`SETS` and apply the rule: adopt ``variant`` if, on the offset k = 10
+    latency MAPE averaged over a set's families, it is ahead on at least 4 of the 5 sets and the mean paired gap over all set
     x seed units is below zero by more than one standard error. Writes ``scores.csv`` and
     ``choice.txt`` (its first line ``# command``; ``adopt`` names the adopted choice) into
     ``out``, prints the choice, and returns whether ``variant`` is adopted."""

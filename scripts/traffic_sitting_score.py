@@ -35,16 +35,23 @@ from paired_heap_score import reference_stats  # noqa: E402
 REF_CV_MAX, R2_MIN, R2_GAIN, MAPE_SLACK, WITHIN_MIN, LARGE_SLACK = 0.05, 0.95, 0.02, 0.5, 0.95, 0.005
 
 
+def sitting_files(platform: str, tag: str) -> tuple[Path, dict[str, Path]]:
+    """A kept sitting's folder beside its pre-registration and the files its scorers read: the
+    reference rows and the replications without (``replication``) and with the weight-traffic
+    term (``sum replication``)."""
+    res = Path(f"results/measurement/{platform}_{tag}")
+    return res, {"reference": res / "reference.parquet",
+                 "replication": Path(f"results/carb/replication_{platform}_{tag}"),
+                 "sum replication": Path(f"results/carb/replication_{platform}_{tag}_sum")}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("platform")
     ap.add_argument("--tag", default="session32_traffic")
     a = ap.parse_args(argv)
     p = a.platform
-    res = Path(f"results/measurement/{p}_{a.tag}")
-    files = {"reference": res / "reference.parquet",
-             "replication": Path(f"results/carb/replication_{p}_{a.tag}"),
-             "sum replication": Path(f"results/carb/replication_{p}_{a.tag}_sum")}
+    res, files = sitting_files(p, a.tag)
     if missing_file("traffic_sitting_score", files):
         return 2
 
