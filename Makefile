@@ -11,6 +11,11 @@ STAMP  := $(VENV)/.carb-deps-stamp
 # torch is installed first so that no CUDA build is pulled on a CPU machine; GPU workstations
 # use environment.yml (conda) or override, e.g. `make TORCH_SPEC="torch==2.13.0" test`.
 TORCH_SPEC ?= torch==2.13.0
+# torchvision (the `zoo` extra: `carb zoo`) is installed --no-deps at the release paired with
+# TORCH_SPEC's torch (0.28 with 2.13; carb_lib/families/_torchvision.py lists the pairs), so it
+# never replaces the installed torch; set both when overriding, e.g.
+# `make TORCH_SPEC="torch==2.12.0" TORCHVISION_SPEC="torchvision==0.27.0" test`.
+TORCHVISION_SPEC ?= torchvision==0.28.0
 PROFILE ?= full
 
 .PHONY: test reproduce reproduce-quick lab lint bench check-features clean-venv
@@ -19,14 +24,16 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q --no-deps "$(TORCHVISION_SPEC)"
 	$(BIN)/python -m pip install -q -e ".[dev,lab,dask]"
 	@touch $(STAMP)
 
-# The suite runs on PYTEST_WORKERS processes (pytest-xdist; one test file per worker at a time):
-# 2 on the 2-core machines this project is tested on. PYTEST_WORKERS=0 runs it in one process.
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist, tests handed out one by one and stolen
+# by an idle worker): 2 on the 2-core machines this project is tested on. PYTEST_WORKERS=0 runs it
+# in one process.
 PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 
 reproduce: $(STAMP)
 	$(BIN)/carb reproduce --profile $(PROFILE)
@@ -38,17 +45,19 @@ reproduce-quick: $(STAMP)
 # "CARB (.venv)". LAB_ARGS passes options, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
 LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/python -m carb_lib.lab install
+	$(BIN)/python -m carb_lib.app.lab install
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check carb_lib tests benchmarks scripts examples
 
+# Every benchmark: timings, the allocator check against every measured row, the default's choice.
 bench: $(STAMP)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 check-features: $(STAMP)
 	$(BIN)/python scripts/check_features_full_grid.py
+	$(BIN)/python scripts/check_new_families.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,12 +1,12 @@
 """Benchmark: CARBRegressor fit on 17,280 rows and predict on 1,000,000 rows, per preset (2 cores).
 
-Targets (issues 9 and 14): fit on ~17k rows < 5 min on 2 cores; the screening default predicts
+Targets: fit on ~17k rows < 5 min on 2 cores; the screening default predicts
 1,000,000 candidates *with intervals* in <= 10 s and is <= 200 MB on disk.
 
 For each preset of :data:`carb_lib.ensemble.PRESETS` (``default``: the screening default and
 the estimator's defaults; ``paper``: the paper's sizes; ``fast``) with ``n_jobs=2``:
 
-* ``fit``: one fit on the 17,280-row grid of :func:`carb_lib.synthetic.make_synthetic_dataset`
+* ``fit``: one fit on the 17,280-row grid of :func:`carb_lib.dataset.synthetic.make_synthetic_dataset`
   (``error_rate=0``; its 32 OOM rows are dropped by the fit, so 17,248 rows are used). The data
   are SYNTHETIC: the timings are of the code, the predictions are not evidence of anything.
 * ``model_matrix``, ``predict``, ``predict_interval``: 1,000,000 rows (the training rows tiled;
@@ -14,7 +14,7 @@ the estimator's defaults; ``paper``: the paper's sizes; ``fast``) with ``n_jobs=
   ``predict``, one run of ``predict_interval`` (the same model calls plus the intervals).
   ``predict`` includes building the model matrix.
 * ``model_mib``: size of the pickled model (streamed, not held in memory); ``disk_mib``: size
-  of the file :func:`carb_lib.ensemble.save_model` writes (joblib, uncompressed).
+  of the file :func:`carb_lib.ensemble.save_model` writes (skops, uncompressed).
 * ``heldout_r2_<target>``: R2 on a second SYNTHETIC draw (``seed=1``, same grid, new noise):
   a sanity check that both presets fit the synthetic laws, not an accuracy claim (those are
   measured on real data in notebook 03).
@@ -79,7 +79,7 @@ def synthetic_sets(rows: int, predict_rows: int
                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """SYNTHETIC training grid (``seed=0``), its ok rows tiled to ``predict_rows`` rows, and a
     second draw (``seed=1``, ok rows) for the held-out sanity check."""
-    from carb_lib.synthetic import make_synthetic_dataset
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
 
     train = make_synthetic_dataset(n=rows, seed=0, with_telemetry=False, error_rate=0.0)
     holdout = make_synthetic_dataset(n=rows, seed=1, with_telemetry=False, error_rate=0.0)
@@ -111,8 +111,8 @@ def bench_preset(name: str, train: pd.DataFrame, big: pd.DataFrame, holdout: pd.
                  n_jobs: int, repeats: int) -> list[dict]:
     from sklearn.metrics import r2_score
 
+    from carb_lib.core.vocab import DEFAULT_COVERAGE
     from carb_lib.ensemble import PRESETS, model_matrix
-    from carb_lib.vocab import DEFAULT_COVERAGE
 
     print(f"[{name}] fit on {len(train):,} SYNTHETIC rows ...", flush=True)
     model, fit_s, disk = fit_and_size(PRESETS[name], train, n_jobs)
@@ -165,7 +165,7 @@ def main(argv=None) -> pd.DataFrame:
     for name in args.presets:
         rows += bench_preset(name, train, big, holdout, args.n_jobs, args.repeats)
     out = pd.DataFrame(rows).assign(
-        data="SYNTHETIC (carb_lib.synthetic, error_rate=0)", full_size=full,
+        data="SYNTHETIC (carb_lib.dataset.synthetic, error_rate=0)", full_size=full,
         cpus=os.cpu_count(), load_avg_1min_at_end=os.getloadavg()[0],
         measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

@@ -1,6 +1,6 @@
 """Benchmark: campaigns and screening on a Dask LocalCluster of processes (carb_lib.distributed).
 
-Targets (issue 17, this 2-core machine): a campaign on ``local:2`` >= 1.8x the throughput of
+Targets (this 2-core machine): a campaign on ``local:2`` >= 1.8x the throughput of
 one worker for configs <= 0.2 GFLOP; screening 10,000,000 extended-space candidates on
 ``local:2`` with peak client memory <= 2 GiB and a throughput per worker within 20 % of the
 local path; the per-task overhead (for the README's "what changes for 100 GPUs").
@@ -10,7 +10,7 @@ Each part runs in a fresh Python process (so its peak memory is its own):
 ``campaign``
     ``--n`` configs of at most 0.2 GFLOP (whole batch; a seeded stratified sample), the
     default protocol with one thread, ``ref_every=0``: the local path
-    (:func:`carb_lib.campaign.run_campaign` in the process), ``local:1`` and ``local:2``. The
+    (:func:`carb_lib.measure.campaign.run_campaign` in the process), ``local:1`` and ``local:2``. The
     workers are warmed up first by a 2-config campaign (imports and the first measurement's
     one-off costs are not throughput). Rows are measured on this CPU and thrown away.
 ``overhead``
@@ -68,9 +68,9 @@ def _peak_mib() -> float:
 
 
 def part_campaign(n: int) -> list[dict]:
-    from carb_lib.campaign import run_campaign, sample_configs
     from carb_lib.distributed import open_cluster, run_cluster_campaign
-    from carb_lib.profiling import Protocol
+    from carb_lib.measure.campaign import run_campaign, sample_configs
+    from carb_lib.measure.profiling import Protocol
 
     proto = Protocol(threads=1)
     cfg = sample_configs(n, seed=11, max_gflops=0.2, sample_under_cap=True)
@@ -200,8 +200,8 @@ def part_equal(model_path: str, n: int, partition: int, space: str) -> list[dict
 
 
 def fit_model(path: Path) -> None:
+    from carb_lib.dataset.synthetic import make_synthetic_dataset  # SYNTHETIC training data
     from carb_lib.ensemble import CARBRegressor, save_model
-    from carb_lib.synthetic import make_synthetic_dataset  # SYNTHETIC training data
 
     df = make_synthetic_dataset(n=2000, seed=0, with_telemetry=False)
     # the learners pinned: this benchmark's model predates the ExtraTrees default

@@ -21,8 +21,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pandas as pd  # noqa: E402
 
-from carb_lib import transfer as T  # noqa: E402
-from carb_lib.datasets import load_measurements  # noqa: E402
+from carb_lib.dataset.readers import load_measurements  # noqa: E402
+from carb_lib.transfer import pairwise as T  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

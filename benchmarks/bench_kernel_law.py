@@ -6,7 +6,7 @@ model in ``fit``), then asked for ``predict_interval`` on ``--n`` candidates dra
 extended-dense space (:func:`carb_lib.screening.screen.load_candidates`, distinct configs, so
 the per-architecture operator lists are not all cached). Timed, median of ``--repeats`` runs:
 
-* ``kernel_column``: :func:`carb_lib.kernels.with_kernel_column` alone (operator lists +
+* ``kernel_column``: :func:`carb_lib.kernels.law.with_kernel_column` alone (operator lists +
   kernel model on the estimator's ``n_jobs`` threads), the first run with a cold
   operator-list cache reported separately;
 * ``predict_interval_kernel`` and ``predict_interval_roofline``: the whole prediction with
@@ -33,12 +33,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 import pandas as pd  # noqa: E402
 
-from carb_lib import kernels, op_lists  # noqa: E402
-from carb_lib.dataset import read_dataset  # noqa: E402
-from carb_lib.devices import cpu_identity  # noqa: E402
+from carb_lib.dataset.features import with_static_features  # noqa: E402
+from carb_lib.dataset.schema import read_dataset  # noqa: E402
 from carb_lib.ensemble import CARBRegressor, preset  # noqa: E402
 from carb_lib.evaluation import prepare_dataset  # noqa: E402
-from carb_lib.features import with_static_features  # noqa: E402
+from carb_lib.kernels import law as kernels  # noqa: E402
+from carb_lib.kernels import op_lists
+from carb_lib.measure.devices import cpu_identity  # noqa: E402
 from carb_lib.screening.screen import load_candidates  # noqa: E402
 
 

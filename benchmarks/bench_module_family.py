@@ -1,6 +1,6 @@
 """Benchmark: static features of a user network (family ``module``), first and cached calls.
 
-Targets (issue 15): a user module's first call <= 2 s, cached calls <= 1 ms (medians).
+Targets: a user module's first call <= 2 s, cached calls <= 1 ms (medians).
 
 Each repeat runs in a fresh Python process that imports torch and carb_lib first (not timed),
 then times, for user networks given as ``path/to/file.py:function`` factories (ResNet-50,
@@ -17,7 +17,7 @@ network):
     ``ModuleConfig(...)`` again at another batch size and precision (the features of the
     module x input shape come from the cache; the config is validated and hashed).
 ``cached features, 1 row``
-    ``carb_lib.features.static_features`` of a one-row frame of a cached module (pandas
+    ``carb_lib.dataset.features.static_features`` of a one-row frame of a cached module (pandas
     frame overhead included).
 
 Writes ``results/benchmarks/module_family.csv`` (median and max over ``--repeats``).
@@ -67,7 +67,7 @@ import torch
 torch.set_num_threads(1)
 import pandas as pd
 from carb_lib.families.module import ModuleConfig
-from carb_lib.features import static_features
+from carb_lib.dataset.features import static_features
 
 path, first, others = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 out = {}

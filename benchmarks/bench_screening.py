@@ -8,10 +8,10 @@ alone on 1,000,000 x 2 and x 3 random points (uniform, and anti-correlated with 
 
 The model is a small :class:`carb_lib.ensemble.CARBRegressor` (50 XGBoost trees of depth 6,
 50 LightGBM trees of 31 leaves, 10 ExtraTrees) fitted on a SYNTHETIC dataset
-(:func:`carb_lib.synthetic.make_synthetic_dataset`): the timings are of the code, its
+(:func:`carb_lib.dataset.synthetic.make_synthetic_dataset`): the timings are of the code, its
 predictions are meaningless. ``--stand-in`` uses the closed-form stand-in predictor of the
 tests instead (prediction then costs almost nothing). Candidates of 1M come from
-:func:`carb_lib.space.extended_sample` (generation is not timed). Writes
+:func:`carb_lib.families.space.extended_sample` (generation is not timed). Writes
 ``results/benchmarks/screening.csv``.
 """
 
@@ -31,15 +31,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from carb_lib import screening as scr  # noqa: E402
-from carb_lib import space  # noqa: E402
+from carb_lib.families import space  # noqa: E402
 
 BUDGETS = ["energy_j<=5", "latency_ms<=50", "peak_mem_mib<=4096"]
 OBJECTIVES = ["energy_j", "peak_mem_mib"]  # + params (capacity proxy): 3 objectives
 
 
 def fit_small_model(n_jobs: int = 2):
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
     from carb_lib.ensemble import CARBRegressor
-    from carb_lib.synthetic import make_synthetic_dataset
 
     df = make_synthetic_dataset(n=2000, seed=0, with_telemetry=False)
     # the learners pinned: this benchmark's model predates the ExtraTrees default

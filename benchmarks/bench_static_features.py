@@ -17,9 +17,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pandas as pd  # noqa: E402
 
-from carb_lib import features  # noqa: E402
+from carb_lib.dataset import features  # noqa: E402
 from carb_lib.families import _alloc  # noqa: E402
-from carb_lib.space import extended_sample  # noqa: E402
+from carb_lib.families.space import extended_sample  # noqa: E402
 
 
 def main() -> None:

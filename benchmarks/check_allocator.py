@@ -1,11 +1,15 @@
-"""Check the allocator model against every measured CPU row, and time it.
+"""Check the allocator model against every measured CPU row, and time it (GPU rows are left out:
+the CUDA caching allocator is not what the model describes).
 
-For each CPU dataset in ``data/`` (``status == ok`` rows): the analytic features
+For every file of measured network rows under ``data/`` (:func:`measured_files`, by glob;
+``status == ok`` rows): the analytic features
 ``alloc_peak_bytes`` / ``alloc_peak_bytes_b16`` (:mod:`carb_lib.families._alloc`) against the
 measured ``peak_mem_mib`` (rows within 1 byte, largest relative error), beside the former byte
 estimate ``param_bytes + peak_act_bytes``; and the meta-device simulation
-(:func:`carb_lib.allocator.simulate_peak`) on a seeded sample of rows. Writes
-``results/benchmarks/allocator_check.csv`` (one row per dataset) and
+(:func:`carb_lib.families.allocator.simulate_peak`) on a seeded sample of rows. Writes
+``results/benchmarks/allocator_check.csv`` (one row per dataset),
+``results/benchmarks/allocator_exact_by_precision.csv`` (the same rows summed per platform and
+precision: :func:`by_precision`) and
 ``results/benchmarks/allocator_speed.csv`` (static features of 1M extended-space configs and
 of 100k configs per new family, cold caches, median of ``--repeats``). Both of the model's
 oneDNN channel blocks are checked (8 on AVX2, 16 on AVX-512: ``exact_rows_block8/16``), and
@@ -26,46 +30,73 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-DATASETS = ("data/cpu_epyc_zen3_2c.parquet", "data/new_families/cpu_epyc_zen3_2c.parquet",
-            "data/cpu_epyc_2c.parquet", "data/other_cpus/cpu_xeon_emr_2c.parquet",
-            "data/other_cpus/new_families/cpu_xeon_emr_2c.parquet",
-            "data/other_cpus/cpu_xeon_gnr_2c.parquet",
-            "data/other_cpus/new_families/cpu_xeon_gnr_2c.parquet",
-            "data/other_cpus/new_families/cpu_xeon_gnr_2c_rest.parquet",
-            "data/other_cpus/cpu_xeon_gnr_2c_session19.parquet",
-            "data/other_cpus/cpu_xeon_gnr_2c_session20.parquet",
-            "data/other_cpus/cpu_epyc_zen4_2c.parquet",
-            "data/other_cpus/cpu_epyc_zen5_2c.parquet",
-            "data/other_cpus/new_families/cpu_epyc_zen5_2c.parquet",
-            "data/other_cpus/new_families/cpu_epyc_zen5_2c_rest.parquet",
-            "data/other_cpus/new_families/cpu_epyc_zen5_2c_passes.parquet",
-            "data/other_cpus/new_families/cpu_epyc_zen5_2c_fresh_depthwise.parquet")
+#: Folders under ``data/`` whose files hold no measured network rows of our own: operators timed
+#: alone (``kernels/``) and another project's latencies (``external/``).
+NOT_NETWORK_ROWS = ("external", "kernels")
+#: Columns a file needs for the check (its measured peak memory and each row's config).
+NEEDED = ("status", "peak_mem_mib", "family", "precision", "batch")
+
+
+def is_gpu_file(path: str | Path) -> bool:
+    """The file's rows were measured on a CUDA device (a ``cuda`` version recorded): the CUDA
+    caching allocator, which the CPU allocator model does not describe."""
+    import pyarrow.parquet as pq
+
+    if "cuda" not in pq.read_schema(path).names:
+        return False
+    return bool(pd.read_parquet(path, columns=["cuda"])["cuda"].notna().any())
+
+
+def measured_files(data_dir: str | Path = "data") -> list[Path]:
+    """Every parquet file under ``data_dir`` with measured CPU network rows, by glob (no hand
+    list): the campaigns' files and the re-measurements beside them (reference, audit, pass,
+    noise rows), skipping :data:`NOT_NETWORK_ROWS`, files that lack a column of :data:`NEEDED`
+    and GPU files (:func:`is_gpu_file`)."""
+    import pyarrow.parquet as pq
+
+    data_dir = Path(data_dir)
+    out = []
+    for f in sorted(data_dir.rglob("*.parquet")):
+        if f.relative_to(data_dir).parts[0] in NOT_NETWORK_ROWS:
+            continue
+        if set(NEEDED) <= set(pq.read_schema(f).names) and not is_gpu_file(f):
+            out.append(f)
+    return out
 
 
 def _simulate_row(row: pd.Series, block: int = 8) -> int:
-    """:func:`carb_lib.allocator.simulate_peak` of one dataset row's network (bytes)."""
+    """:func:`carb_lib.families.allocator.simulate_peak` of one dataset row's network (bytes)."""
     import torch
 
-    from carb_lib.allocator import simulate_peak
     from carb_lib.families import get_family
+    from carb_lib.families.allocator import simulate_peak
 
     fam = get_family(row["family"])
     cfg = fam.from_row(row.to_dict())
-    with torch.device("meta"):
-        model = fam.build_model(cfg)
-    return simulate_peak(model, (cfg.batch, 3, cfg.resolution, cfg.resolution),
-                         precision=cfg.precision, block=block).peak_bytes
+    if hasattr(cfg, "module"):  # a user module: built on meta by the family's own path (some
+        # factories compute with tensors and fail under torch.device("meta")), its input shape
+        from carb_lib.families.module import build_from_spec
+
+        model = build_from_spec(cfg.module, cfg.module_kwargs, meta=True)
+        shape = (cfg.batch, *cfg.input_shape)
+    else:
+        with torch.device("meta"):
+            model = fam.build_model(cfg)
+        shape = (cfg.batch, 3, cfg.resolution, cfg.resolution)
+    return simulate_peak(model, shape, precision=cfg.precision, block=block).peak_bytes
 
 
 def check(path: Path, n_sim: int, seed: int) -> dict:
-    from carb_lib.base_models import fit_base_law
-    from carb_lib.features import static_features
-    from carb_lib.vocab import ALLOC_FEATURES
+    from carb_lib.core.vocab import ALLOC_FEATURES
+    from carb_lib.dataset.features import static_features
+    from carb_lib.ensemble.base_models import fit_base_law
 
     df = pd.read_parquet(path)
     df = df[df["status"] == "ok"].reset_index(drop=True)
     meas = df["peak_mem_mib"].to_numpy(dtype=float) * 2**20
     feats = static_features(df)
+    # rows stored without their static features (version 1, noise rows): the base law reads them
+    df = df.assign(**{c: feats[c].to_numpy() for c in feats.columns if c not in df.columns})
     exact = {b: np.abs(feats[c].to_numpy() - meas) <= 1 for b, c in ALLOC_FEATURES.items()}
     # the block the memory law learns from these rows (the CPU's oneDNN channel block)
     law = fit_base_law(df.assign(**{c: feats[c].to_numpy() for c in ALLOC_FEATURES.values()}),
@@ -82,6 +113,13 @@ def check(path: Path, n_sim: int, seed: int) -> dict:
     host = df["host"].dropna().iloc[0] if "host" in df.columns and df["host"].notna().any() else ""
     return {
         "dataset": str(path), "rows": len(df),
+        "platform": ",".join(sorted(df["platform"].astype(str).unique())),
+        **{f"{k}_{prec}": int(v[(df["precision"] == prec).to_numpy()].sum())
+           for prec in ("fp32", "fp16")
+           for k, v in (("rows", np.ones(len(df), bool)), ("exact", exact[block]))},
+        **{f"max_rel_err_pct_{prec}": float(100 * rel[m].max()) if m.any() else float("nan")
+           for prec in ("fp32", "fp16")
+           for m in [(df["precision"] == prec).to_numpy()]},
         "families": ",".join(sorted(df["family"].unique())),
         "torch": ",".join(sorted(df["torch_version"].dropna().astype(str).unique()))
         if "torch_version" in df.columns else "",
@@ -99,12 +137,34 @@ def check(path: Path, n_sim: int, seed: int) -> dict:
     }
 
 
+PRECISIONS = ("fp32", "fp16")
+
+
+def by_precision(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-file check (:func:`check` rows) summed per platform and precision: ``files``
+    (files with rows of that precision), ``rows``, ``exact_rows``, ``exact_share`` and the
+    largest relative error of a row (``max_rel_err_pct``)."""
+    out = []
+    for plat, g in table.groupby("platform", sort=True):
+        for prec in PRECISIONS:
+            rows = g[f"rows_{prec}"].astype(int)
+            if rows.sum() == 0:
+                continue
+            exact = int(g[f"exact_{prec}"].sum())
+            out.append({"platform": plat, "precision": prec, "files": int((rows > 0).sum()),
+                        "rows": int(rows.sum()), "exact_rows": exact,
+                        "exact_share": exact / int(rows.sum()),
+                        "max_rel_err_pct": float(g[f"max_rel_err_pct_{prec}"].max())})
+    return pd.DataFrame(out, columns=["platform", "precision", "files", "rows", "exact_rows",
+                                      "exact_share", "max_rel_err_pct"])
+
+
 def speed(repeats: int) -> pd.DataFrame:
     import importlib
 
-    from carb_lib import features
+    from carb_lib.dataset import features
     from carb_lib.families import _alloc
-    from carb_lib.space import extended_sample
+    from carb_lib.families.space import extended_sample
 
     cases = [("resnet (extended space)", extended_sample(1_000_000, seed=0), "resnet")]
     for name in ("mobilenetv2", "vgg", "efficientnet"):
@@ -140,21 +200,32 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--out-dir", type=Path, default=Path("results/benchmarks"))
+    ap.add_argument("--data-dir", type=Path, default=Path("data"),
+                    help="every measured file under it is checked (glob)")
     args = ap.parse_args()
     rows = []
-    for p in DATASETS:
-        if Path(p).exists():
-            r = check(Path(p), args.n_sim, args.seed)
-            rows.append(r)
-            print(f"{p}: {r['exact_rows']:,}/{r['rows']:,} rows exact to the byte "
-                  f"(max error {r['max_rel_err_pct']:.3g} %; byte estimate MAPE "
-                  f"{r['bytes_estimate_mape_pct']:.2f} %); meta simulation "
-                  f"{r['sim_exact_rows']}/{r['sim_rows']} exact, {r['sim_s_per_row']:.3f} s/row; "
-                  f"learned variant {r['law_block']} (exact rows with 8 / 16 / 16+fp16: "
-                  f"{r['exact_rows_block8']:,} / {r['exact_rows_block16']:,} / "
-                  f"{r['exact_rows_block16+fp16']:,})")
+    for p in measured_files(args.data_dir):
+        r = check(p, args.n_sim, args.seed)
+        rows.append(r)
+        print(f"{p}: {r['exact_rows']:,}/{r['rows']:,} rows exact to the byte "
+              f"(max error {r['max_rel_err_pct']:.3g} %; byte estimate MAPE "
+              f"{r['bytes_estimate_mape_pct']:.2f} %); meta simulation "
+              f"{r['sim_exact_rows']}/{r['sim_rows']} exact, {r['sim_s_per_row']:.3f} s/row; "
+              f"learned variant {r['law_block']} (exact rows with 8 / 16 / 16+fp16: "
+              f"{r['exact_rows_block8']:,} / {r['exact_rows_block16']:,} / "
+              f"{r['exact_rows_block16+fp16']:,})")
+    table = pd.DataFrame(rows)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(args.out_dir / "allocator_check.csv", index=False)
+    table.to_csv(args.out_dir / "allocator_check.csv", index=False)
+    prec = by_precision(table)
+    prec.to_csv(args.out_dir / "allocator_exact_by_precision.csv", index=False)
+    print(f"\n{len(table)} files, {table['rows'].sum():,} ok rows; exact to the byte by platform "
+          "and precision (files, rows exact / rows, share, largest relative error of a row):")
+    for _, r in prec.iterrows():
+        print(f"  {r['platform']:>18} {r['precision']}: {r['files']} files, "
+              f"{r['exact_rows']:,}/{r['rows']:,} ({100 * r['exact_share']:.2f} %), "
+              f"max error {r['max_rel_err_pct']:.3g} %")
+    print(f"  {'all':>18}: {table['exact_rows'].sum():,}/{table['rows'].sum():,}")
     if not args.skip_speed:
         speed(args.repeats).to_csv(args.out_dir / "allocator_speed.csv", index=False)
 

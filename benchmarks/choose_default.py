@@ -1,6 +1,6 @@
 """Choose the screening default of CARBRegressor: accuracy on validation rows, speed on 1M rows.
 
-Issue 14 asks for a default model that is <= 200 MB on disk, predicts 1,000,000 candidates
+The study asks for a default model that is <= 200 MB on disk, predicts 1,000,000 candidates
 *with intervals* in <= 10 s on 2 cores, and stays within 10 % (relative MAPE) of the largest
 preset; its learners must follow the ablation on *validation* data, never test data.
 
@@ -66,7 +66,7 @@ CANDIDATES: dict[str, dict] = {
 def speed(name: str, params: dict, train: pd.DataFrame, big: pd.DataFrame, repeats: int,
           n_jobs: int) -> dict:
     """Fit on the SYNTHETIC grid; time predict_interval on ``big``; size on disk."""
-    from carb_lib.vocab import DEFAULT_COVERAGE
+    from carb_lib.core.vocab import DEFAULT_COVERAGE
 
     model, fit_s, disk = fit_and_size(params, train, n_jobs)
     iv_s, iv_all = timed(lambda: model.predict_interval(big, coverage=DEFAULT_COVERAGE), repeats)
@@ -107,7 +107,7 @@ def main(argv=None) -> pd.DataFrame:
     if unknown:
         ap.error(f"unknown candidate(s) {unknown}; known: {sorted(CANDIDATES)}")
 
-    from carb_lib.dataset import read_dataset
+    from carb_lib.dataset.schema import read_dataset
     from carb_lib.evaluation import compare_presets, prepare_dataset
 
     cands = {n: {**CANDIDATES[n], "n_jobs": args.n_jobs} for n in args.candidates}
@@ -127,7 +127,7 @@ def main(argv=None) -> pd.DataFrame:
                    full_size=len(big) >= 1_000_000)
     table = table.assign(
         dataset=str(args.dataset), seeds=args.seeds, predict_rows=len(big),
-        speed_data="SYNTHETIC (carb_lib.synthetic, error_rate=0)", cpus=os.cpu_count(),
+        speed_data="SYNTHETIC (carb_lib.dataset.synthetic, error_rate=0)", cpus=os.cpu_count(),
         params=[", ".join(f"{k}={v}" for k, v in CANDIDATES[c].items())
                 for c in table["candidate"]],
         measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -1,10 +1,57 @@
 """CARB: measure, explain, predict and screen the inference cost of CNNs.
 
-Stages (one module or package each): ``families`` (design spaces, registry) -> ``profiling``
-/ ``telemetry`` / ``campaign`` (measurement) -> ``dataset`` (schema, validator) -> ``features``
-(static features) -> ``scaling`` / ``transfer`` / ``ensemble`` / ``evaluation`` (analysis and
-prediction) -> ``screening`` -> ``plots``. Shared by all: ``vocab`` (names, units, labels),
-``metrics`` and ``tables``.
+The public API is the twelve names of :data:`__all__` (the README's Python example uses them);
+each is imported on first use, so ``import carb_lib`` loads neither PyTorch nor scikit-learn.
+Everything else is reachable from its stage's module or package, lowest first: ``families``
+(design spaces, registry) -> ``dataset`` / ``features`` (schema, validator, static features)
+-> ``profiling`` / ``campaign`` / ``kernels`` (measurement) -> ``scaling`` / ``transfer`` /
+``ensemble`` / ``evaluation`` (analysis and prediction) -> ``screening`` -> ``plots`` -> the
+command line. Shared by all: ``vocab`` (names, units, labels), ``metrics`` and ``tables``.
+``tests/test_import_graph.py`` holds the stage of every module and checks that no import runs
+up the stages.
+
+Examples
+--------
+>>> import carb_lib
+>>> carb_lib.get_family("resnet").name
+'resnet'
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: Public name -> (module, attribute).
+_API: dict[str, tuple[str, str]] = {
+    "CARBRegressor": ("carb_lib.ensemble", "CARBRegressor"),
+    "preset": ("carb_lib.ensemble", "preset"),
+    "load_model": ("carb_lib.ensemble", "load_model"),
+    "get_family": ("carb_lib.families", "get_family"),
+    "paper_grid": ("carb_lib.families.space", "paper_grid"),
+    "static_features": ("carb_lib.dataset.features", "static_features"),
+    "read_dataset": ("carb_lib.dataset.schema", "read_dataset"),
+    "make_synthetic_dataset": ("carb_lib.dataset.synthetic", "make_synthetic_dataset"),
+    "profile": ("carb_lib.measure.profiling", "profile_config"),
+    "DeploymentSpec": ("carb_lib.screening", "DeploymentSpec"),
+    "screen": ("carb_lib.screening", "screen"),
+    "few_shot_predict": ("carb_lib.transfer.pairwise", "few_shot_predict"),
+}
+
+__all__ = list(_API)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (PEP 562); a submodule is imported as usual."""
+    if name not in _API:
+        raise AttributeError(f"module 'carb_lib' has no attribute {name!r}")
+    module, attr = _API[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,7 +3,7 @@
 Usage: ``python scripts/check_features_full_grid.py [--out results/feature_check_full_grid.csv]``
 
 Measures each of the 17,280 configs on the ``meta`` device (FlopCounterMode, parameter count,
-forward hooks; nothing is allocated) and compares with :func:`carb_lib.features.static_features`.
+forward hooks; nothing is allocated) and compares with :func:`carb_lib.dataset.features.static_features`.
 Writes a per-column summary and exits non-zero on any mismatch. Takes ~25 min on 2 cores.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
+from carb_lib.core.tables import write_table
+from carb_lib.dataset.features import compare_features
 from carb_lib.families.resnet import paper_grid
-from carb_lib.features import compare_features
-from carb_lib.tables import write_table
 
 
 def main() -> int:

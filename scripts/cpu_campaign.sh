@@ -10,8 +10,8 @@ BUDGET=${1:-4500}
 PARTS=runs/cpu_epyc_2c_parts
 mkdir -p runs
 .venv/bin/python - <<'PY'
-from carb_lib.features import with_static_features
-from carb_lib.space import paper_grid
+from carb_lib.dataset.features import with_static_features
+from carb_lib.families.space import paper_grid
 g = with_static_features(paper_grid())
 sel = g[((g.precision == "fp32") & (g.flops <= 2e9)) | ((g.precision == "fp16") & (g.flops <= 5e8))]
 sel[["config_id", "family", "block", "depth", "width", "early_downsample", "resolution",
@@ -21,4 +21,4 @@ PY
 .venv/bin/carb profile --device cpu --platform cpu_epyc_2c --threads 1 \
   --configs runs/cpu_campaign_configs.parquet --seed 0 --max-gflops 2 --ref-every 50 \
   --time-budget-s "$BUDGET" --out "$PARTS"
-echo "merge with: .venv/bin/carb merge $PARTS data/cpu_epyc_2c.parquet --reference-out results/measurement/cpu_epyc_2c_reference.parquet"
+echo "merge with: .venv/bin/carb merge $PARTS data/cpu_epyc_2c.parquet --reference-out data/reference/cpu_epyc_2c.parquet"

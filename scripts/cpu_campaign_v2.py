@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from carb_lib.features import with_static_features
-from carb_lib.space import CONFIG_COLUMNS, paper_grid
+from carb_lib.dataset.features import with_static_features
+from carb_lib.families.space import CONFIG_COLUMNS, paper_grid
 
 ARCH = ["block", "depth", "width", "early_downsample", "resolution"]
 

@@ -3,8 +3,8 @@
 # then a seeded random fill of the grid under the compute caps until the time budget is spent.
 # Usage: scripts/cpu_campaign_v2.sh PLATFORM TOTAL_BUDGET_S [N_SWEEPS SWEEP_CAP N_SWEEPS_FP16]
 # CAMPAIGN_PROTOCOL in the environment (JSON, carb profile --protocol) changes the protocol, e.g.
-# '{"cpu_keep_heap": false}' to time with the default heap as every campaign before session 30;
-# unset, the study's protocol (the heap kept since session 30).
+# '{"cpu_keep_heap": false}' to time with the default heap as every campaign before 2026-12-03;
+# unset, the study's protocol (the heap kept since 2026-12-03).
 # Run it on a quiet machine: the detector flags disturbed windows, it is not a licence to share.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +21,9 @@ for phase in sweeps_fp32 sweeps_fp16 fill; do
   left=$(( BUDGET - ($(date +%s) - start) ))
   if [ "$left" -le 30 ]; then echo "[v2] no time left for $phase"; break; fi
   echo "[v2] phase $phase, budget ${left}s"
-  $PY -m carb_lib.cli profile --device cpu --platform "$PLAT" --threads 1 \
+  $PY -m carb_lib.app.cli profile --device cpu --platform "$PLAT" --threads 1 \
     --configs "runs/${PLAT}_plan/${phase}.parquet" --seed 0 --ref-every 50 \
     --time-budget-s "$left" --out "$PARTS" --no-progress \
     ${CAMPAIGN_PROTOCOL:+--protocol "$CAMPAIGN_PROTOCOL"}
 done
-echo "[v2] merge with: carb merge $PARTS data/${PLAT}.parquet --reference-out results/measurement/${PLAT}_reference.parquet"
+echo "[v2] merge with: carb merge $PARTS data/${PLAT}.parquet --reference-out data/reference/${PLAT}.parquet"

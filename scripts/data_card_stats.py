@@ -1,24 +1,88 @@
-"""Print the numbers of a measured dataset's data-card section as Markdown.
+"""Print the numbers of the data card (data/README.md): its table, or one file's details.
 
-Usage: ``python scripts/data_card_stats.py data/<platform>.parquet [--reference R.parquet]
-[--noise DIR]``: counts by status and precision, measurement window, latency spread within the
-window, drift of the reference config, noise floors from ``carb noise`` output.
+Usage: ``python scripts/data_card_stats.py --table [DATA_DIR]`` prints the card's table, one row
+per file of measured network rows (platform, CPU model string, families, ok rows, protocol, heap,
+reference-config CV, code version, dates); ``python scripts/data_card_stats.py
+data/<platform>.parquet [--reference R.parquet] [--noise DIR]`` prints one file's details:
+counts by status and precision, measurement window, latency spread within the window, drift of
+the reference config, noise floors from ``carb noise`` output.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-from carb_lib.campaign import drift_summary
-from carb_lib.dataset import read_dataset
+from carb_lib.dataset.schema import read_dataset
+from carb_lib.measure.campaign import drift_summary
+from carb_lib.measure.devices import UNKNOWN_CPU
+
+#: Folders of ``data/`` without campaign rows of their own: operators, another project's data,
+#: the re-measurements and per-config RSS probes kept beside a campaign's file (same relative
+#: path under them).
+NOT_CAMPAIGNS = ("external", "kernels", "reference", "audit", "rss")
+
+
+def _protocol(df: pd.DataFrame) -> str:
+    if "latency_passes" in df and df["latency_passes"].notna().any():
+        return "v2, passes"
+    if "quality" in df and df["quality"].notna().any():
+        return "v2"
+    return "v1"
+
+
+def card_row(path: Path, data_dir: Path) -> str:
+    """One Markdown row of the data card's table for the measured file ``path``."""
+    df = pd.read_parquet(path)
+    ok = df[df["status"] == "ok"]
+    rel = path.relative_to(data_dir)
+    heap = ("kept" if df["heap_kept"].fillna(False).all() else "default"
+            if not df["heap_kept"].fillna(False).any() else "both") if "heap_kept" in df \
+        else "default"
+    ref_cv = ""
+    ref = data_dir / "reference" / rel
+    if ref.exists():
+        r = pd.read_parquet(ref)["latency_ms"].dropna()
+        ref_cv = f"{100 * r.std() / r.mean():.1f} %" if len(r) > 1 else ""
+    commits = sorted(df["git_commit"].dropna().astype(str).str[:7].unique()) \
+        if "git_commit" in df else []
+    dirty = "git_dirty" in df and bool(df["git_dirty"].fillna(False).any())
+    code = ", ".join(commits) + (" (dirty)" if dirty else "") if commits else "before git ids"
+    t = pd.to_datetime(df["measured_at"].astype(str), utc=True, format="ISO8601")
+    days = sorted({t.min().date().isoformat(), t.max().date().isoformat()})
+    ids = sorted(df["cpu_id"].dropna().astype(str).str.replace("|", "\\|").unique()) \
+        if "cpu_id" in df else []
+    device = str(df["device_name"].dropna().iloc[0]) \
+        if "device_name" in df and df["device_name"].notna().any() else ""
+    # a campaign that did not record its CPU model: its cpu_id says unknown, its device name stays
+    cpu = (f"{device} (`cpu_id` unknown)" if device else "unknown") if ids == [UNKNOWN_CPU] \
+        else ", ".join(ids) if ids else device
+    fams = ", ".join(sorted(df["family"].astype(str).unique()))
+    return (f"| `{rel.as_posix()}` | {', '.join(sorted(df['platform'].unique()))} | {cpu} | "
+            f"{fams} | {len(ok):,} | {_protocol(df)} | {heap} | {ref_cv} | {code} | "
+            f"{' to '.join(days)} |")
+
+
+def card_table(data_dir: Path = Path("data")) -> str:
+    """The data card's table: one row per parquet file of measured network rows under
+    ``data_dir`` (by glob), outside :data:`NOT_CAMPAIGNS`."""
+    files = [f for f in sorted(data_dir.rglob("*.parquet"))
+             if f.relative_to(data_dir).parts[0] not in NOT_CAMPAIGNS]
+    head = ("| file | platform | CPU model string (`cpu_id`) | families | ok rows | protocol | "
+            "heap | reference CV | code version | measured (UTC) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
+    return "\n".join([head, *(card_row(f, data_dir) for f in files)])
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--table":
+        print(card_table(Path(sys.argv[2]) if len(sys.argv) > 2 else Path("data")))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", type=Path)
+    ap.add_argument("dataset", type=Path, help="a measured file, or --table [DATA_DIR]")
     ap.add_argument("--reference", type=Path, default=None)
     ap.add_argument("--noise", type=Path, default=None, help="folder with noise_summary.csv")
     a = ap.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CARB measurement run for a CUDA machine without network access.
 #
-#   bash scripts/gpu_campaign.sh [OUT_DIR] [extra args for python3 -m carb_lib.gpu_campaign]
+#   bash scripts/gpu_campaign.sh [OUT_DIR] [extra args for python3 -m carb_lib.measure.gpu_campaign]
 #
 # OUT_DIR defaults to $OUT (the device runner's output folder), else ./gpu_out.
 # Needs python3 with torch (CUDA), numpy, pandas, pyarrow, tqdm, nvidia-ml-py; NOT xgboost,
@@ -21,5 +21,5 @@ PY="${PYTHON:-python3}"
 mkdir -p "$OUT_DIR"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
-"$PY" -m carb_lib.gpu_campaign --out "$OUT_DIR" "$@" 2>&1 | tee "$OUT_DIR/gpu_campaign.log"
+"$PY" -m carb_lib.measure.gpu_campaign --out "$OUT_DIR" "$@" 2>&1 | tee "$OUT_DIR/gpu_campaign.log"
 exit "${PIPESTATUS[0]}"

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import torch
 
-from carb_lib.space import build_model, config_from_row
+from carb_lib.families.space import build_model, config_from_row
 
 CANARY = dict(block="basic", depth=10, width=0.25, early_downsample=True, resolution=64,
               batch=2, precision="fp32")  # fmt: skip

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # A new CPU in one command: its operators first, then its networks, merged and audited.
 #
-# The protocol of the Zen 4, Zen 5 and both Xeons (data/README.md), in the order session 18
+# The protocol of the Zen 4, Zen 5 and both Xeons (data/README.md), in the order a campaign of 2026-12-01
 # proposed for the next CPU: every operator draw is timed *before* any network, so that a
 # prediction written down before the run can name the operators it will read.
 #   1. operators: sampler v3 seed 0 (the draw of every CPU so far) into
 #      data/kernels/PLATFORM.parquet, sampler v4 seed 3 into data/kernels/PLATFORM_sampler4.parquet;
 #   2. ResNet: scripts/cpu_campaign_v2.sh (all sweeps, then fill) for RESNET_BUDGET_S;
 #   3. new families: the Zen 3 campaign-1 list for NEWFAM_BUDGET_S;
-#   4. carb merge into data/other_cpus[/new_families]/PLATFORM.parquet, carb audit of AUDIT_N rows
-#      of each, five anchor sittings.
-# Then scripts/new_cpu_analyses.sh PLATFORM runs the comparisons.
+#   4. carb merge into data/other_cpus[/new_families]/PLATFORM.parquet (reference-config rows
+#      into data/reference/...), carb audit of AUDIT_N rows of each (into data/audit/...), anchors.
+# Then `carb fit`/`carb reproduce` on the new files compare the CPU with the others.
 #
 # Usage: scripts/new_cpu_campaign.sh PLATFORM [RESNET_BUDGET_S NEWFAM_BUDGET_S N_OPS AUDIT_N]
-#        (defaults 1500 1200 3000 150: about 60 min on session 18's Xeon)
+#        (defaults 1500 1200 3000 150: about 60 min on the 2026-12-01 Xeon)
 # Run it from a clean checkout (rows record the commit and git_dirty) on a quiet machine, e.g.
 # `nice -n -15 scripts/new_cpu_campaign.sh cpu_x`, and run nothing else heavy meanwhile.
 set -euo pipefail
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 PLAT=${1:?platform name}
 RB=${2:-1500}; NB=${3:-1200}; NOPS=${4:-3000}; AUDIT_N=${5:-150}
 PY=${PYTHON:-.venv/bin/python}
-CARB="$PY -m carb_lib.cli"
+CARB="$PY -m carb_lib.app.cli"
 for f in "data/kernels/$PLAT.parquet" "data/kernels/${PLAT}_sampler4.parquet" \
          "data/other_cpus/$PLAT.parquet" "data/other_cpus/new_families/$PLAT.parquet"; do
   if [ -e "$f" ]; then
@@ -44,16 +44,20 @@ $PY scripts/new_families_campaign.py runs/newfam_plan --per-family 1500 --cap-gf
 $CARB profile --device cpu --platform "$PLAT" --threads 1 --configs runs/newfam_plan/all.parquet \
   --seed 0 --ref-every 50 --time-budget-s "$NB" --out "runs/${PLAT}_newfam_parts" --no-progress
 say "merge"
-mkdir -p data/other_cpus/new_families results/measurement/other_cpus/new_families
+mkdir -p data/other_cpus/new_families data/reference/other_cpus/new_families runs/audit
 $CARB merge "runs/${PLAT}_parts" "data/other_cpus/$PLAT.parquet" \
-  --reference-out "results/measurement/${PLAT}_reference.parquet"
+  --reference-out "data/reference/other_cpus/$PLAT.parquet"
 $CARB merge "runs/${PLAT}_newfam_parts" "data/other_cpus/new_families/$PLAT.parquet" \
-  --reference-out "results/measurement/${PLAT}_newfam_reference.parquet"
+  --reference-out "data/reference/other_cpus/new_families/$PLAT.parquet"
 say "audits"
 $CARB audit "data/other_cpus/$PLAT.parquet" --n "$AUDIT_N" --seed 0 \
-  --out results/measurement/other_cpus --no-progress
+  --out runs/audit/other_cpus --no-progress
 $CARB audit "data/other_cpus/new_families/$PLAT.parquet" --n "$AUDIT_N" --seed 0 \
-  --out results/measurement/other_cpus/new_families --no-progress
+  --out runs/audit/other_cpus/new_families --no-progress
+mkdir -p data/audit/other_cpus/new_families
+cp "runs/audit/other_cpus/${PLAT}_audit_rows.parquet" "data/audit/other_cpus/$PLAT.parquet"
+cp "runs/audit/other_cpus/new_families/${PLAT}_audit_rows.parquet" \
+  "data/audit/other_cpus/new_families/$PLAT.parquet"
 say "anchors"
 $CARB kernels --anchors-only --out "data/kernels/$PLAT.parquet"
-say "done; next: scripts/new_cpu_analyses.sh $PLAT"
+say "done"

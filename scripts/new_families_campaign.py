@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from carb_lib.dataset.features import static_features
 from carb_lib.families import get_family
 from carb_lib.families._common import BATCH_SIZES
-from carb_lib.features import static_features
-from carb_lib.space import add_config_ids
+from carb_lib.families.space import add_config_ids
 
 NEW_FAMILIES: tuple[str, ...] = ("mobilenetv2", "vgg", "efficientnet")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import TARGETS
+from carb_lib.core.vocab import TARGETS
 
 _Z90 = 1.6448536269514722  # z(0.9): ``rel`` is the half-width at 90 % coverage
 

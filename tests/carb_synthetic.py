@@ -1,6 +1,6 @@
 """SYNTHETIC CARB-schema data for the ensemble's tests and benchmark (not a measurement).
 
-The static features are rough analytic stand-ins (not carb_lib.features), and the targets come
+The static features are rough analytic stand-ins (not carb_lib.dataset.features), and the targets come
 from a made-up cost model with known log-normal noise, so that tests can check what a model
 should recover (e.g. interval coverage). Never write this data to ``data/``.
 """
@@ -14,7 +14,7 @@ import pandas as pd
 
 from carb_lib.families import get_family
 
-BASIC_DEPTHS = (8, 10, 12, 14, 18, 22, 26, 34)  # carb_lib.space
+BASIC_DEPTHS = (8, 10, 12, 14, 18, 22, 26, 34)  # carb_lib.families.space
 BOTTLENECK_DEPTHS = (50, 101, 152, 200)
 WIDTHS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
 RESOLUTIONS = (32, 48, 64, 96, 128)

@@ -29,13 +29,13 @@ def _torch_threads():
 @pytest.fixture(autouse=True)
 def _the_test_process_keeps_its_own_heap(monkeypatch):
     """The study's protocol keeps the CPU heap (``cpu_keep_heap``, the default since session
-    30), and :func:`carb_lib.heap.keep_heap` changes the calling process's allocator for good.
+    30), and :func:`carb_lib.measure.heap.keep_heap` changes the calling process's allocator for good.
     In this process a test that measures gets a stand-in that only marks the heap kept, for
     that test: otherwise every later test would run on a kept heap, and what it sees would
     depend on the order of the tests. Measuring subprocesses keep theirs for real; a test that
     passes its own C library (``keep_heap(libc)``) gets the real function, and so does one
     that sets ``keep_heap.real`` back (with ``heap._libc`` replaced)."""
-    from carb_lib import devices, heap
+    from carb_lib.measure import devices, heap
 
     real = heap.keep_heap
 
@@ -52,10 +52,10 @@ def _the_test_process_keeps_its_own_heap(monkeypatch):
 
 # ---------------------------------------------------------------------------- exact features
 def _compare_chunk(configs):
-    """In a spawned child: one thread, then :func:`carb_lib.features.compare_features`."""
+    """In a spawned child: one thread, then :func:`carb_lib.dataset.features.compare_features`."""
     import torch
 
-    from carb_lib.features import compare_features
+    from carb_lib.dataset.features import compare_features
 
     torch.set_num_threads(1)
     return compare_features(configs)
@@ -63,7 +63,7 @@ def _compare_chunk(configs):
 
 @pytest.fixture(scope="session")
 def compare_features_in_processes():
-    """``compare(configs, processes=2)``: :func:`carb_lib.features.compare_features` on the
+    """``compare(configs, processes=2)``: :func:`carb_lib.dataset.features.compare_features` on the
     rows split across fresh processes (``spawn``), concatenated in the original row order of
     each part. The exact-feature checks of 300+ configs are CPU-bound and serial: two
     processes halve their time on the two cores of CI. Rows of one architecture stay together
@@ -92,14 +92,15 @@ def run_notebook(tmp_path):
     Returns ``run(notebook, params) -> (recorded, out_root)``: the notebook runs as the only
     entry of a ``quick`` profile in ``tmp_path/runs.yaml``, executed copies go to
     ``tmp_path/runs`` and outputs under ``tmp_path/out``; ``recorded`` is its summary entry,
-    checked to equal the values glued in the executed notebook.
+    checked to equal the values glued in the executed notebook, and its HTML page is checked to
+    show at least as many images as the notebook saved figures.
     """
 
     def run(notebook: str, params: dict) -> tuple[dict, Path]:
         import yaml
 
-        from carb_lib.record import read_glued
-        from carb_lib.reproduce import run_profile
+        from carb_lib.app.record import read_glued
+        from carb_lib.app.reproduce import run_profile
 
         runs = tmp_path / "runs.yaml"
         runs.write_text(yaml.safe_dump(
@@ -109,6 +110,11 @@ def run_notebook(tmp_path):
         summary = run_profile("quick", runs_file=runs, run_dir=tmp_path / "runs", out_root=out)
         rec = summary[name]
         assert rec == read_glued(tmp_path / "runs" / f"{name}.ipynb")
+        # its page shows every figure it saved (an image per saved PNG, at least)
+        import json
+
+        (page,) = json.loads((tmp_path / "runs" / "pages.json").read_text())
+        assert page["images"] >= len(page["figures_saved"]), page
         return rec, out
 
     return run
@@ -126,7 +132,7 @@ def check_profiles(repo_root):
     def check(notebook: str, required: set[str]) -> dict:
         import nbformat
 
-        from carb_lib.reproduce import load_runs
+        from carb_lib.app.reproduce import load_runs
 
         nb = nbformat.read(str(repo_root / notebook), as_version=4)
         (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -141,3 +147,18 @@ def check_profiles(repo_root):
         return runs
 
     return check
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """``fake(**kw)`` installs a stand-in ``pynvml`` (``make_fake_pynvml`` of
+    tests/test_telemetry.py) for the test and returns it: NVML mocked at the boundary."""
+    from test_telemetry import make_fake_pynvml
+
+    def install(**kw):
+        mod = make_fake_pynvml(**kw)
+        monkeypatch.setitem(sys.modules, "pynvml", mod)
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        return mod
+
+    return install

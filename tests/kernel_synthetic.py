@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from carb_lib import kernels
+from carb_lib.kernels import law as kernels
 
 
 def synthetic_bench(n: int = 400, seed: int = 0) -> pd.DataFrame:

@@ -1,9 +1,11 @@
 """A real browser drives JupyterLab: open notebook 01, run all cells, move a widget of the
-scaling explorer and check that the rows shown and the figure change.
+scaling explorer and check that the rows shown and the figure change; open notebook 03's cost
+widget (its setup cells and the cost cell), ask for an extrapolated fp16 batch-256 network at
+224 px and check that the numbers are rounded and no warning is shown.
 
 The test starts its own JupyterLab server on 127.0.0.1 (free port, random token) on a copy of
 notebook 01 whose parameters select the small SYNTHETIC demo, with the project's kernel
-("CARB (.venv)", :mod:`carb_lib.lab`) registered in a temporary Jupyter path, and drives
+("CARB (.venv)", :mod:`carb_lib.app.lab`) registered in a temporary Jupyter path, and drives
 Debian's Chromium headless through Playwright (no browser download). It always stops the
 server. With ``CARB_UPDATE_SCREENSHOT=1`` it writes the README's screenshot
 ``figures/jupyterlab_explorer.png``; otherwise the screenshot goes to the test's temporary folder.
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from carb_lib.lab import DISPLAY_NAME, KERNEL_NAME
+from carb_lib.app.lab import DISPLAY_NAME, KERNEL_NAME
 
 # Runs by default; skipped (with the reason) without JupyterLab, ipywidgets, Playwright or
 # Chromium. It used to fail (until 2026-11-30): it clicked Run All as soon as the toolbar said
@@ -35,6 +37,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "01_characterization.ipynb"
+COST_NOTEBOOK = REPO / "notebooks" / "03_carb.ipynb"
 # the README's picture; rewritten only on request (CARB_UPDATE_SCREENSHOT=1), so that a test run
 # leaves the tracked file alone
 SCREENSHOT = REPO / "figures" / "jupyterlab_explorer.png"
@@ -86,16 +89,38 @@ def _small_notebook(dest: Path, out: Path) -> Path:
     return path
 
 
+def _cost_notebook(dest: Path, out: Path) -> Path:
+    """Notebook 03's parameters, setup and cost-widget cells, SYNTHETIC quick demo."""
+    import nbformat
+
+    nb = nbformat.read(str(COST_NOTEBOOK), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    params = next(c for c in code if "parameters" in c.metadata.get("tags", []))
+    setup = code[code.index(params) + 1]
+    cost = next(c for c in code if "explore.network_cost(" in c.source)
+    params.source += ("\n# browser test: small SYNTHETIC demo, outputs in a temporary folder\n"
+                      "synthetic_demo = True\nsynthetic_n = 360\nquick = True\n"
+                      f"fig_dir = {str(out / 'figures')!r}\n"
+                      f"results_dir = {str(out / 'results')!r}\n")
+    nb.cells = [params, setup, cost]
+    nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": DISPLAY_NAME,
+                                 "language": "python"}
+    path = dest / "03_cost_widget.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
 @pytest.fixture
 def lab_server(tmp_path):
     """JupyterLab on 127.0.0.1 serving a small copy of notebook 01; yields (url, token)."""
     pytest.importorskip("jupyterlab")
     pytest.importorskip("ipywidgets")
-    from carb_lib.lab import kernel_spec
+    from carb_lib.app.lab import kernel_spec
 
     root = tmp_path / "lab"
     root.mkdir()
     _small_notebook(root, tmp_path / "out")
+    _cost_notebook(root, tmp_path / "out")
     kdir = tmp_path / "jupyter" / "kernels" / KERNEL_NAME
     kdir.mkdir(parents=True)
     (kdir / "kernel.json").write_text(json.dumps(kernel_spec(sys.executable)))
@@ -255,3 +280,80 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(browser_tools, lab_server, tmp
     assert shot.stat().st_size > 10_000
     print(f"browser test: kernel ready after {t_kernel - t0:.0f} s, notebook run "
           f"{t_run - t_kernel:.0f} s, widgets {time.monotonic() - t_run:.0f} s")
+
+
+def _run_all(page, url: str, token: str, name: str) -> None:
+    """Open notebook ``name`` in JupyterLab, wait for its kernel and run all cells."""
+    page.goto(f"{url}/lab/tree/{name}?token={token}&reset")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+    page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells');"
+                  " return true; }")
+
+
+def _cost_settled(page) -> None:
+    """Wait until the kernel is idle and the cost widget shows a whole report: its three
+    tables (prediction, nearest rows, training range) rendered, not a report half drawn."""
+    page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+    page.wait_for_function(
+        "sel => { const e = document.querySelector(sel);"
+        " return e && e.querySelectorAll('table').length >= 3"
+        " && e.innerText.includes('against the training range'); }",
+        arg=".carb-cost", timeout=120_000)
+
+
+# a number in the widget's tables: digits with thousands commas and one decimal point
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def test_cost_widget_in_jupyterlab_rounds_and_shows_no_warning(browser_tools, lab_server,
+                                                               tmp_path):
+    chromium, sync_api = browser_tools
+    url, token = lab_server
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.set_default_timeout(60_000)
+            _run_all(page, url, token, "03_cost_widget.ipynb")
+            widget = page.locator(".carb-cost").first
+            widget.wait_for(state="visible", timeout=300_000)
+            _cost_settled(page)
+            # fp16, batch 256, resolution 224: outside the training rows (32 to 128 px)
+            for name, value in (("precision", "fp16"), ("batch", "256"), ("resolution", "224")):
+                before = widget.inner_text()
+                select = widget.locator(".widget-dropdown", has_text=name).locator("select")
+                select.select_option(label=value)
+                page.wait_for_function(
+                    "([sel, old]) => { const e = document.querySelector(sel);"
+                    " return e && e.innerText !== old && e.querySelector('table'); }",
+                    arg=[".carb-cost", before], timeout=120_000)
+                _cost_settled(page)
+                chosen = select.evaluate("s => s.options[s.selectedIndex].text")
+                assert chosen == value, (name, chosen)
+            # the last report, rendered to its end, is the extrapolating config's
+            page.wait_for_function(
+                "sel => (document.querySelector(sel) || {innerText: ''})"
+                ".innerText.includes('EXTRAPOLATION')", arg=".carb-cost", timeout=60_000)
+            text = widget.inner_text()
+            assert "EXTRAPOLATION" in text and "resolution" in text, text[:2000]
+            tables = widget.locator("table")
+            prediction = tables.nth(0).inner_text()
+            assert "interval" in prediction and "predicted" in prediction, prediction
+            for num in NUMBER.findall(prediction):
+                digits = num.replace(",", "").replace(".", "").lstrip("0")
+                if "." not in num:
+                    digits = digits.rstrip("0")
+                assert len(digits) <= 3, (num, prediction)
+            nearest = tables.nth(1).inner_text()
+            rows = [r for r in nearest.splitlines()[1:] if r.strip()]
+            assert rows and all("fp16" in r for r in rows), nearest  # same precision first
+            assert "e+" not in nearest and "NaN" not in nearest, nearest
+            # no warning anywhere in the notebook's outputs (warnings go to stderr)
+            assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+            assert "Warning" not in page.locator(".jp-NotebookPanel").first.inner_text()
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure_cost.png"))
+            raise
+        finally:
+            browser.close()

@@ -1,4 +1,4 @@
-"""One core's read bandwidth by working set (carb_lib.cache_probe) and the kernel law's weights
+"""One core's read bandwidth by working set (carb_lib.kernels.cache_probe) and the kernel law's weights
 read from memory (KernelModel(cache=...))."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from kernel_synthetic import synthetic_bench
 
-from carb_lib import kernels
-from carb_lib.cache_probe import CacheKnee, cache_knee, read_bandwidth
+from carb_lib.core.vocab import KERNEL_FEATURE
 from carb_lib.families import resnet
-from carb_lib.vocab import KERNEL_FEATURE
+from carb_lib.kernels import law as kernels
+from carb_lib.kernels.cache_probe import CacheKnee, cache_knee, read_bandwidth
 
 
 def _probe(knee_at: float) -> pd.DataFrame:
@@ -83,8 +83,8 @@ def _op(**kw) -> dict:
 
 
 def test_mmap_mib_lists_the_buffers_past_glibcs_threshold():
-    """The MiB that session 20 counted in minor faults per call (4 KiB each) on the Xeon."""
-    from carb_lib.cache_probe import _mmap_mib
+    """The MiB that a campaign of 2026-12-02 counted in minor faults per call (4 KiB each) on the Xeon."""
+    from carb_lib.kernels._memory import _mmap_mib
 
     big = 16 * 64 * 112**2 * 4 / 2**20  # 49 MiB
     ops = pd.DataFrame([
@@ -111,7 +111,7 @@ def test_mmap_mib_lists_the_buffers_past_glibcs_threshold():
 
 
 def test_fault_term_learns_a_known_cost_per_mapped_mib():
-    from carb_lib.cache_probe import _mmap_mib
+    from carb_lib.kernels._memory import _mmap_mib
 
     ops = kernels.sample_kernels(1500, seed=3)
     mib = _mmap_mib(ops, 8)
@@ -162,7 +162,7 @@ def test_fault_variant_comes_from_the_benchmark_or_the_parameter():
 
 def _kernel_frame():
     """SYNTHETIC ResNet rows whose latency is 0.3 ms plus 1.2x their summed operator times."""
-    from carb_lib.synthetic import make_synthetic_dataset
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
 
     df = make_synthetic_dataset(216, seed=3, platform="synthetic_cpu", with_energy=False,
                                 with_telemetry=False, error_rate=0.0)
@@ -201,7 +201,7 @@ def test_the_estimator_learns_the_probes_knee_and_the_model_reads_weights_from_m
 def test_cli_fit_reads_a_cache_probe_with_the_kernel_bench_only(tmp_path):
     from typer.testing import CliRunner
 
-    from carb_lib.cli import app
+    from carb_lib.app.cli import app
 
     data, bench, probe = tmp_path / "d.parquet", tmp_path / "k.parquet", tmp_path / "p.csv"
     _kernel_frame().drop(columns="config_id").to_parquet(data)

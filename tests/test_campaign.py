@@ -17,10 +17,10 @@ import pytest
 import torch
 from fast_protocol import FAST_SETTINGS
 
-from carb_lib import campaign as cp
-from carb_lib.dataset import empty_row, read_dataset
-from carb_lib.profiling import Protocol
-from carb_lib.space import paper_grid
+from carb_lib.dataset.schema import empty_row, read_dataset
+from carb_lib.families.space import paper_grid
+from carb_lib.measure import campaign as cp
+from carb_lib.measure.profiling import Protocol
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +37,8 @@ def small_configs() -> pd.DataFrame:
 CHILD = f"""
 import sys, torch
 torch.set_num_threads(1)
-from carb_lib import campaign as cp
-from carb_lib.profiling import Protocol
+from carb_lib.measure import campaign as cp
+from carb_lib.measure.profiling import Protocol
 cfg = cp.sample_configs(12, seed=3, max_gflops=0.02, sample_under_cap=True)
 proto = Protocol(threads=1, **{ {**FAST_SETTINGS, "cpu_min_window_s": 0.15}!r})
 cp.run_campaign(cfg, sys.argv[1], "cpu", proto, platform="synthetic_cpu", seed=1,
@@ -196,14 +196,15 @@ def test_noise_summary_spread_order_and_cv():
 
 
 def test_gpu_script_runs_on_cpu_with_tiny_budget(tmp_path, capsys):
-    from carb_lib import gpu_campaign
+    from carb_lib.measure import gpu_campaign
 
     out = tmp_path / "gpu_out"
     rc = gpu_campaign.main([
         "--out", str(out), "--device", "cpu", "--platform", "synthetic_cpu",
-        "--time-budget-s", "60", "--reserve-s", "2", "--quick", "--noise-configs", "2",
-        "--noise-repeats", "2", "--noise-max-gflops", "0.02", "--max-gflops", "0.02",
-        "--n-sample", "60", "--selfcheck-s", "0.1", "--threads", "1", "--no-progress",
+        "--time-budget-s", "30", "--reserve-s", "2", "--quick", "--noise-configs", "2",
+        "--noise-repeats", "2", "--noise-max-gflops", "0.02", "--max-gflops", "1",
+        "--families", "resnet,vgg", "--n-per-family", "3", "--selfcheck-s", "0.1",
+        "--threads", "1", "--no-progress", "--ref-every", "0",
         "--data-dir", str(tmp_path / "nodata"),
     ])  # fmt: skip
     text = capsys.readouterr().out
@@ -220,7 +221,7 @@ def test_gpu_script_runs_on_cpu_with_tiny_budget(tmp_path, capsys):
 def test_gpu_script_old_option_spellings():
     """The old spellings of the seconds options still parse into the new ones, are hidden from
     --help and are remembered for the deprecation warning."""
-    from carb_lib import gpu_campaign
+    from carb_lib.measure import gpu_campaign
 
     ap = gpu_campaign.build_parser()
     a = ap.parse_args(["--budget", "30", "--reserve", "3", "--timeout", "9", "--cooldown", "0.5",
@@ -250,7 +251,7 @@ def test_noise_spread_one_process_per_round(small_configs):
 def test_audit_re_measures_rows_of_every_family():
     """`carb audit` on a file of several families: each row is rebuilt from its own family's
     config columns (not the ResNet ones) and re-measured in a fresh process."""
-    from carb_lib.audit import audit
+    from carb_lib.measure.audit import audit
 
     data = pd.read_parquet(ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet")
     small = data[data["flops"] < 3e7].groupby("family").head(1)  # one tiny row per family
@@ -262,9 +263,9 @@ def test_audit_re_measures_rows_of_every_family():
         assert col in rows.columns  # the new families' config columns travel with the rows
     # peak memory is deterministic: on the Zen 3's kind of CPU (AVX2) the re-measurement equals
     # the stored row; on another, the allocator model of this CPU's variant
+    from carb_lib.core.vocab import ALLOC_FEATURES
+    from carb_lib.dataset.features import static_features
     from carb_lib.families import _alloc
-    from carb_lib.features import static_features
-    from carb_lib.vocab import ALLOC_FEATURES
 
     variant = _alloc.host_variant()
     expect = static_features(rows)[ALLOC_FEATURES[variant]].to_numpy() / 2**20

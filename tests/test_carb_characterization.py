@@ -1,6 +1,6 @@
 """Characterization-guided CARB: base laws, extrapolation, conformal coverage, bad input.
 
-All data here is SYNTHETIC (tests/carb_synthetic.py, carb_lib.synthetic) with known laws
+All data here is SYNTHETIC (tests/carb_synthetic.py, carb_lib.dataset.synthetic) with known laws
 injected, so the tests can check what the model must recover. Tiny models, one thread.
 """
 
@@ -13,8 +13,8 @@ import pytest
 from carb_synthetic import make_carb_synthetic
 
 from carb_lib import evaluation as ev
-from carb_lib.base_models import fit_base_law
 from carb_lib.ensemble import PRESETS, CARBRegressor, MissingTargetWarning, model_matrix
+from carb_lib.ensemble.base_models import fit_base_law
 
 TINY = PRESETS["test"]
 MIB = 2.0**20
@@ -100,8 +100,8 @@ def test_energy_same_code_path_and_extrapolates_to_large_batches(law_data):
 
 
 def test_energy_on_the_synthetic_generator():
-    """carb_lib.synthetic (SYNTHETIC, hinge law): energy fits through the same code path."""
-    from carb_lib.synthetic import make_synthetic_dataset
+    """carb_lib.dataset.synthetic (SYNTHETIC, hinge law): energy fits through the same code path."""
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
 
     df = make_synthetic_dataset(720, 0, platform="synthetic_gpu")
     df = df[df["status"] == "ok"]
@@ -181,8 +181,11 @@ def test_bad_input_messages():
     few = df.assign(latency_ms=[1.0] * 4 + [np.nan] * (len(df) - 4))
     with pytest.warns(MissingTargetWarning, match="too few rows for cv=3"):
         CARBRegressor(**{**TINY, "targets": ("peak_mem_mib", "latency_ms")}).fit(few)
-    with pytest.raises(ValueError, match="value\\(s\\) <= 0; the base law"):
+    with pytest.raises(ValueError, match="row 0: column 'latency_ms' value 0.0 is zero; a cost "
+                                         "of an ok row must be a finite number > 0.* 59 more"):
         CARBRegressor(**TINY).fit(df.assign(latency_ms=0.0))
+    with pytest.raises(ValueError, match="target 'y' has values <= -1 \\(min -2.0\\); log1p"):
+        CARBRegressor(**TINY).fit(model_matrix(df), np.full(len(df), -2.0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(UserWarning, match="too few for a calibration fold"):

@@ -19,9 +19,8 @@ import pytest
 from fast_protocol import FAST_SETTINGS
 from typer.testing import CliRunner
 
-from carb_lib import campaign as cp
 from carb_lib import screening as scr
-from carb_lib.cli import app
+from carb_lib.app.cli import app
 from carb_lib.distributed import (
     ClusterSpecError,
     extended_partitions,
@@ -33,8 +32,9 @@ from carb_lib.distributed import (
 )
 from carb_lib.distributed import profile as dprof
 from carb_lib.distributed.cluster import read_slurm_options
-from carb_lib.lock import LOCK_NAME
-from carb_lib.profiling import Protocol
+from carb_lib.measure import campaign as cp
+from carb_lib.measure.lock import LOCK_NAME
+from carb_lib.measure.profiling import Protocol
 
 pytest.importorskip("distributed", reason="the dask extra: pip install 'carb_lib[dask]'")
 
@@ -44,7 +44,7 @@ TIMING = {"latency_ms", "latency_mean_ms", "latency_p10_ms", "latency_p90_ms", "
           "energy_j", "energy_dynamic_j", "avg_power_w", "idle_power_w", "n_iters", "window_s",
           "measured_at", "quality", "n_windows", "n_rejected", "latency_window_cv",
           "cpu_share", "other_busy", "rejected_by", "load_1m", "latency_norm_ms",
-          # page faults per call depend on what the measuring process ran before (carb_lib.heap)
+          # page faults per call depend on what the measuring process ran before (carb_lib.measure.heap)
           "minor_faults_per_call"}
 runner = CliRunner()
 
@@ -179,7 +179,7 @@ def test_cluster_rows_equal_local_rows_apart_from_timing(client, tmp_path, confi
     pd.testing.assert_frame_equal(a[same], b[same])
     # peak memory: identical in fresh processes in any order, but one CI run saw a worker
     # measure a 0.70 MiB config 8 KiB (one allocation) higher than the local path: allowed
-    # up to 16 KiB, reported in the closing note of session 5 (Dask runs tasks on threads)
+    # up to 16 KiB, reported in the closing note of a campaign of 2026-11-30 (Dask runs tasks on threads)
     pd.testing.assert_series_equal(a["peak_mem_mib"], b["peak_mem_mib"], rtol=0,
                                    atol=16 / 1024)
     # rows measured beside a sibling worker say so; local rows do not
@@ -264,8 +264,8 @@ def test_ctrl_c_then_a_restarted_client_resumes(client, tmp_path, configs, monke
 # ---------------------------------------------------------------------------- screening
 @pytest.fixture(scope="module")
 def model():
+    from carb_lib.dataset.synthetic import make_synthetic_dataset  # SYNTHETIC, not measured
     from carb_lib.ensemble import PRESETS, CARBRegressor
-    from carb_lib.synthetic import make_synthetic_dataset  # SYNTHETIC, not measured
 
     df = make_synthetic_dataset(360, seed=0, with_telemetry=False)
     return CARBRegressor(**PRESETS["test"]).fit(df)
@@ -375,7 +375,7 @@ def test_cli_profile_and_screen_on_a_cluster(cli_on, model, tmp_path, configs):
 
 # ------------------------------------------------------------ worker deaths (last: the workers
 # they restart are cold)
-# It runs on a one-worker cluster of its own. On two workers (session 12, Zen 5) Dask's retry of
+# It runs on a one-worker cluster of its own. On two workers (2026-12-01, Zen 5) Dask's retry of
 # `once` could sit queued on the worker that `always` then killed, and Dask counted that death
 # against `once` too: both configs ended `error` (3 of 6 module runs), once the run hung in
 # as_completed. That collateral blame is a dispatcher limitation (issue note), not what this

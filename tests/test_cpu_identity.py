@@ -12,9 +12,10 @@ import pytest
 import torch
 from fast_protocol import FAST_SETTINGS
 
-from carb_lib import campaign as cp
-from carb_lib import devices, kernels
-from carb_lib.profiling import Protocol
+from carb_lib.kernels import law as kernels
+from carb_lib.measure import campaign as cp
+from carb_lib.measure import devices
+from carb_lib.measure.profiling import Protocol
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,11 +105,11 @@ def test_campaign_and_merge_refuse_rows_of_another_cpu(tmp_path):
 def test_cli_kernels_append_records_the_cpu_and_notes_rows_without_one(tmp_path):
     from typer.testing import CliRunner
 
-    from carb_lib.cli import app
+    from carb_lib.app.cli import app
 
     out = tmp_path / "b.parquet"
     base = ["kernels", "--out", str(out), "--no-progress", "--platform", "test_cpu", "--n", "2",
-            "--no-anchors"]
+            "--no-anchors", "--no-cache-probe"]
     runner = CliRunner()
     assert runner.invoke(app, base).exit_code == 0
     assert kernels.read_bench(out)["cpu_id"].tolist() == [devices.cpu_identity()] * 2
@@ -122,8 +123,8 @@ def test_cli_kernels_append_records_the_cpu_and_notes_rows_without_one(tmp_path)
 
 
 def test_audit_refuses_a_dataset_of_another_cpu(tmp_path):
-    from carb_lib.audit import audit
-    from carb_lib.dataset import read_dataset
+    from carb_lib.dataset.schema import read_dataset
+    from carb_lib.measure.audit import audit
 
     rows = read_dataset(ROOT / "data" / "cpu_epyc_zen3_2c.parquet").head(3)
     other = rows.assign(cpu_id="AuthenticAMD family 26 model 2 | AVX512 | L3 32768K")

@@ -1,5 +1,5 @@
 """Cross-family prediction: the ``shared`` feature set, the few-shot recalibration, the
-cross-family evaluation and one Pareto front across families (issue 15).
+cross-family evaluation and one Pareto front across families.
 
 Uses small seeded subsamples of the shipped measurements (ResNet and the new families on the
 same CPU) and the ``test`` model preset.
@@ -7,15 +7,14 @@ same CPU) and the ``test`` model preset.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from carb_lib.characterize.scaling import load_measured
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
 from carb_lib.ensemble import CARBRegressor, model_matrix, model_matrix_columns, preset
 from carb_lib.evaluation import (
     cross_family_evaluation,
@@ -25,9 +24,7 @@ from carb_lib.evaluation import (
 )
 from carb_lib.evaluation.cross_family import CrossFamilyResult, on_reference_scale, prepare_rows
 from carb_lib.families import FAMILIES, family_names
-from carb_lib.scaling import load_measured
-from carb_lib.transfer import recalibrate
-from carb_lib.vocab import EXTRA_STATIC_FEATURES
+from carb_lib.transfer.pairwise import recalibrate
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "data" / "cpu_epyc_zen3_2c.parquet"
@@ -198,7 +195,7 @@ def test_predictions_are_seed_0_test_rows_of_three_models(evaluation):
     n0 = sc[(sc["seed"] == 0) & (sc["model"] == "zero_shot")].set_index(["family", "target"])
     for (fam, t), g in p[p["model"] == "zero_shot"].groupby(["family", "target"]):
         assert len(g) == n0.loc[(fam, t), "n_test"] and (g["measured"] > 0).all()
-        from carb_lib.metrics import mape_pct
+        from carb_lib.core.metrics import mape_pct
 
         assert mape_pct(g["measured"], g["predicted"]) == pytest.approx(
             n0.loc[(fam, t), "mape_pct"])
@@ -316,26 +313,27 @@ def test_cli_fits_a_shared_model_that_predicts_a_new_family(tmp_path, rows):
     cols = ["config_id", "family", "expansion", "kernel", "width", "depth_mult", "resolution",
             "batch", "precision", "num_classes"]
     tgt.loc[tgt["family"] == "mobilenetv2", cols].head(20).to_parquet(configs)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    carb = [sys.executable, "-m", "carb_lib.cli"]
+    from typer.testing import CliRunner
+
+    from carb_lib.app.cli import app
+
+    runner = CliRunner()
     for fs in ("shared", "static"):
-        fit = subprocess.run([*carb, "fit", "--data", str(data), "--out",
-                              str(tmp_path / f"{fs}.joblib"), "--preset", "test",
-                              "--feature-set", fs], env=env, capture_output=True, text=True,
-                             timeout=300)
-        assert fit.returncode == 0, fit.stderr
-    ok = subprocess.run([*carb, "predict", "--model", str(tmp_path / "shared.joblib"),
-                         "--configs", str(configs), "--out", str(tmp_path / "pred.parquet")],
-                        env=env, capture_output=True, text=True, timeout=300)
-    assert ok.returncode == 0, ok.stderr
+        fit = runner.invoke(app, ["fit", "--data", str(data), "--out",
+                                  str(tmp_path / f"{fs}.joblib"), "--preset", "test",
+                                  "--feature-set", fs])
+        assert fit.exit_code == 0, fit.output
+    ok = runner.invoke(app, ["predict", "--model", str(tmp_path / "shared.joblib"),
+                             "--configs", str(configs), "--out", str(tmp_path / "pred.parquet")])
+    assert ok.exit_code == 0, ok.output
     pred = pd.read_parquet(tmp_path / "pred.parquet")
     assert len(pred) == 20 and (pred["latency_ms_pred"] > 0).all()
     assert (pred["latency_ms_pred_lo"] <= pred["latency_ms_pred"]).all()
-    refused = subprocess.run([*carb, "predict", "--model", str(tmp_path / "static.joblib"),
-                              "--configs", str(configs), "--out", str(tmp_path / "p2.parquet")],
-                             env=env, capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert "family 'mobilenetv2' was never seen by this model" in refused.stderr
+    refused = runner.invoke(app, ["predict", "--model", str(tmp_path / "static.joblib"),
+                                  "--configs", str(configs), "--out", str(tmp_path / "p2.parquet")])
+    assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit), refused.output
+    assert "Traceback" not in refused.output
+    assert "family 'mobilenetv2' was never seen by this model" in refused.output
     assert not (tmp_path / "p2.parquet").exists()
 
 
@@ -361,7 +359,7 @@ def test_on_reference_scale_puts_two_campaigns_on_one_scale():
 @pytest.fixture(scope="module")
 def kernel_rows(rows):
     """The rows with the kernel characterization's ``kernel_ms`` (the shipped benchmark)."""
-    from carb_lib import kernels
+    from carb_lib.kernels import law as kernels
 
     bench = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen3_2c.parquet")
     km = kernels.KernelModel(n_estimators=200).fit(bench)
@@ -405,97 +403,6 @@ def test_law_comparison_puts_both_laws_side_by_side(kernel_rows):
     np.testing.assert_allclose(got.loc[lat["family"]].to_numpy(), lat["spearman_mean"])
     with pytest.raises(ValueError, match="at least one law"):
         law_comparison({})
-
-
-# ---------------------------------------------------------------------------- method choice
-def _paired_scores(gaps: dict[str, list[float]], *, families=("vgg", "mobilenetv2"),
-                   base: float = 12.0, k: int = 10) -> pd.DataFrame:
-    """SYNTHETIC paired scores: per seed, method m scores ``base + gaps[m][seed]`` on every
-    family (plus a family offset that the pairing must cancel)."""
-    rows = []
-    for m, g in gaps.items():
-        for seed, d in enumerate(g):
-            for i, fam in enumerate(families):
-                rows.append({"seed": seed, "family": fam, "target": "latency_ms", "k": k,
-                             "model": m, "mape_pct": base + 5.0 * i + d + 0.7 * seed,
-                             "spearman": 0.9 - d / 100})
-    return pd.DataFrame(rows)
-
-
-def test_choose_method_keeps_the_simplest_within_one_standard_error():
-    from carb_lib.evaluation.cross_family import choose_method
-
-    # loglinear ahead by 0.4 on average, but the paired gap swings +-1.5 from seed to seed
-    sc = _paired_scores({"offset": [0.0] * 5, "loglinear": [-1.5, 1.1, -1.6, 1.0, -1.0],
-                         "blend": [2.0] * 5})
-    c = choose_method(sc, ["offset", "loglinear", "blend"])
-    assert c.best == "loglinear" and c.chosen == "offset" and c.n_seeds == 5
-    t = c.table
-    assert list(t.index) == ["offset", "loglinear", "blend"]
-    assert t.loc["offset", "gap"] == pytest.approx(0.4)
-    gap = np.array([1.5, -1.1, 1.6, -1.0, 1.0])
-    assert t.loc["offset", "gap_se"] == pytest.approx(gap.std(ddof=1) / np.sqrt(5))
-    assert t.loc["loglinear", "gap"] == 0 and bool(t.loc["blend", "within"]) is False
-    # the plain rule (margin 0) takes the best mean
-    assert choose_method(sc, ["offset", "loglinear", "blend"], margin_se=0).chosen == "loglinear"
-    # a consistent gain, larger than its standard error, is taken
-    steady = _paired_scores({"offset": [0.0] * 5, "loglinear": [-0.4, -0.5, -0.3, -0.4, -0.45]})
-    assert choose_method(steady, ["offset", "loglinear"]).chosen == "loglinear"
-    # higher-is-better metrics flip the direction
-    assert choose_method(sc, ["offset", "loglinear", "blend"], metric="spearman",
-                         margin_se=0).best == "loglinear"
-    # one seed: no standard error, the plain rule
-    one = _paired_scores({"offset": [0.0], "loglinear": [-0.1]})
-    assert choose_method(one, ["offset", "loglinear"]).chosen == "loglinear"
-
-
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"candidates": []}, "at least one candidate"),
-    ({"candidates": ["offset", "ridge"]}, r"method\(s\) \['ridge'\]"),
-    ({"candidates": ["offset"], "metric": "mae"}, "metric='mae' is unknown"),
-    ({"candidates": ["offset"], "k": 50}, "at k = 50"),
-    ({"candidates": ["offset"], "margin_se": -1}, "margin_se must be >= 0"),
-])
-def test_choose_method_refuses_bad_input(kwargs, match):
-    from carb_lib.evaluation.cross_family import choose_method
-
-    sc = _paired_scores({"offset": [0.0, 0.1], "loglinear": [0.2, 0.3]})
-    with pytest.raises(ValueError, match=match):
-        choose_method(sc, **kwargs)
-
-
-def test_choose_method_needs_every_pair():
-    from carb_lib.evaluation.cross_family import choose_method
-
-    sc = _paired_scores({"offset": [0.0, 0.1, 0.0], "loglinear": [0.2, 0.3, 0.1]})
-    sc = sc[~((sc["model"] == "loglinear") & (sc["seed"] == 2) & (sc["family"] == "vgg"))]
-    with pytest.raises(ValueError, match="'loglinear' has no mape_pct score for seed 2, family "
-                                         "'vgg'"):
-        choose_method(sc, ["offset", "loglinear"])
-
-
-def test_kernel_law_rows_reads_prepares_and_adds_the_kernel_column(tmp_path):
-    from carb_lib import kernels
-    from carb_lib.evaluation.cross_family import kernel_law_rows
-    from carb_lib.vocab import KERNEL_FEATURE
-
-    bench = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen3_2c.parquet")
-    bench.sample(n=400, random_state=0).to_parquet(tmp_path / "bench.parquet")
-    src = pd.read_parquet(SOURCE).sample(n=40, random_state=0)
-    tgt = pd.read_parquet(TARGET).sample(n=40, random_state=0)
-    src.to_parquet(tmp_path / "src.parquet")
-    tgt.to_parquet(tmp_path / "tgt.parquet")
-    a, b = kernel_law_rows([tmp_path / "bench.parquet"], tmp_path / "src.parquet",
-                           tmp_path / "tgt.parquet")
-    from carb_lib.dataset import read_dataset
-
-    for got, path in ((a, "src.parquet"), (b, "tgt.parquet")):
-        want = prepare_rows(read_dataset(tmp_path / path))
-        assert len(got) == len(want) and (got[KERNEL_FEATURE] > 0).all()
-        assert list(got["config_id"]) == list(want["config_id"])
-    # one kernel model for every dataset: the same network gets the same kernel time
-    both = pd.concat([a, b])
-    assert both.groupby(["config_id"])[KERNEL_FEATURE].nunique().max() == 1
 
 
 def test_source_params_override_the_preset_in_the_source_model_only(rows, monkeypatch):

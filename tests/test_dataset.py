@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from carb_lib import dataset as ds
+from carb_lib.dataset import schema as ds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,11 +45,11 @@ def with_features(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_feature_columns_match_features_module():
-    from carb_lib.features import STATIC_FEATURE_COLUMNS, static_features
-    from carb_lib.space import paper_grid
+    from carb_lib.dataset.features import STATIC_FEATURE_COLUMNS, static_features
+    from carb_lib.families.space import paper_grid
 
     assert tuple(STATIC_FEATURE_COLUMNS) == ds.STATIC_FEATURE_COLUMNS
-    from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
+    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, FLOAT_STATIC_FEATURES
 
     alloc = tuple(ALLOC_FEATURES.values())
     cols = tuple(static_features(paper_grid().head(3)).columns)
@@ -280,8 +280,8 @@ def test_measurement_path_imports_without_modelling_libraries():
         " 'papermill'):\n"
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import carb_lib.dataset, carb_lib.telemetry, carb_lib.profiling, carb_lib.campaign\n"
-        "import carb_lib.gpu_campaign, carb_lib.space, carb_lib.features\n"
+        "import carb_lib.dataset.schema, carb_lib.measure.telemetry, carb_lib.measure.profiling, carb_lib.measure.campaign\n"
+        "import carb_lib.measure.gpu_campaign, carb_lib.families.space, carb_lib.dataset.features\n"
         "print('ok')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

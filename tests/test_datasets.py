@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from carb_lib.dataset import SchemaError
-from carb_lib.datasets import (
+from carb_lib.core.tables import TableError
+from carb_lib.dataset.readers import (
     HELP_COLUMNS,
     DatasetError,
     convert_help,
@@ -16,7 +16,7 @@ from carb_lib.datasets import (
     parse_help_file,
     validate_measurements,
 )
-from carb_lib.tables import TableError
+from carb_lib.dataset.schema import SchemaError
 
 # a subset of HELP's folder in HELP's own format (provenance and licence: its README.md)
 HELP_DIR = Path(__file__).parent / "fixtures" / "help_nb201"
@@ -253,7 +253,7 @@ def test_load_measurements_missing_file_and_type(tmp_path):
 def test_carb_convert_help_command(tmp_path):
     from typer.testing import CliRunner
 
-    from carb_lib.cli import app
+    from carb_lib.app.cli import app
 
     out = tmp_path / "help.parquet"
     res = CliRunner().invoke(app, ["convert-help", "--folder", str(HELP_DIR), "--out", str(out)])

@@ -12,6 +12,7 @@ from carb_synthetic import make_carb_synthetic
 from sklearn.base import clone
 
 from carb_lib import ensemble, families
+from carb_lib.core.vocab import DEFAULT_COVERAGE
 from carb_lib.ensemble import (
     PAPER_BLEND_WEIGHTS,
     PRESETS,
@@ -25,7 +26,6 @@ from carb_lib.ensemble import (
     save_model,
 )
 from carb_lib.families import ConfigColumn, Family
-from carb_lib.vocab import DEFAULT_COVERAGE
 
 #: The test size with all three learners (importances, fixed blend weights of each).
 TINY = {**PRESETS["test"], "learners": ("xgb", "lgbm", "et")}
@@ -362,7 +362,7 @@ def test_array_mode_for_generic_data():
 def test_cli_fit_and_predict(tmp_path):
     from typer.testing import CliRunner
 
-    from carb_lib.cli import app
+    from carb_lib.app.cli import app
 
     data = make_carb_synthetic(300, seed=2, energy=False, telemetry=False, platform="synthetic_cpu")
     data.to_parquet(tmp_path / "synthetic_cpu.parquet")
@@ -410,9 +410,6 @@ def test_presets_in_one_place_default_is_the_constructor_default():
     assert {k: defaults[k] for k in presets["default"]} == presets["default"]
     assert set(defaults) - set(presets["default"]) == {"targets", "feature_set", "random_state",
                                                       "n_jobs"}
-    from carb_lib.evaluation import QUICK_PARAMS
-
-    assert QUICK_PARAMS == presets["quick"]  # the former name reads the preset
     fast, paper, default = presets["fast"], presets["paper"], presets["default"]
     quick, test = presets["quick"], presets["test"]
     assert paper["n_estimators_xgb"] == 800 and paper["n_estimators_et"] == 400  # paper sizes
@@ -431,7 +428,7 @@ def test_presets_in_one_place_default_is_the_constructor_default():
 
 #: One invalid value per constructor parameter (each must be refused by name).
 BAD_VALUES = {
-    "targets": "latency_ms", "feature_set": "telemetry", "base": "yes", "memory_law": "alloc",
+    "targets": "latency_ms", "feature_set": "telemetry", "base": "yes", "memory_law": "alloc", "memory_exact": "yes",
     "latency_law": "flops", "kernel_bench": 3, "kernel_cache_probe": 3,
     "learners": ("xgb", "rf"), "blend": "median", "cascade": "no", "n_estimators_xgb": 0,
     "max_depth_xgb": 0, "learning_rate_xgb": 0.0, "n_estimators_lgbm": 0, "num_leaves_lgbm": 1,
@@ -440,7 +437,7 @@ BAD_VALUES = {
     "num_leaves_regime": 1, "learning_rate_regime": 0, "regime_batch_max": -1,
     "regime_shrink": 1.5, "cv": 1, "log_target": "yes", "conformal": "jackknife",
     "calibration_size": 0.9, "coverage": 1.0, "conformal_by_regime": "yes",
-    "noise_weighting": None, "random_state": -1, "n_jobs": 0,
+    "noise_weighting": None, "mixed_platforms": "yes", "random_state": -1, "n_jobs": 0,
 }
 
 
@@ -507,7 +504,7 @@ def test_model_matrix_same_for_object_and_string_dtypes(data):
 def test_cli_fit_preset(tmp_path):
     from typer.testing import CliRunner
 
-    from carb_lib.cli import app
+    from carb_lib.app.cli import app
 
     data = make_carb_synthetic(200, seed=4, energy=False, telemetry=False, platform="synthetic_cpu")
     data.to_parquet(tmp_path / "synthetic_cpu.parquet")
@@ -524,8 +521,8 @@ def test_cli_fit_preset(tmp_path):
 
 
 def test_matrix_carries_other_families_columns_only_with_their_rows():
+    from carb_lib.dataset.features import with_static_features
     from carb_lib.families import vgg
-    from carb_lib.features import with_static_features
 
     resnet = with_static_features(pd.DataFrame({
         "family": ["resnet"], "block": ["basic"], "depth": [18], "width": [1.0],

@@ -1,4 +1,4 @@
-"""carb_lib.explore: the scaling explorer and "what does my network cost?" on SYNTHETIC data
+"""carb_lib.app.explore: the scaling explorer and "what does my network cost?" on SYNTHETIC data
 (the pure core, the static fallback and the widgets without a browser)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from carb_synthetic import make_carb_synthetic
 
-from carb_lib import explore
+from carb_lib.app import explore
+from carb_lib.characterize.scaling import fit_scaling, ok_rows
+from carb_lib.dataset.synthetic import make_synthetic_dataset
 from carb_lib.ensemble import PRESETS
-from carb_lib.scaling import fit_scaling, ok_rows
-from carb_lib.synthetic import make_synthetic_dataset
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from carb_lib import families
+from carb_lib.core.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 from carb_lib.families import (
     DEFAULT_FAMILY,
     ConfigError,
@@ -26,7 +27,6 @@ from carb_lib.families.module import ModuleConfig
 from carb_lib.families.nb201 import NB201Config, arch_from_ops
 from carb_lib.families.resnet import ResNetConfig
 from carb_lib.families.vgg import VGGConfig
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
@@ -108,7 +108,7 @@ def test_family_implements_the_protocol(name):
     feats = fam.static_features(frame)
     assert tuple(feats.columns) == fam.feature_columns
     assert tuple(feats.columns[: len(STATIC_FEATURES)]) == STATIC_FEATURES
-    # every family fills the extras (a user module's SE FLOPs traced since session 22)
+    # every family fills the extras (a user module's SE FLOPs traced since 2026-12-02)
     extras = set(EXTRA_STATIC_FEATURES)
     assert extras <= set(feats.columns)
     measured = fam.measured_features(cfg)
@@ -121,8 +121,8 @@ def test_family_implements_the_protocol(name):
 
 
 def test_family_attributes_are_plain_functions():
-    """The registered families carry their functions (the observable bug of issue 11: after
-    ``import carb_lib.space`` alone, ``static_features`` was None)."""
+    """The registered families carry their functions (a former bug: after
+    ``import carb_lib.families.space`` alone, ``static_features`` was None)."""
     for name in family_names():
         fam = get_family(name)
         for attr in ("from_row", "config_ids", "build_model", "static_features",

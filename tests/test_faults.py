@@ -19,17 +19,17 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from carb_lib import campaign as cp
-from carb_lib.cli import app
-from carb_lib.dataset import (
+from carb_lib.app.cli import app
+from carb_lib.dataset.schema import (
     atomic_write_parquet,
     backup_path,
     clean_temporary_files,
     empty_row,
     read_dataset,
 )
-from carb_lib.lock import LOCK_NAME, FolderLock, FolderLockedError
-from carb_lib.space import CONFIG_COLUMNS, paper_grid
+from carb_lib.families.space import CONFIG_COLUMNS, paper_grid
+from carb_lib.measure import campaign as cp
+from carb_lib.measure.lock import LOCK_NAME, FolderLock, FolderLockedError
 
 runner = CliRunner()
 
@@ -295,7 +295,7 @@ def test_noise_old_spread_gap_spelling(tmp_path):
 
 
 def test_every_command_goes_through_the_one_error_path():
-    from carb_lib import cli as cli_mod
+    from carb_lib.app import cli as cli_mod
 
     names = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
     assert {"noise", "profile", "merge", "audit", "screen", "fit", "predict", "transfer",
@@ -313,7 +313,7 @@ def test_every_command_goes_through_the_one_error_path():
 def test_cli_logging_goes_to_stderr_and_debug_adds_detail(capsys):
     import logging
 
-    from carb_lib.cli import configure_logging
+    from carb_lib.app.cli import configure_logging
 
     log = logging.getLogger("carb.campaign")
     saved = {n: logging.getLogger(n).level for n in ("carb", "carb_lib")}
@@ -322,7 +322,7 @@ def test_cli_logging_goes_to_stderr_and_debug_adds_detail(capsys):
         configure_logging(debug=False)  # idempotent: one handler
         log.info("progress line")
         log.debug("detail line")
-        logging.getLogger("carb_lib.scaling").info("module logger line")
+        logging.getLogger("carb_lib.characterize.scaling").info("module logger line")
         err = capsys.readouterr().err.splitlines()
         assert err == ["progress line", "module logger line"]
         configure_logging(debug=True)
@@ -347,7 +347,7 @@ def test_cli_logging_goes_to_stderr_and_debug_adds_detail(capsys):
     ],
 )
 def test_invalid_configs_are_named_by_row(grid, change, fragment):
-    from carb_lib.space import ConfigError, validate_config_frame
+    from carb_lib.families.space import ConfigError, validate_config_frame
 
     df = grid.iloc[:5].reset_index(drop=True)
     for k, v in change.items():
@@ -362,7 +362,7 @@ def test_invalid_configs_are_named_by_row(grid, change, fragment):
 
 
 def test_off_grid_but_valid_configs_pass_and_large_frames_work(grid):
-    from carb_lib.space import extended_sample, validate_config_frame
+    from carb_lib.families.space import extended_sample, validate_config_frame
 
     df = grid.iloc[:3].copy()
     df["resolution"] = [33, 200, 1000]
@@ -520,7 +520,7 @@ def test_screen_drops_duplicate_candidates(fitted, tmp_path):
 
 # ---------------------------------------------------------------------------- GPU campaign helpers
 def test_anchor_summary_and_counter_ratio():
-    from carb_lib.gpu_campaign import anchor_summary, counter_vs_integrated
+    from carb_lib.measure.gpu_campaign import anchor_summary, counter_vs_integrated
 
     s = anchor_summary({"status": "ok", "batch": 256, "latency_ms": 25.6, "energy_j": 2.56})
     assert s["images_per_s"] == pytest.approx(10_000) and s["mj_per_image"] == pytest.approx(10)

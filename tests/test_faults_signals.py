@@ -18,11 +18,11 @@ import pandas as pd
 import pytest
 from fast_protocol import FAST_SETTINGS
 
-from carb_lib import campaign as cp
+from carb_lib.measure import campaign as cp
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-CARB = [sys.executable, "-m", "carb_lib.cli"]
+CARB = [sys.executable, "-m", "carb_lib.app.cli"]
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 
-from carb_lib import profiling as pf  # noqa: E402
-from carb_lib.dataset import conform, validate  # noqa: E402
-from carb_lib.features import static_features  # noqa: E402
-from carb_lib.space import ResNetConfig  # noqa: E402
+from carb_lib.dataset.features import static_features  # noqa: E402
+from carb_lib.dataset.schema import conform, validate  # noqa: E402
+from carb_lib.families.space import ResNetConfig  # noqa: E402
+from carb_lib.measure import profiling as pf  # noqa: E402
 
 CFG = ResNetConfig(block="basic", depth=18, width=0.5, early_downsample=True, resolution=64,
                    batch=8, precision="fp16")  # fmt: skip
@@ -60,3 +60,50 @@ def test_energy_window_is_positive_or_explained(row):
     else:
         assert row["energy_j"] > 0 and row["avg_power_w"] > 0
         assert row["kernel_launches"] > 10
+
+
+def test_peak_memory_is_max_memory_allocated_of_the_same_inference(row):
+    """The row's peak is ``torch.cuda.max_memory_allocated`` after a reset: the same
+    inference run by hand here (same build, cast and input shape) peaks at the same bytes."""
+    from carb_lib.families import get_family
+
+    dev = torch.device("cuda")
+    model = get_family("resnet").build_model(CFG).to(dev).half().eval()
+    x = torch.randn(CFG.batch, 3, CFG.resolution, CFG.resolution, device=dev).half()
+    with torch.inference_mode():
+        for _ in range(3):
+            model(x)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        model(x)
+        torch.cuda.synchronize()
+    peak_mib = torch.cuda.max_memory_allocated() / pf.MIB
+    del model, x
+    torch.cuda.empty_cache()
+    assert row["peak_mem_mib"] == pytest.approx(peak_mib, rel=0.02)
+
+
+def test_nvml_energy_counter_advances_over_a_loaded_window():
+    """NVML's cumulative counter (mJ) advances over 0.5 s of matrix products, at a power
+    between the idle floor and the board's limit."""
+    import time
+
+    from carb_lib.measure.telemetry import EnergyMeter, NvmlDevice, NVMLNotFoundError
+
+    try:
+        nv = NvmlDevice.for_torch_device(0)
+    except NVMLNotFoundError as exc:
+        pytest.skip(f"no NVML: {exc}")
+    if not nv.info().energy_counter_supported:
+        pytest.skip("the GPU has no energy counter")
+    a = torch.randn(4096, 4096, device="cuda")
+    meter = EnergyMeter(nv.energy_counter_j, "nvml")
+    meter.begin()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.5:
+        a @ a
+        torch.cuda.synchronize()
+    m = meter.end()
+    limit = nv.power_limit_w()
+    assert m.energy_j > 0
+    assert 20.0 < m.avg_power_w <= (limit * 1.1 if limit == limit else 2000.0)

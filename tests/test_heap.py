@@ -1,4 +1,4 @@
-"""``carb_lib.heap``: glibc's heap kept (``Protocol(cpu_keep_heap=True)``) and the minor page
+"""``carb_lib.measure.heap``: glibc's heap kept (``Protocol(cpu_keep_heap=True)``) and the minor page
 faults a CPU row records per timed call (``minor_faults_per_call``)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import carb_lib.devices as devices
-import carb_lib.heap as heap
-from carb_lib.protocol import Protocol, protocol_settings
+import carb_lib.measure.devices as devices
+import carb_lib.measure.heap as heap
+from carb_lib.measure.protocol import Protocol, protocol_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
@@ -66,7 +66,7 @@ def test_the_cpu_device_keeps_the_heap_only_when_the_protocol_asks(monkeypatch):
     dev = devices.CpuDevice()
     dev.setup(Protocol(cpu_keep_heap=False))
     assert calls == []
-    dev.setup(Protocol())  # kept by default since session 30 (pre-registration AB)
+    dev.setup(Protocol())  # kept by default since 2026-12-03 (a measured test (docs/experiments.md))
     assert calls == [1]
 
 
@@ -79,8 +79,8 @@ def test_the_protocol_json_takes_cpu_keep_heap_as_a_bool():
 def test_a_row_records_the_windows_faults_per_timed_call(monkeypatch):
     """Each read of the fault counter adds 1,000: every window's faults are 1,000 (the counter
     is read at its start and end), so the row holds 1,000 x used windows / timed calls."""
-    from carb_lib.profiling import profile_config
-    from carb_lib.space import ResNetConfig
+    from carb_lib.families.space import ResNetConfig
+    from carb_lib.measure.profiling import profile_config
 
     count = iter(range(0, 10**9, 1000))
     monkeypatch.setattr(devices, "minor_faults", lambda: next(count))
@@ -98,14 +98,14 @@ def test_a_row_records_the_windows_faults_per_timed_call(monkeypatch):
 
 _CHILD = """
 import sys, torch
-from carb_lib.heap import keep_heap, minor_faults
+from carb_lib.measure.heap import keep_heap, minor_faults
 if sys.argv[1] == "keep":
     keep_heap()
 x = torch.randn(1, 64, 224, 224)
 conv = torch.nn.Conv2d(64, 256, 3, padding=1)  # a 49 MiB output, past glibc's 32 MiB mmap bound
 out = []
 with torch.inference_mode():
-    for _ in range(5):
+    for _ in range(6):
         f0 = minor_faults()
         y = conv(x)
         del y
@@ -125,15 +125,18 @@ def _faults_per_call(mode: str) -> list[int]:
 def test_a_kept_heap_stops_the_page_faults_of_a_large_buffer_on_every_call():
     # glibc's default maps the output afresh on every call: 12,544 pages or more, a fault each
     assert min(_faults_per_call("default")) >= 12_544
-    # kept: the first calls fault the heap's pages in, later calls reuse them
+    # kept: the first call faults the heap's pages in; the next one or two may still fault a
+    # few thousand (oneDNN's scratch buffers settle, seen 145-3,137 on CI and Zen 5), then the
+    # calls reuse the pages: all calls after the first together fault less than ONE default call
     kept = _faults_per_call("keep")
-    assert kept[0] >= 12_544 and max(kept[2:]) < 256
+    assert kept[0] >= 12_544, kept
+    assert max(kept[-3:]) < 256 and sum(kept[1:]) < 12_544, kept
 
 
 def test_a_campaign_on_a_c_library_without_mallopt_stops_before_measuring(fresh, monkeypatch,
                                                                           tmp_path):
-    from carb_lib.campaign import run_campaign
-    from carb_lib.space import ResNetConfig
+    from carb_lib.families.space import ResNetConfig
+    from carb_lib.measure.campaign import run_campaign
 
     monkeypatch.setattr(heap, "_libc", lambda: object())
     monkeypatch.setattr(devices, "keep_heap", heap.keep_heap.real)  # conftest's stand-in off
@@ -146,19 +149,19 @@ def test_a_campaign_on_a_c_library_without_mallopt_stops_before_measuring(fresh,
 
 
 def test_a_campaign_of_the_other_heap_is_not_resumed(tmp_path):
-    """Parts timed with the default heap (before session 30, or without the column at all) and
+    """Parts timed with the default heap (before 2026-12-03, or without the column at all) and
     a campaign resumed with the kept heap, the default now: refused in one line before anything
     is measured; resumed with the heap the parts record, it goes on."""
-    from carb_lib import campaign as cp
-    from carb_lib.campaign import run_campaign
-    from carb_lib.devices import CpuDevice
-    from carb_lib.space import ResNetConfig
+    from carb_lib.families.space import ResNetConfig
+    from carb_lib.measure import campaign as cp
+    from carb_lib.measure.campaign import run_campaign
+    from carb_lib.measure.devices import CpuDevice
 
     cfg = ResNetConfig(block="basic", depth=10, width=0.25, early_downsample=True,
                        resolution=32, batch=1, precision="fp32")
     dev = CpuDevice()
     plat = dev.platform
-    old = cp.skipped_row(cfg, dev, Protocol(), "stands for a row of before session 29")
+    old = cp.skipped_row(cfg, dev, Protocol(), "stands for a row of before 2026-12-03")
     old.pop("heap_kept", None)  # no heap_kept: the default heap
     folder = tmp_path / "parts"
     cp.PartWriter(folder, cp.RESULTS_PREFIX).write([old])

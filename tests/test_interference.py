@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from carb_lib import interference as itf
-from carb_lib import profiling as pf
-from carb_lib.campaign import ConfigListError, read_config_list
-from carb_lib.dataset import conform, validate
-from carb_lib.space import ResNetConfig, paper_grid
+from carb_lib.dataset.schema import conform, validate
+from carb_lib.families.space import ResNetConfig, paper_grid
+from carb_lib.measure import interference as itf
+from carb_lib.measure import profiling as pf
+from carb_lib.measure.campaign import ConfigListError, read_config_list
 
 TINY = dict(block="basic", depth=8, width=0.1, early_downsample=True, resolution=32, batch=1,
             precision="fp32")
@@ -186,7 +186,7 @@ def _fake_nvml(procs, throttle=0x4, has_throttle=True):
     [([1234], 0), ([1234, 99], 1), ([7, 8], 1), ([], 0), ([1234, 5, 6], 2)],
 )
 def test_other_compute_processes(monkeypatch, procs, expected):
-    from carb_lib import telemetry as tm
+    from carb_lib.measure import telemetry as tm
 
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(procs))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -196,7 +196,7 @@ def test_other_compute_processes(monkeypatch, procs, expected):
 
 
 def test_throttle_reasons_missing_api_is_nan(monkeypatch):
-    from carb_lib import telemetry as tm
+    from carb_lib.measure import telemetry as tm
 
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml([1], has_throttle=False))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -252,9 +252,9 @@ def test_config_list_wrong_suffix_and_misnamed_file(tmp_path, grid):
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_code_dirty_counts_code_not_the_data_a_campaign_appends_to(tmp_path):
-    """A campaign appends to tracked data files while it measures (anchor sittings); the rows'
+    """A campaign appends to tracked data files while it measures (anchor campaigns); the rows'
     ``git_dirty`` says whether the measuring *code* differed from its commit."""
-    from carb_lib.interference import code_dirty
+    from carb_lib.measure.interference import code_dirty
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)

@@ -1,4 +1,4 @@
-"""Family ``module``: any user network from a factory and an input shape (issue 15).
+"""Family ``module``: any user network from a factory and an input shape.
 
 Features measured on the meta device (cached, scaled in batch) against measurements at the
 config's own batch and precision and against hand counts; structure-hash config ids; the
@@ -19,10 +19,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from carb_lib.cli import app
+from carb_lib.app.cli import app
+from carb_lib.dataset.features import compare_features, static_features
 from carb_lib.families import ConfigError, family_names, get_family
 from carb_lib.families import module as M
-from carb_lib.features import compare_features, static_features
 
 NETS = Path(__file__).parent / "fixtures" / "user_module" / "nets.py"
 TINY = f"{NETS}:tiny"
@@ -207,7 +207,7 @@ def test_profile_measures_a_user_module_and_merges(tmp_path):
     assert "'ok': 1" in res.output
     data = tmp_path / "test_module.parquet"
     assert cli("merge", str(out), str(data)).exit_code == 0
-    from carb_lib.dataset import read_dataset, validate
+    from carb_lib.dataset.schema import read_dataset, validate
 
     df = read_dataset(data)
     validate(df)
@@ -355,7 +355,7 @@ def test_the_readme_example_network():
 
 def test_a_shared_model_predicts_a_user_module(fitted, tmp_path):
     """A ``--feature-set shared`` model reads ``se_flops``, which user modules now carry (before
-    session 22 such a prediction stopped at a missing ``se_flops`` column)."""
+    a campaign of 2026-12-02 such a prediction stopped at a missing ``se_flops`` column)."""
     data = fitted[0].parent / "syn.parquet"
     model, out = tmp_path / "shared.joblib", tmp_path / "p.csv"
     res = cli("fit", "--data", str(data), "--out", str(model), "--quick",

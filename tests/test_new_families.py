@@ -3,18 +3,21 @@ analytic features (against FlopCounterMode, parameter counts and forward hooks).
 
 import hashlib
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from script_loader import load_script
 
+from carb_lib.core.vocab import ALLOC_FEATURES, STATIC_FEATURES
 from carb_lib.families import _config as C
 from carb_lib.families import _layers as L
 from carb_lib.families import efficientnet, mobilenetv2, vgg
-from carb_lib.space import BATCH_SIZES, ConfigError
-from carb_lib.vocab import ALLOC_FEATURES, STATIC_FEATURES
+from carb_lib.families.space import BATCH_SIZES, ConfigError
 
 FAMS = {"mobilenetv2": mobilenetv2, "vgg": vgg, "efficientnet": efficientnet}
 #: Stratified rows per family on top of 8 extremes (sized for < 30 s on a loaded 2-core host;
@@ -35,6 +38,33 @@ def test_modules_import_as_namespace_package():
         assert importlib.import_module(f"carb_lib.families.{name}") is mod
         assert mod.FAMILY == name and mod.COLUMNS[0] == "family"
 
+
+
+@pytest.mark.parametrize("name", list(FAMS))
+def test_each_family_module_holds_its_own_shared_functions(name):
+    """The functions every layer-tally family gets from ``_config.tally_functions`` are bound
+    to the module names they belong to, and are the family object's protocol methods."""
+    mod = FAMS[name]
+    for field in C.TallyFunctions._fields:
+        attr = "_unit" if field == "unit" else field
+        fn = getattr(mod, attr)
+        assert (fn.__name__, fn.__module__) == (attr, mod.__name__), field
+    assert set(C.TALLY_NAMES) <= set(mod.__all__)
+    assert all(hasattr(mod, n) for n in mod.__all__)
+    fam = mod.family()
+    assert fam.static_features is mod.static_features and fam.from_row is mod.config_from_row
+    assert fam.build_model is mod.build_model and fam.op_list is mod.op_list
+    assert (fam.name, fam.own_columns, fam.matrix_columns) == (name, mod.OWN_COLUMNS,
+                                                                mod.MATRIX_COLUMNS)
+    cfg = mod.config_from_row(mod.sample_configs(1, seed=3).iloc[0].to_dict())
+    assert type(cfg.build_model()) is type(mod.build_model(cfg))
+    df = mod.sample_configs(5, seed=3)
+    mod._unit.cache_clear()
+    mod.static_features(df)
+    assert mod._unit.cache_info().currsize == len(df[[*mod.ARCH_COLUMNS, "resolution"]]
+                                                  .drop_duplicates())
+    ops = mod.op_list(df.iloc[0].to_dict())
+    assert [o[0] for o in ops[-2:]] == ["avgpool", "linear"]  # the shared classifier head
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(FAMS))
@@ -224,16 +254,22 @@ def test_models_run_on_cpu(name):
     assert fam.name == name and fam.from_row(config.to_dict()) == config
 
 
+def _campaign_lists(out, *args: str) -> int:
+    """Run ``scripts/new_families_campaign.py OUT ARGS`` in a fresh process: its exit status."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "new_families_campaign.py"
+    return subprocess.run([sys.executable, str(script), str(out), *args], timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(script.parents[1])}).returncode
+
+
 def test_campaign_script_writes_seeded_capped_lists_with_batch_sweeps(tmp_path):
     """``scripts/new_families_campaign.py``: per family N distinct valid configs under the cap,
     ~40 % of them in complete batch sweeps, some fp16, identical for the same seed."""
 
-    from carb_lib.features import static_features
-    from carb_lib.space import validate_config_frame
+    from carb_lib.dataset.features import static_features
+    from carb_lib.families.space import validate_config_frame
 
-    script = load_script("new_families_campaign")
-    assert script.main([str(tmp_path / "a"), "--per-family", "60", "--cap-gflop", "2"]) == 0
-    script.main([str(tmp_path / "b"), "--per-family", "60", "--cap-gflop", "2"])
+    assert _campaign_lists(tmp_path / "a", "--per-family", "60", "--cap-gflop", "2") == 0
+    _campaign_lists(tmp_path / "b", "--per-family", "60", "--cap-gflop", "2")
     manifest = pd.read_csv(tmp_path / "a" / "manifest.csv")
     assert manifest["family"].tolist() == list(FAMS) and (manifest["rows"] == 60).all()
     for name in FAMS:
@@ -253,13 +289,12 @@ def test_campaign_script_caps_fp16_and_interleaves_the_families(tmp_path):
     """``--fp16-cap-gflop`` drops only fp16 rows above the cap; ``--interleave-seed`` writes
     ``all.parquet``: every family's kept rows once, in a seeded order that mixes the families."""
 
-    from carb_lib.features import static_features
+    from carb_lib.dataset.features import static_features
 
-    script = load_script("new_families_campaign")
     args = ["--per-family", "60", "--cap-gflop", "2", "--fp16-share", "0.5"]
-    script.main([str(tmp_path / "plain"), *args])
-    script.main([str(tmp_path / "capped"), *args, "--fp16-cap-gflop", "0.05",
-                 "--interleave-seed", "7"])
+    assert _campaign_lists(tmp_path / "plain", *args) == 0
+    assert _campaign_lists(tmp_path / "capped", *args, "--fp16-cap-gflop", "0.05",
+                           "--interleave-seed", "7") == 0
     assert not (tmp_path / "plain" / "all.parquet").exists()
     kept = []
     for name in FAMS:

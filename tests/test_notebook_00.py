@@ -2,7 +2,7 @@
 
 import pytest
 
-from carb_lib.reproduce import ReproduceError, load_runs, run_profile
+from carb_lib.app.reproduce import ReproduceError, load_runs, run_profile
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ def test_notebook_01_quick_synthetic(run_notebook):
     # demand tiers (flops <= q0.10, >= q0.90) and the Spearman of power vs SM utilisation
     from scipy import stats
 
-    from carb_lib.synthetic import make_synthetic_dataset
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
 
     gpu = make_synthetic_dataset(720, 0, platform="synthetic_gpu")
     gpu = gpu[(gpu["status"] == "ok") & (gpu["flops"] > 0)]
@@ -61,7 +61,7 @@ def test_notebook_01_quick_synthetic(run_notebook):
 
     # the scaling explorer ran its static fallback on the default selection: fp32 rows of the
     # first platform (synthetic_cpu, seed + 1) with a positive latency and FLOPs
-    from carb_lib.synthetic import make_synthetic_dataset
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
 
     cpu = make_synthetic_dataset(720, 1, platform="synthetic_cpu", with_energy=False,
                                  with_telemetry=False)

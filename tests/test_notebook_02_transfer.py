@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from carb_lib import transfer as T
-from carb_lib.record import read_glued
-from carb_lib.reproduce import run_profile
+from carb_lib.app.record import read_glued
+from carb_lib.app.reproduce import run_profile
+from carb_lib.transfer import pairwise as T
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data/external/help_nb201.parquet"
 
@@ -18,15 +18,19 @@ SHIPPED = Path(__file__).resolve().parents[1] / "data/external/help_nb201.parque
 @pytest.mark.skipif(not SHIPPED.exists(), reason="HELP parquet not converted")
 def test_notebook_02_quick(tmp_path):
     out = tmp_path / "out"
-    (out / "results").mkdir(parents=True)
-    # another notebook's claim row must survive the merge
+    (out / "results/claims").mkdir(parents=True)
+    # another notebook's claim row survives in the rebuilt claims table
     pd.DataFrame([{"claim_id": "other_claim", "claim": "x", "paper_value": 1.0, "our_value": 1.0,
                    "platform": "h200", "n": 1, "testable": True, "reason": ""}]).to_csv(
-        out / "results/claims.csv", index=False)
+        out / "results/claims/01_characterization.csv", index=False)
     summary = run_profile("quick", only=["02_transfer"], run_dir=tmp_path / "runs",
                           out_root=out)
     rec = summary["02_transfer"]
     assert rec == read_glued(tmp_path / "runs/02_transfer.ipynb")
+    import json
+
+    (page,) = json.loads((tmp_path / "runs/pages.json").read_text())
+    assert len(page["figures_saved"]) == 6 and page["images"] >= 6  # every figure on its page
     assert rec["n_platforms"] >= 11 and rec["n_settings"] >= 19
     # the recorded few-shot numbers are those of the written summary (primary settings, k=10)
     summ = pd.read_csv(out / "results/transfer/fewshot_summary.csv")
@@ -51,6 +55,16 @@ def test_notebook_02_quick(tmp_path):
         assert (out / f"figures/{name}.png").exists() and (out / f"figures/{name}.pdf").exists()
     for name in ("pairwise", "slopes", "fewshot_summary", "help_comparison", "inventory"):
         assert (out / f"results/transfer/{name}.csv").exists()
+    # part 2: each of the five CPUs predicted by the other four, beside its ceiling
+    from carb_lib.transfer import cpus as TC
+
+    for key in ("cpu_zero_shot_median_ape_pct", "cpu_few_shot_k10_median_ape_pct",
+                "cpu_ceiling_median_ape_pct"):
+        assert set(rec[key]) == set(TC.CPU_FILES)
+        assert all(0.5 < v < 60 for v in rec[key].values())
+    loco = pd.read_csv(out / "results/transfer/cpu_loco_summary.csv")
+    zero = loco[(loco["method"] == "zero_shot")].set_index("target")["median_ape_pct"]
+    assert zero.to_dict() == pytest.approx(rec["cpu_zero_shot_median_ape_pct"], rel=1e-9)
     claims = pd.read_csv(out / "results/claims.csv")
     assert "other_claim" in set(claims["claim_id"])
     ours = claims[claims["claim_id"].str.startswith("help_")]

@@ -32,23 +32,27 @@ def _check_coverage(recorded, runs_csv, target):
 @pytest.mark.slow
 def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
     out = tmp_path / "out"
-    (out / "results").mkdir(parents=True)
-    # rows of other notebooks / other platforms must survive the merge; ours is replaced
+    (out / "results/claims_synthetic").mkdir(parents=True)
+    # rows of other notebooks survive; every row of this notebook's last run is replaced
     pd.DataFrame([
         {"claim_id": "divergence_energy_latency", "claim": "other notebook", "paper_value": 3.0,
          "our_value": 2.0, "platform": "synthetic_gpu", "n": 10, "testable": True, "reason": "x"},
+    ]).to_csv(out / "results/claims_synthetic/01_characterization.csv", index=False)
+    pd.DataFrame([
         {"claim_id": "carb_r2_latency_ms", "claim": "stale", "paper_value": 0.992,
          "our_value": -1.0, "platform": "synthetic_cpu", "n": 1, "testable": True, "reason": "old"},
-    ]).to_csv(out / "results/claims_synthetic.csv", index=False)
+        {"claim_id": "carb_r2_latency_ms", "claim": "stale", "paper_value": 0.992,
+         "our_value": -1.0, "platform": "old_platform", "n": 1, "testable": True, "reason": "old"},
+    ]).to_csv(out / "results/claims_synthetic/03_carb.csv", index=False)
     # an audit of one platform (re-measured 5 % slower, one row 20 %): its noise floor is known
     (tmp_path / "audit").mkdir()
     pd.DataFrame({"latency_ms": [10.0, 20.0, 40.0, 80.0], "latency_ms_new": [10.5, 21.0, 42.0, 96.0],
-                  "status_new": "ok"}).to_parquet(tmp_path / "audit/synthetic_cpu_audit_rows.parquet")
-    params = {"quick": True, "dataset": str(tmp_path / "absent.parquet"), "synthetic_demo": False,
+                  "status_new": "ok"}).to_parquet(tmp_path / "audit/synthetic_cpu.parquet")
+    params = {"quick": True, "dataset": str(tmp_path / "absent.parquet"), "synthetic_demo": True,
               "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results",
               "audit_dir": str(tmp_path / "audit")}
     rec, out = run_notebook(NOTEBOOK, params)
-    assert rec["synthetic"] is True  # the dataset is absent: SYNTHETIC demo
+    assert rec["synthetic"] is True  # asked for: the dataset is not read
     assert rec["preset"] == "quick"
     assert rec["platforms"] == ["synthetic_cpu", "synthetic_gpu"]
     assert rec["synthetic_cpu/targets"] == ["peak_mem_mib", "latency_ms"]  # no energy on CPU
@@ -78,11 +82,14 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
     assert set(written["target"]) == {"latency_ms"} and list(written["subset"]) == ["all"]
     assert not (out / "results/carb/synthetic_gpu/noise_floor_synthetic.csv").exists()
     assert rec["n_claims"] == 26
+    assert rec["cpu_platforms"] is None  # the SYNTHETIC demo reads no measured CPU file
     assert rec["n_claims_testable"]["synthetic_cpu"] < rec["n_claims_testable"]["synthetic_gpu"]
 
     assert not (out / "results/claims.csv").exists()  # synthetic never reaches claims.csv
     claims = pd.read_csv(out / "results/claims_synthetic.csv")
     assert "divergence_energy_latency" in set(claims["claim_id"])
+    assert "old_platform" not in set(claims["platform"])  # no stale row of this notebook
+    assert "SYNTHETIC" in (out / "results/claims_vs_paper_synthetic.md").read_text()
     mine = claims[(claims.claim_id == "carb_r2_latency_ms") & (claims.platform == "synthetic_cpu")]
     assert len(mine) == 1 and mine["our_value"].iloc[0] > 0.5
     assert mine["reason"].iloc[0].startswith("SYNTHETIC")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from carb_lib import kernels
+from carb_lib.kernels import law as kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def test_notebook_05_quick(run_notebook):
     assert rec["have_audit"] is True
     from carb_lib.evaluation import remeasurement_floor
 
-    audit = pd.read_parquet("results/measurement/new_families/cpu_epyc_zen3_2c_audit_rows.parquet")
+    audit = pd.read_parquet("data/audit/new_families/cpu_epyc_zen3_2c.parquet")
     written = pd.read_csv(out / "results/cross_family/noise_floor.csv")
     assert set(written["family"]) == set(NEW)
     for fam in NEW:

@@ -1,5 +1,5 @@
-"""Notebook 06: issue 14's two latency targets on a steady re-measured sitting (the fifth CPU's
-pre-registration AH), through the reproduce runner with a small subsample."""
+"""Notebook 06: the two latency targets on a steady re-measured campaign (the fifth CPU's
+a measured test (docs/experiments.md)), through the reproduce runner with a small subsample."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from carb_lib.evaluation.kernel_law import LATENCY_TARGETS, KernelLawComparison
 
-NOTEBOOK = "notebooks/06_steady_sitting.ipynb"
+NOTEBOOK = "notebooks/06_steady_campaign.ipynb"
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_notebook_06_quick_judges_both_targets_from_the_comparison(run_notebook)
     assert rec["have_data"] is True and rec["platform"] == "cpu_xeon_gnr_2c"
     assert rec["n_rows"] == 500 and rec["n_operators"] == 3000 and rec["probe"] is True
     assert 0 < rec["reference_cv"] < 0.05
-    d = out / "results" / "carb" / "steady_sitting"
+    d = out / "results" / "carb" / "steady_campaign"
     scores, targets = pd.read_csv(d / "scores.csv"), pd.read_csv(d / "targets.csv")
     assert set(scores["split"]) == {"random", "batch_small"}
     assert scores.groupby(["split", "law"]).size().eq(2).all()  # one row per seed

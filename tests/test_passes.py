@@ -1,4 +1,4 @@
-"""Several passes, fastest kept (carb_lib.passes): the combining rule on synthetic rows, the
+"""Several passes, fastest kept (carb_lib.measure.passes): the combining rule on synthetic rows, the
 halves check, and a real two-pass campaign on this CPU merged into a valid dataset."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import torch
 from fast_protocol import FAST_SETTINGS
 from typer.testing import CliRunner
 
-from carb_lib import campaign as cp
-from carb_lib.cli import app
-from carb_lib.passes import (
+from carb_lib.app.cli import app
+from carb_lib.measure import campaign as cp
+from carb_lib.measure.passes import (
     combine_passes,
     pass_agreement,
     pass_dirs,
@@ -20,7 +20,7 @@ from carb_lib.passes import (
     run_passes,
     save_pass_rows,
 )
-from carb_lib.profiling import Protocol
+from carb_lib.measure.profiling import Protocol
 
 torch.set_num_threads(1)
 FAST = Protocol(threads=1, **FAST_SETTINGS)
@@ -101,27 +101,6 @@ def test_two_passes_measure_merge_and_refuse_a_single_pass_folder(tmp_path):
         run_passes(cfg, single, 2, "cpu", FAST)
     r = CliRunner().invoke(app, ["profile", "--passes", "0", "--out", str(tmp_path / "x")])
     assert r.exit_code != 0 and "--passes must be >= 1" in r.output
-
-
-def test_the_committed_protocol_check_is_what_the_script_writes(tmp_path):
-    """Session 23's check.txt (pre-registration G1-G2) from the committed rows of every pass."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    res = root / "results" / "measurement" / "passes_cpu_epyc_zen5_2c"
-    out = tmp_path / "check.txt"
-    r = subprocess.run([sys.executable, str(root / "scripts" / "passes_check.py"),
-                        str(res / "pass_rows.parquet"), "--quiet",
-                        str(root / "data/other_cpus/new_families/cpu_epyc_zen5_2c.parquet"),
-                        str(root / "data/other_cpus/cpu_epyc_zen5_2c.parquet"), "--out", str(out)],
-                       capture_output=True, text=True, timeout=120, cwd=root,
-                       env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    body = out.read_text().splitlines()[1:]
-    assert body == (res / "check.txt").read_text().splitlines()[1:]
-    assert any("fastest pass     n  90  median ratio 1.149" in line for line in body)
 
 
 def test_each_pass_has_its_own_progress_bar(tmp_path, capsys):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from carb_lib import plots
-from carb_lib.vocab import TARGETS, label
+from carb_lib.core.vocab import TARGETS, label
 
 
 def _close(fig):
@@ -51,7 +51,7 @@ def test_design_space_figures_label_from_vocabulary():
                                                        ("n_conv", 5 + i))])
     fig = plots.plot_feature_check(cmp)
     assert fig.axes[0].get_xlabel() == f"measured {label('flops')}"
-    assert fig.axes[0].get_title() == "flops: 3/3 exact"
+    assert fig.axes[0].get_title() == "FLOPs per batch: 3/3 exact"
     _close(fig)
 
 
@@ -69,16 +69,21 @@ def test_carb_figures():
     text = ax.texts[0].get_text()
     assert "MAPE = 5.0 %" in text and "within ±10 %: 100 %" in text and "n = 30" in text
     _close(fig)
-    imp = pd.DataFrame({"target": "latency_ms", "learner": "blend",
-                        "feature": [f"f{i}" for i in range(5)], "importance": np.arange(5.0)})
-    fig = plots.plot_carb_feature_importance(imp, "latency_ms", top_n=3)
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["f4", "f3", "f2"]
-    _close(fig)
     met = pd.DataFrame({"model": ["a", "a", "b", "b"], "target": list(TARGETS[:2]) * 2,
                         "r2_log": [0.9, 0.8, 0.7, 0.6]})
     fig = plots.plot_carb_model_comparison(met)
-    assert fig.axes[0].get_ylabel() == "R² (log scale)"
+    # R² near 1 hides the differences: drawn as the unexplained share 1 - R², log axis
+    ax = fig.axes[0]
+    assert ax.get_xlabel().startswith("1 - R² of log values") and ax.get_xscale() == "log"
+    assert sorted(round(float(v), 3) for c in ax.containers for v in c.lines[0].get_xdata()) \
+        == [0.1, 0.2, 0.3, 0.4]
     _close(fig)
+    met["mape_pct_mean"], met["mape_pct_sd"] = [5.0, 8.0, 2.0, 3.0], 0.5
+    fig = plots.plot_carb_model_comparison(met)  # the error, when the table has it
+    assert fig.axes[0].get_xlabel().startswith("mean absolute percentage error")
+    _close(fig)
+    with pytest.raises(ValueError, match="'nope' is not a column"):
+        plots.plot_carb_model_comparison(met, metric="nope")
 
 
 def test_transfer_figures():

@@ -13,11 +13,11 @@ import pytest
 import torch
 from torch import nn
 
-from carb_lib import counters, devices, telemetry
-from carb_lib import profiling as pf
-from carb_lib.dataset import conform, validate
-from carb_lib.features import static_features
-from carb_lib.space import ResNetConfig
+from carb_lib.dataset.features import static_features
+from carb_lib.dataset.schema import conform, validate
+from carb_lib.families.space import ResNetConfig
+from carb_lib.measure import counters, devices, telemetry
+from carb_lib.measure import profiling as pf
 
 torch.set_num_threads(1)
 TINY = dict(block="basic", depth=8, width=0.1, early_downsample=True, resolution=32, batch=1)
@@ -42,7 +42,7 @@ def test_real_cpu_measurement_of_tiny_config():
     assert r["config_id"] == cfg.config_id and r["threads"] == 1
     p = pf.Protocol(threads=1)
     # n_windows used windows (a disturbed row: the most agreeing accepted ones, possibly fewer;
-    # carb_lib.interference.run_windows), each of >= cpu_min_iters inferences and
+    # carb_lib.measure.interference.run_windows), each of >= cpu_min_iters inferences and
     # >= cpu_min_window_s seconds; at most max_windows taken
     used = r["n_windows"] - r["n_rejected"]
     assert used == p.n_windows or (r["quality"] == "disturbed" and 1 <= used < p.n_windows)
@@ -215,8 +215,9 @@ def test_kernel_launch_names():
 def test_protocol_defaults_are_the_documented_ones():
     p = pf.Protocol()
     assert (p.cooldown_s, p.gpu_warmup_iters, p.gpu_min_iters, p.gpu_min_window_s) == (
-        1.0, 10, 100, 0.5,
+        1.0, 10, 100, 3.0,
     )  # fmt: skip
+    assert "``gpu_min_window_s`` (3.0 s)" in " ".join(pf.Protocol.__doc__.split())
     assert "cudnn.benchmark" in pf.Protocol.__doc__
     # every CPU default is stated in the docstring that goes to the data card
     doc = " ".join(pf.Protocol.__doc__.split())

@@ -1,13 +1,24 @@
-"""README result tables are written from results/ (carb_lib.readme) and cannot drift."""
+"""README.md and docs/: generated tables written from results/ (carb_lib.app.readme) that cannot
+drift, a Python example that runs, pages of a readable length, a status line on the first screen
+and relative links that resolve."""
 
 from __future__ import annotations
 
+import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from carb_lib import readme
+from carb_lib.app import readme
+
+#: Longest README, longest docs page (lines), and where the status line must be.
+README_MAX_LINES = 250
+DOCS_MAX_LINES = 420
+STATUS_WITHIN = 25
+#: Generated lines the README may hold (its blocks together).
+README_MAX_GENERATED = 60
 
 
 def test_readme_tables_match_results(repo_root):
@@ -20,6 +31,9 @@ def copy(tmp_path, repo_root):
     shutil.copytree(repo_root / "results", tmp_path / "results",
                     ignore=shutil.ignore_patterns("*.parquet", "noise"))
     shutil.copy(repo_root / "README.md", tmp_path / "README.md")
+    (tmp_path / "docs").mkdir()
+    for page in (repo_root / "docs").glob("*.md"):
+        shutil.copy(page, tmp_path / "docs" / page.name)
     return tmp_path
 
 
@@ -32,7 +46,7 @@ def test_a_changed_result_makes_the_readme_stale_until_rewritten(copy):
     df.to_csv(path, index=False)
     assert readme.stale_blocks(copy / "README.md", copy / "results") == ["static-features-bench"]
     assert readme.update_readme(copy / "README.md", copy / "results") is True
-    text = (copy / "README.md").read_text()
+    text = (copy / "docs/families.md").read_text()
     assert "**3.46 M configs/s**" in text and "median of 7 repeats" in text
     assert readme.stale_blocks(copy / "README.md", copy / "results") == []
     assert readme.update_readme(copy / "README.md", copy / "results") is False
@@ -51,7 +65,15 @@ def test_missing_block_or_file_is_an_error(copy):
     text = (copy / "README.md").read_text()
     with pytest.raises(readme.ReadmeError, match="missing \\['screening'\\]"):
         readme.render(text.replace("<!-- carb:screening -->", "").replace(
-            "<!-- /carb:screening -->", ""), copy / "results")
+            "<!-- /carb:screening -->", ""), copy / "results", expect={"screening"})
+    with pytest.raises(readme.ReadmeError, match="unknown \\['nonsense'\\]"):
+        readme.render("<!-- carb:nonsense -->\n<!-- /carb:nonsense -->", copy / "results")
+    # a block on no page at all
+    for page in [copy / "README.md", *(copy / "docs").glob("*.md")]:
+        page.write_text(page.read_text().replace("<!-- carb:allocator -->", "").replace(
+            "<!-- /carb:allocator -->", ""))
+    with pytest.raises(readme.ReadmeError, match="missing \\['allocator'\\]"):
+        readme.stale_blocks(copy / "README.md", copy / "results")
     (copy / "results/screening/scenarios.csv").unlink()
     with pytest.raises(readme.ReadmeError, match="scenarios.csv does not exist"):
         readme.render(text, copy / "results")
@@ -120,11 +142,115 @@ def test_cross_family_table_follows_the_judged_method_and_names_its_source(copy)
     header = text.splitlines()[0]
     assert "| offset, k=10 | offset, k=50 | blend, k=10 |" in header  # blend beside it
     assert "few-shot method `offset`" in text
-    # the Zen 5 block reads its own folder and says so
-    z5 = readme.cross_family(copy / "results", sub=readme.ZEN5_CROSS_FAMILY)
-    assert "`results/other_cpus/cpu_epyc_zen5_2c/cross_family/summary.csv`" in z5
+    # a block of another results_dir reads its own folder and says so
+    shutil.copytree(copy / "results/cross_family", copy / "results/other/cross_family")
+    other = readme.cross_family(copy / "results", sub="other/")
+    assert "`results/other/cross_family/summary.csv`" in other
     # two judged methods are refused, naming them
     checks.loc[checks["k"] > 0, "model"] = ["blend", "offset"] * int((checks["k"] > 0).sum() / 2)
     checks.to_csv(checks_path, index=False)
     with pytest.raises(readme.ReadmeError, match=r"judges 2 few-shot methods \(\['blend', 'offset'\]\)"):
         readme.cross_family(copy / "results")
+
+
+# --------------------------------------------------------------------------- the pages themselves
+def pages(root: Path) -> list[Path]:
+    """README.md and every Markdown page of docs/ (the published HTML run under docs/run aside)."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_readme_python_example_runs(repo_root, monkeypatch, capsys):
+    blocks = python_blocks((repo_root / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) == 1, "the README holds one Python example (the quick start)"
+    assert len(blocks[0].strip().splitlines()) <= 12
+    monkeypatch.chdir(repo_root)
+    exec(compile(blocks[0], "README.md", "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    assert "latency_ms_lo" in out and "'shortlist': 5" in out and "config_id" in out
+
+
+def test_page_lengths(repo_root):
+    n = len((repo_root / "README.md").read_text(encoding="utf-8").splitlines())
+    assert n <= README_MAX_LINES, f"README.md has {n} lines (at most {README_MAX_LINES})"
+    long = {p.name: len(p.read_text(encoding="utf-8").splitlines())
+            for p in pages(repo_root)[1:]}
+    long = {k: v for k, v in long.items() if v > DOCS_MAX_LINES}
+    assert not long, f"docs pages over {DOCS_MAX_LINES} lines: {long}"
+
+
+def test_the_status_line_is_on_the_first_screen(repo_root):
+    head = (repo_root / "README.md").read_text(encoding="utf-8").splitlines()[:STATUS_WITHIN]
+    status = [ln for ln in head if ln.startswith("**Status")]
+    assert status, f"no line starting with **Status in the README's first {STATUS_WITHIN} lines"
+
+
+def test_the_readme_generated_blocks_are_short(repo_root):
+    text = (repo_root / "README.md").read_text(encoding="utf-8")
+    n = sum(len(m.group("body").splitlines()) for m in readme.MARK.finditer(text))
+    assert 0 < n <= README_MAX_GENERATED, f"README's generated blocks: {n} lines"
+
+
+def test_the_cli_reference_names_every_command_and_option(repo_root):
+    import typer
+
+    from carb_lib.app.cli import app
+
+    text = (repo_root / "docs/cli.md").read_text(encoding="utf-8")
+    for name, cmd in typer.main.get_command(app).commands.items():
+        assert f"### `carb {name}`" in text
+        for p in cmd.params:
+            if p.param_type_name == "option" and not getattr(p, "hidden", False) \
+                    and p.name != "help":
+                assert f"`{p.opts[0]}`" in text, f"carb {name} {p.opts[0]} not in docs/cli.md"
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return s.replace(" ", "-")
+
+
+def broken_links(root: Path, files: list[Path]) -> list[str]:
+    """``file: target`` for every relative link (and #anchor into a Markdown page) of ``files``
+    that does not resolve under ``root``."""
+    bad = []
+    for page in files:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in LINK.findall(text):
+            if re.match(r"[a-z][\w+.-]*:", target):  # https:, mailto:, ...
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                bad.append(f"{page.relative_to(root)}: {target}")
+                continue
+            if anchor and dest.suffix == ".md":
+                heads = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(
+                    encoding="utf-8"), re.M)}
+                if anchor not in heads:
+                    bad.append(f"{page.relative_to(root)}: {target} (no such heading)")
+    return bad
+
+
+def test_relative_links_resolve(repo_root):
+    bad = broken_links(repo_root, pages(repo_root))
+    assert not bad, "links to missing files: " + "; ".join(bad)
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/a.md").write_text("# A page\n\n## Two words\n")
+    page = tmp_path / "README.md"
+    page.write_text("[ok](docs/a.md) [ok](docs/a.md#two-words) [web](https://x.org/y) "
+                    "[gone](docs/gone.md) ![img](figures/none.png) [bad](docs/a.md#three)\n"
+                    "```bash\n[not a link](nowhere.md)\n```\n")
+    assert broken_links(tmp_path, [page]) == [
+        "README.md: docs/gone.md", "README.md: figures/none.png",
+        "README.md: docs/a.md#three (no such heading)"]

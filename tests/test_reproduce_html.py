@@ -1,4 +1,4 @@
-"""HTML pages of executed notebooks, the run index and publishing (carb_lib.reproduce)."""
+"""HTML pages of executed notebooks, the run index and publishing (carb_lib.app.reproduce)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import json
 import nbformat
 import pytest
 
-from carb_lib.reproduce import ReproduceError, publish_run, shrink_images, write_html, write_index
+from carb_lib.app.reproduce import (
+    ReproduceError,
+    publish_run,
+    shrink_images,
+    write_html,
+    write_index,
+)
 
 
 def _png(width: int, height: int) -> str:
@@ -75,4 +81,55 @@ def test_index_lists_pages_and_values(tmp_path):
     out = write_index(tmp_path, [{"name": "nb", "page": "nb.html", "seconds": 3.0,
                                   "n_values": 1, "parameters": {"quick": True}}], profile="quick")
     text = out.read_text()
-    assert "href='nb.html'" in text and "a/b" in text and "Profile <b>quick</b>" in text
+    assert "href='nb.html'" in text and "a/b" in text and "profile <b>quick</b>" in text
+
+
+def test_pages_drop_progress_bars_and_recorded_value_printouts(tmp_path):
+    from carb_lib.app.record import MIME
+    from carb_lib.app.reproduce import clean_outputs, page_images
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("work()")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stderr",
+                               text="fits: 100%|██████████| 5/5 [00:03<00:00,  1.6it/s]\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="UserWarning: kept\n"),
+        nbformat.v4.new_output("display_data", data={
+            MIME: {"name": "cpu/growth/latency_ms", "value": 12.1},
+            "text/plain": "cpu/growth/latency_ms = 12.100678707574476"}),
+        nbformat.v4.new_output("display_data", data={
+            "application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+            "text/plain": " 40%|####      | 2/5 [00:01<00:02]"}),
+        nbformat.v4.new_output("display_data", data={"image/png": _png(40, 20),
+                                                     "text/plain": "<Figure>"}),
+    ]
+    nb.cells = [cell]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, str(path))
+    text = write_html(path, tmp_path / "n.html").read_text()
+    assert "it/s" not in text and "12.1006787" not in text and "2/5 [00:01" not in text
+    assert "UserWarning: kept" in text and page_images(tmp_path / "n.html") == 1
+    assert clean_outputs(nbformat.read(str(path), as_version=4)) == 3
+
+
+def test_publish_refuses_pages_with_fewer_images_than_saved_figures(tmp_path):
+    run = tmp_path / "runs" / "full-x"
+    run.mkdir(parents=True)
+    _executed(run / "03_c.ipynb")  # one image
+    pages = [{"name": "03_c", "page": "03_c.html", "images": 1,
+              "figures_saved": ["03_a.png", "03_b.png"]}]
+    (run / "pages.json").write_text(json.dumps(pages))
+    with pytest.raises(ReproduceError, match=r"03_c \(1 of 2\)"):
+        publish_run(run, tmp_path / "dest")
+    pages[0]["figures_saved"] = ["03_a.png"]
+    (run / "pages.json").write_text(json.dumps(pages))
+    (run / "summary.json").write_text(json.dumps({"_run": {"commit": "abc123", "dirty": False,
+                                                           "profile": "full"}, "03_c": {}}))
+    (run / "claims_vs_paper.csv").write_text(
+        "claim,paper (reported),ours,ours 95% CI,n,n counts,platform,verdict,why,claim_id,source\n"
+        "CARB R2,0.992,0.959,\"[0.94, 0.98]\",477,measured rows,cpu,not supported,rule,c,03_c\n")
+    publish_run(run, tmp_path / "dest")
+    index = (tmp_path / "dest/index.html").read_text()
+    assert index.index("abc123") < index.index("claims against ours") \
+        < index.index("href='03_c.html'")
+    assert "not supported" in index and (tmp_path / "dest/claims_vs_paper.csv").exists()

@@ -1,6 +1,6 @@
-"""Tests of carb_lib.scaling (and the characterization plots) on SYNTHETIC data.
+"""Tests of carb_lib.characterize.scaling (and the characterization plots) on SYNTHETIC data.
 
-Every dataset here is synthetic: made in the test or by carb_lib.synthetic, with known truth.
+Every dataset here is synthetic: made in the test or by carb_lib.dataset.synthetic, with known truth.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from carb_lib import scaling
-from carb_lib.synthetic import SYNTHETIC_TRUTH, make_synthetic_dataset
+from carb_lib.characterize import scaling
+from carb_lib.dataset.synthetic import SYNTHETIC_TRUTH, make_synthetic_dataset
 
 
 @pytest.fixture(scope="module")
@@ -293,27 +293,11 @@ def test_claims_testable_with_energy(synth_gpu):
     assert c.loc["divergence_energy_vs_latency", "our_value"] > 1
 
 
-def test_merge_claims_keeps_other_notebooks_rows(tmp_path, synth_cpu):
-    path = tmp_path / "claims.csv"
-    other = pd.DataFrame([{"claim_id": "transfer_energy_slope", "platform": "h200",
-                           "paper_value": 1.61, "our_value": 1.5, "testable": True,
-                           "source": "02_transfer"}])
-    scaling.merge_claims(path, other)
-    rows = scaling.claims_table(_results(synth_cpu), "synthetic_cpu", n=len(synth_cpu))
-    scaling.merge_claims(path, rows)
-    merged = scaling.merge_claims(path, rows.assign(n=1))  # same keys: replaced, not appended
-    assert len(merged) == len(rows) + 1
-    back = pd.read_csv(path)
-    assert "transfer_energy_slope" in set(back["claim_id"])
-    assert (back.loc[back["platform"] == "synthetic_cpu", "n"] == 1).all()
-    assert not back.duplicated(["claim_id", "platform"]).any()
-
-
 # --------------------------------------------------------------------------- io, synthetic
 
 
 def test_synthetic_dataset_follows_schema(synth_gpu):
-    from carb_lib.dataset import validate
+    from carb_lib.dataset.schema import validate
 
     validate(synth_gpu)
     assert synth_gpu["platform"].str.startswith("synthetic").all()
@@ -333,13 +317,6 @@ def test_load_measured_and_discovery(tmp_path, synth_cpu):
     assert (df["dataset"] == "synthetic_cpu").all() and len(df) == len(synth_cpu)
     with pytest.raises(FileNotFoundError, match="missing"):
         scaling.load_measured([tmp_path / "missing.parquet"])
-
-
-def test_filter_rows(synth_cpu):
-    sub = scaling.filter_rows(synth_cpu, {"precision": "fp32", "batch": [1, 256]})
-    assert set(sub["precision"]) == {"fp32"} and set(sub["batch"]) == {1, 256}
-    with pytest.raises(KeyError, match="colour"):
-        scaling.filter_rows(synth_cpu, {"colour": "red"})
 
 
 # --------------------------------------------------------------------------- plots

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from carb_lib.space import (
+from carb_lib.families.space import (
     BATCH_SIZES,
     PRECISIONS,
     RESNET_COLUMNS,
@@ -136,8 +136,8 @@ def test_extended_sample_valid():
 
 def test_dense_sample_draws_a_far_larger_space():
     """``extended-dense``: every 2 px from 32 to 512 and every batch 1..1024; few repeats."""
+    from carb_lib.families.space import dense_sample, validate_config_frame
     from carb_lib.screening import load_candidates
-    from carb_lib.space import dense_sample, validate_config_frame
 
     df = dense_sample(20_000, seed=3)
     validate_config_frame(df, "dense sample")
@@ -155,7 +155,7 @@ def test_dense_sample_draws_a_far_larger_space():
 
 def test_rows_without_family_are_the_default_family():
     from carb_lib.families import DEFAULT_FAMILY
-    from carb_lib.space import add_config_ids, family_of, validate_config_frame
+    from carb_lib.families.space import add_config_ids, family_of, validate_config_frame
 
     row = dict(block="basic", depth=18, width=1.0, early_downsample=True, resolution=32,
                batch=1, precision="fp32")  # fmt: skip
@@ -171,8 +171,8 @@ def test_rows_without_family_are_the_default_family():
 
 
 def test_validate_config_frame_dispatches_per_family_and_names_the_position():
-    from carb_lib.nb201 import nb201_grid
-    from carb_lib.space import validate_config_frame
+    from carb_lib.families.nb201 import nb201_grid
+    from carb_lib.families.space import validate_config_frame
 
     mixed = pd.concat([paper_grid().head(3), nb201_grid(batches=(1,)).head(3)])  # index repeats
     validate_config_frame(mixed)
@@ -190,7 +190,7 @@ def test_validate_config_frame_dispatches_per_family_and_names_the_position():
 
 
 def test_build_model_dispatches_on_the_family():
-    from carb_lib.nb201 import NB201Config
+    from carb_lib.families.nb201 import NB201Config
 
     cfg = NB201Config("|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_1x1~2|")
     assert type(build_model(cfg)).__name__ == "TinyNetwork"

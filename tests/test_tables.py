@@ -5,8 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from carb_lib import tables
-from carb_lib.tables import MissingTableError, TableError, read_table, table_format, write_table
+from carb_lib.core import tables
+from carb_lib.core.tables import (
+    MissingTableError,
+    TableError,
+    read_table,
+    table_format,
+    write_table,
+)
 
 
 def _df() -> pd.DataFrame:
@@ -108,7 +114,7 @@ def test_clean_temporary_files(tmp_path):
 
 
 def test_dataset_reexports_the_same_writer():
-    from carb_lib import dataset
+    from carb_lib.dataset import schema as dataset
 
     assert dataset.atomic_write_parquet is tables.atomic_write_parquet
     assert dataset.backup_path is tables.backup_path

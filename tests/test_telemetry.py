@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from carb_lib import telemetry as tm
+from carb_lib.measure import telemetry as tm
 
 NOT_SUPPORTED, LIB_NOT_FOUND, UNKNOWN = 3, 12, 999
 
@@ -89,17 +89,6 @@ def make_fake_pynvml(
     m.nvmlDeviceGetArchitecture = lambda h: 9
     m.nvmlDeviceGetUUID = lambda h: "GPU-fake"
     return m
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    def install(**kw):
-        mod = make_fake_pynvml(**kw)
-        monkeypatch.setitem(sys.modules, "pynvml", mod)
-        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-        return mod
-
-    return install
 
 
 def test_energy_counter_mj_to_j_and_window_arithmetic(fake):

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from carb_lib import transfer as T
-from carb_lib.nb201 import all_archs, nb201_grid
+from carb_lib.families.nb201 import all_archs, nb201_grid
+from carb_lib.transfer import pairwise as T
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data/external/help_nb201.parquet"
 
@@ -15,7 +15,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "data/external/help_nb201.parque
 def synthetic_platforms(n_archs: int = 300, seed: int = 0) -> pd.DataFrame:
     """SYNTHETIC latencies: three made-up platforms whose log latencies are affine in one shared
     per-arch cost (log FLOPs, op counts, a little noise), so B is exactly log-linear in A."""
-    from carb_lib.nb201 import nb201_static_features
+    from carb_lib.families.nb201 import nb201_static_features
 
     rng = np.random.default_rng(seed)
     archs = list(rng.choice(all_archs(), size=n_archs, replace=False))
@@ -143,7 +143,7 @@ def test_few_shot_on_help_devices_beats_flops():
 def test_cli_transfer_round_trip(tmp_path):
     from typer.testing import CliRunner
 
-    from carb_lib.cli import app
+    from carb_lib.app.cli import app
 
     df = synthetic_platforms(n_archs=120)
     df[df.platform == "synthetic_a"].to_parquet(tmp_path / "a.parquet", index=False)
@@ -177,7 +177,7 @@ def test_cli_transfer_round_trip(tmp_path):
 
 def test_arch_keys_with_mixed_families_have_no_missing_parts():
     """Rows of two families (NaN in the other family's columns) still get distinct keys."""
-    from carb_lib.transfer import arch_keys
+    from carb_lib.transfer.pairwise import arch_keys
 
     df = pd.DataFrame({
         "family": ["resnet", "nb201", "nb201"],

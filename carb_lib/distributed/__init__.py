@@ -11,7 +11,7 @@ guarantees of the local path:
     client and cluster closed on exit or Ctrl-C); CPU workers pinned to one core each.
 ``profile``
     :func:`run_cluster_campaign`: configs dispatched as tasks, measured on the workers with
-    the unchanged protocol (:func:`carb_lib.profiling.profile_config`), written by the client
+    the unchanged protocol (:func:`carb_lib.measure.profiling.profile_config`), written by the client
     as the local campaign's atomic part files (resume, merge and de-duplication unchanged).
 ``screen``
     :func:`screen_on_cluster`: candidates generated or read in partitions, stage 1 per

@@ -1,14 +1,14 @@
 """A measurement campaign on a Dask cluster: the workers measure, the client writes.
 
-:func:`run_cluster_campaign` plans exactly as :func:`carb_lib.campaign.run_campaign` does
+:func:`run_cluster_campaign` plans exactly as :func:`carb_lib.measure.campaign.run_campaign` does
 (config ids, de-duplication, shard, seeded order, configs already in the folder's parts
 skipped, compute cap) and then dispatches the configs as tasks, ``chunk_size`` configs each,
 asking for one unit of the workers' ``measure`` resource (one measurement per GPU, or per
 pinned CPU core, at a time). Each worker measures with the unchanged protocol,
-:func:`carb_lib.profiling.profile_config` (the function the local campaign calls), keeping
+:func:`carb_lib.measure.profiling.profile_config` (the function the local campaign calls), keeping
 its own drift control (reference config at its first task and every ``ref_every`` configs,
 GPU idle power) and returns rows. The **client** writes every task's rows as one atomic
-Parquet part (:class:`carb_lib.campaign_parts.PartWriter`) in the local campaign's folder
+Parquet part (:class:`carb_lib.measure.campaign_parts.PartWriter`) in the local campaign's folder
 layout, under the folder's lock, so resume, ``carb merge`` and de-duplication by
 ``(platform, config_id)`` work unchanged; a restarted client with the same command
 dispatches only the configs not in the parts yet.
@@ -24,7 +24,7 @@ Exactly once
 
 Platforms
     Rows carry the platform of the worker's device. Each config is measured once, by the
-    worker that takes it; in a cluster of different devices :func:`carb_lib.campaign.merge_parts`
+    worker that takes it; in a cluster of different devices :func:`carb_lib.measure.campaign.merge_parts`
     then yields one dataset per platform (merge each into its own file). Configs already
     recorded for any platform of the cluster are not measured again.
 
@@ -61,7 +61,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.campaign import (
+from carb_lib.distributed.cluster import MEASURE_RESOURCE
+from carb_lib.measure.campaign import (
     DEFAULT_REFERENCE,
     REFERENCE_TRIES,
     CampaignResult,
@@ -69,7 +70,7 @@ from carb_lib.campaign import (
     sigint_ignored_note,
     skipped_row,
 )
-from carb_lib.campaign_parts import (
+from carb_lib.measure.campaign_parts import (
     REFERENCE_PREFIX,
     RESULTS_PREFIX,
     PartWriter,
@@ -79,8 +80,7 @@ from carb_lib.campaign_parts import (
     reference_rows,
     shard_mask,
 )
-from carb_lib.distributed.cluster import MEASURE_RESOURCE
-from carb_lib.profiling import NAN, Protocol, get_device, profile_config, utc_now
+from carb_lib.measure.profiling import NAN, Protocol, get_device, profile_config, utc_now
 
 logger = logging.getLogger("carb.cluster")
 
@@ -148,7 +148,7 @@ class _Measurer:
     def checkpoint(self) -> list[dict[str, Any]]:
         """Idle power (GPU) and the reference config, re-measured while not clean (as the
         local campaign's checkpoint)."""
-        from carb_lib.space import config_from_row
+        from carb_lib.families.space import config_from_row
 
         if self.dev.kind == "cuda":
             self.idle_w = self.dev.idle_power_w(self.s.idle_seconds)
@@ -163,7 +163,7 @@ class _Measurer:
         return rows
 
     def measure(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        from carb_lib.space import config_from_row
+        from carb_lib.families.space import config_from_row
 
         rows, refs = [], []
         for rec in records:
@@ -228,7 +228,7 @@ def measure_task(records: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
 
 def skip_task(records: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
     """Task: ``status == "skipped"`` rows (compute cap) with this worker's provenance."""
-    from carb_lib.space import config_from_row
+    from carb_lib.families.space import config_from_row
 
     m = _measurer(s)
     rows = [
@@ -266,7 +266,7 @@ def _set_allowed_failures(n: int, dask_scheduler=None) -> int:
 
 @dataclass
 class ClusterCampaignResult(CampaignResult):
-    """What a cluster campaign did (:class:`carb_lib.campaign.CampaignResult` plus the
+    """What a cluster campaign did (:class:`carb_lib.measure.campaign.CampaignResult` plus the
     cluster's side)."""
 
     workers: int = 0
@@ -281,8 +281,8 @@ class ClusterCampaignResult(CampaignResult):
 def _error_row(rec: Mapping[str, Any], provenance: Mapping[str, Any], message: str
                ) -> dict[str, Any]:
     """A ``status == "error"`` row built on the client (the worker died before answering)."""
-    from carb_lib.dataset import empty_row
-    from carb_lib.space import config_from_row
+    from carb_lib.dataset.schema import empty_row
+    from carb_lib.families.space import config_from_row
 
     cfg = config_from_row({c: v for c, v in rec.items() if c != "config_id"})
     row = empty_row()
@@ -341,7 +341,7 @@ def run_cluster_campaign(
 ) -> ClusterCampaignResult:
     """Measure ``configs`` on the workers of ``client`` into part files under ``out_dir``.
 
-    Parameters are those of :func:`carb_lib.campaign.run_campaign` (``time_budget_s`` is
+    Parameters are those of :func:`carb_lib.measure.campaign.run_campaign` (``time_budget_s`` is
     checked whenever a task finishes: no task starts after it and the tasks still running
     are cancelled, their configs left to do), plus:
 
@@ -369,9 +369,9 @@ def run_cluster_campaign(
         ``measure`` resource, or a task failed for another reason than its worker dying
         (the parts written so far are kept; rerunning resumes).
     """
-    from carb_lib.dataset import clean_temporary_files
-    from carb_lib.lock import FolderLock
-    from carb_lib.space import add_config_ids
+    from carb_lib.dataset.schema import clean_temporary_files
+    from carb_lib.families.space import add_config_ids
+    from carb_lib.measure.lock import FolderLock
 
     t_begin = time.perf_counter()
     log = log or logger.info

@@ -67,7 +67,7 @@ MAX_BUDGETS = 29
 @dataclass(frozen=True)
 class ExtendedPartition:
     """Partition ``index`` of an ``extended`` (or ``extended-dense``) candidate set: ``n``
-    configs drawn by :func:`carb_lib.space.extended_sample` (:func:`~carb_lib.space.dense_sample`)
+    configs drawn by :func:`carb_lib.families.space.extended_sample` (:func:`~carb_lib.families.space.dense_sample`)
     with seed ``seed``."""
 
     index: int
@@ -76,7 +76,7 @@ class ExtendedPartition:
     source: str = "extended"
 
     def load(self) -> pd.DataFrame:
-        from carb_lib import space
+        from carb_lib.families import space
 
         df = space.SAMPLED_SPACES[self.source](self.n, seed=self.seed)
         return df if "config_id" in df.columns else space.add_config_ids(df)
@@ -116,7 +116,7 @@ def screen_partition(part: Any, model: Any, spec: DeploymentSpec, index: int,
     ``spec.k`` fronts, with ``_part`` and ``_row``), ``min_upper`` per budget, ``n`` (distinct
     candidates), ``seconds`` (wall) and ``cpu_s`` (the worker process's CPU time).
     """
-    from carb_lib import space
+    from carb_lib.families import space
 
     t0, c0 = time.perf_counter(), time.process_time()
     df = part.load() if hasattr(part, "load") else part
@@ -176,7 +176,7 @@ class _Distinct:
 @dataclass(frozen=True)
 class FilePartition:
     """Rows of a candidate file: Parquet row groups ``groups``, or CSV data rows
-    ``[start, start + n)`` (read as :func:`carb_lib.tables.read_table` reads the file)."""
+    ``[start, start + n)`` (read as :func:`carb_lib.core.tables.read_table` reads the file)."""
 
     path: str
     groups: tuple[int, ...] = ()
@@ -224,12 +224,12 @@ def _partitions(candidates: Any, n_extended: int, seed: int, partition_size: int
         return [candidates.iloc[i : i + partition_size]
                 for i in range(0, len(candidates), partition_size)], "candidates"
     src = str(candidates)
-    from carb_lib.space import SAMPLED_SPACES
+    from carb_lib.families.space import SAMPLED_SPACES
 
     if src in SAMPLED_SPACES:
         return extended_partitions(n_extended, seed, partition_size, src), src
     if src == "grid":
-        from carb_lib import space
+        from carb_lib.families import space
 
         return [space.paper_grid()], "grid"
     path = Path(src)

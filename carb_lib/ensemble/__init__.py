@@ -4,7 +4,7 @@
 paper notes, outside the repository; the paper's numbers are not ours), made
 *characterization-guided*:
 
-* per target a base law from the characterization (:mod:`carb_lib.base_models`): peak memory
+* per target a base law from the characterization (:mod:`carb_lib.ensemble.base_models`): peak memory
   by NNLS on parameter and activation bytes per precision; latency and energy by a
   roofline-style law (FLOPs / throughput + bytes / bandwidth + layers x per-layer overhead +
   batch and constant terms), fitted by relative NNLS with interpretable constants;
@@ -17,10 +17,10 @@ paper notes, outside the repository; the paper's numbers are not ours), made
   predicted energy). During training the cascade inputs are OOF predictions, never in-sample
   ones, so a downstream model sees inputs as noisy as those it gets at prediction time;
 * a regime correction: a LightGBM model of the OOF residual, used only where
-  ``batch <= regime_batch_max`` (:data:`carb_lib.vocab.SMALL_BATCH_MAX`); final = blend +
+  ``batch <= regime_batch_max`` (:data:`carb_lib.core.vocab.SMALL_BATCH_MAX`); final = blend +
   ``regime_shrink`` x predicted residual;
 * split-conformal intervals on a held-out calibration fold (log scale, Mondrian by batch
-  regime) at any requested coverage (default :data:`carb_lib.vocab.DEFAULT_COVERAGE`); a
+  regime) at any requested coverage (default :data:`carb_lib.core.vocab.DEFAULT_COVERAGE`); a
   per-row ``extrapolated`` flag where a candidate's features leave the training range;
 * rows weighted by their measured timing noise (``latency_window_cv``) when the data carry it.
 
@@ -38,14 +38,22 @@ Modules
     :data:`PRESETS`, the one place for model sizes (``default``, ``paper``, ``fast``,
     ``quick``, ``test``).
 :mod:`~carb_lib.ensemble.io`
-    :func:`save_model` / :func:`load_model` (joblib payload plus a JSON sidecar with the feature
-    list, feature set, platform, library versions and a hash of the training data).
+    :func:`save_model` / :func:`load_model` (a skops file, loaded without pickle, plus a JSON
+    sidecar with the feature list, feature set, platform, library versions and a hash of the
+    training data).
 """
 
+from carb_lib.core.vocab import STATIC_FEATURES, TARGETS, TELEMETRY_FEATURES
 from carb_lib.ensemble.conformal import conformal_quantile
 from carb_lib.ensemble.estimator import CASCADE_ORDER, CARBRegressor
 from carb_lib.ensemble.inputs import MissingTargetWarning
-from carb_lib.ensemble.io import load_model, save_model
+from carb_lib.ensemble.io import (
+    TRUSTED_TYPES,
+    ModelFileError,
+    is_model_file,
+    load_model,
+    save_model,
+)
 from carb_lib.ensemble.learners import LEARNERS, PAPER_BLEND_WEIGHTS, feature_importances
 from carb_lib.ensemble.matrix import (
     CONFIG_COLUMNS,
@@ -57,7 +65,6 @@ from carb_lib.ensemble.matrix import (
     validate_features,
 )
 from carb_lib.ensemble.presets import PRESETS, preset
-from carb_lib.vocab import STATIC_FEATURES, TARGETS, TELEMETRY_FEATURES
 
 __all__ = [
     "CARBRegressor",
@@ -76,6 +83,9 @@ __all__ = [
     "feature_importances",
     "input_columns",
     "load_model",
+    "is_model_file",
+    "ModelFileError",
+    "TRUSTED_TYPES",
     "model_matrix",
     "model_matrix_columns",
     "preset",

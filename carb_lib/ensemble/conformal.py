@@ -53,10 +53,22 @@ def conformal_quantile(scores: np.ndarray, coverage: float) -> float:
     return float(scores[k - 1]) if 1 <= k <= n else math.inf
 
 
-def calibration_mask(regime: np.ndarray, size: float, random_state: int) -> np.ndarray:
-    """Rows of the calibration fold: a share ``size`` of each batch regime, drawn at random."""
+def calibration_mask(regime: np.ndarray, size: float, random_state: int,
+                     groups: np.ndarray | None = None) -> np.ndarray:
+    """Rows of the calibration fold: a share ``size`` of each batch regime, drawn at random.
+
+    With ``groups`` (config ids) that repeat, whole groups are drawn (a share ``size`` of each
+    regime's groups), so that repeated measurements of one config are never split between the
+    fitted rows and the calibration fold (which would overstate coverage)."""
     cal = np.zeros(len(regime), bool)
     rng = np.random.default_rng(random_state + _CALIBRATION_SEED_OFFSET)
+    if groups is not None and len(set(groups)) < len(groups):
+        g = np.asarray(groups).astype(str)
+        for rows in (np.flatnonzero(regime), np.flatnonzero(~regime)):
+            uniq = np.unique(g[rows])
+            k = int(round(size * len(uniq)))
+            cal[rows[np.isin(g[rows], rng.choice(uniq, size=k, replace=False))]] = True
+        return cal
     for rows in (np.flatnonzero(regime), np.flatnonzero(~regime)):
         k = int(round(size * len(rows)))
         cal[rng.choice(rows, size=k, replace=False)] = True

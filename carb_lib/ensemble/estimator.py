@@ -22,6 +22,8 @@ from sklearn.model_selection import GroupKFold, KFold
 from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
+from carb_lib.ensemble.base_models import base_kind, fit_base_law, with_alloc_column
 from carb_lib.ensemble.conformal import (
     MIN_CALIBRATION,
     calibration_mask,
@@ -36,15 +38,17 @@ from carb_lib.ensemble.inputs import (
     noise_weights,
     prepare_array,
     prepare_frame,
+    warn_outliers,
 )
 from carb_lib.ensemble.learners import LEARNERS
 from carb_lib.ensemble.matrix import FEATURE_SETS, _model_array, _num
-from carb_lib.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
+from carb_lib.kernels.cache_probe import cache_knee
+from carb_lib.kernels.law import KernelModel, read_bench, with_kernel_column
 
 __all__ = ["CASCADE_ORDER", "CARBRegressor"]
 
 #: The estimator's default targets, in cascade order: memory, then energy (given predicted
-#: memory), then latency (given both). A permutation of :data:`carb_lib.vocab.TARGETS`.
+#: memory), then latency (given both). A permutation of :data:`carb_lib.core.vocab.TARGETS`.
 CASCADE_ORDER: tuple[str, ...] = ("peak_mem_mib", "energy_j", "latency_ms")
 _COVERAGE = Interval(Real, 0, 1, closed="neither")
 
@@ -76,7 +80,7 @@ class _Names(Options):
 class CARBRegressor(RegressorMixin, BaseEstimator):
     """Characterization-guided, cascade-blended ensemble for CNN inference cost (CARB).
 
-    Per target, a base law from the characterization (:mod:`carb_lib.base_models`: NNLS on
+    Per target, a base law from the characterization (:mod:`carb_lib.ensemble.base_models`: NNLS on
     parameter/activation bytes for memory, a roofline-style law with a per-layer overhead for
     latency and energy) carries the scaling; the tree learners model only ``log(y / base)``
     (with ``log(base)`` as one of their inputs), their out-of-fold (OOF) predictions blended by
@@ -103,26 +107,38 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     memory_law : {"allocator", "bytes"}, default="allocator"
         The memory base law: with the allocator model's peak (``alloc_peak_bytes``, exact on
         the project's CPUs; the law learns the platform's oneDNN channel block, 8 or 16) or
-        only the parameter and activation bytes (the ablation); :mod:`carb_lib.base_models`.
+        only the parameter and activation bytes (the ablation); :mod:`carb_lib.ensemble.base_models`.
+    memory_exact : bool, default=True
+        Keep peak memory exact to the byte where the allocator law is (``memory_law=
+        "allocator"`` only): the law is refitted on the rows within 2.5 robust scales of it
+        (reweighted least squares, ``fit_base_law(reweight=True)``), so a minority of rows
+        with residuals (networks whose allocations the model misses) does not move the
+        coefficients that are exact for the rest; and a peak-memory correction of the
+        learners (and small-batch corrector) smaller than a threshold is set to zero, the
+        threshold that minimises the out-of-fold absolute error of the training rows
+        (:func:`carb_lib.ensemble.fitting.snap_threshold`; ``correction_floor_``). On the
+        measured zoo with each network left out of the fit, nearly every row the allocator
+        model predicts exactly stays exact, against almost none with False
+        (``results/zoo/scores.csv``, ``docs/zoo.md``). False: the Huber fit alone and every
+        correction applied (the behaviour before 2026-12-05).
     latency_law : {"roofline", "kernel"}, default="roofline"
         The latency base law: the roofline law (FLOPs, bytes, layers) or the ``kernel`` law,
         whose main term is the row's summed microbenchmarked kernel time
-        (:data:`~carb_lib.vocab.KERNEL_FEATURE`): from ``kernel_bench`` when given, else
-        fit and predict frames need the column (:func:`carb_lib.kernels.with_kernel_column`).
+        (:data:`~carb_lib.core.vocab.KERNEL_FEATURE`): from ``kernel_bench`` when given, else
+        fit and predict frames need the column (:func:`carb_lib.kernels.law.with_kernel_column`).
     kernel_bench : str, pathlib.Path, pandas.DataFrame or None, default=None
         The platform's timed operators (``carb kernels``; a file or its rows), for
         ``latency_law="kernel"`` only. :meth:`fit` learns a
-        :class:`~carb_lib.kernels.KernelModel` from them (``kernel_model_``) and adds
+        :class:`~carb_lib.kernels.law.KernelModel` from them (``kernel_model_``) and adds
         ``kernel_ms`` to every frame it fits or predicts (replacing a column given), so the
         saved model predicts any config, of any family, by itself (``carb fit --latency-law
         kernel --kernel-bench FILE``). Rows of another platform are refused.
     kernel_cache_probe : str, pathlib.Path, pandas.DataFrame or None, default=None
         With ``kernel_bench`` only: the machine's read-bandwidth probe
-        (:func:`carb_lib.cache_probe.read_bandwidth`; a ``.csv`` or its rows). :meth:`fit` reads
-        its knee (:func:`~carb_lib.cache_probe.cache_knee`), and the kernel model then adds, for
+        (:func:`carb_lib.kernels.cache_probe.read_bandwidth`; a ``.csv`` or its rows). :meth:`fit` reads
+        its knee (:func:`~carb_lib.kernels.cache_probe.cache_knee`), and the kernel model then adds, for
         networks whose weights pass it, each weighted operator's weights read from memory to its
-        time alone (``KernelModel(cache=knee)``; session 32: small-batch R² 0.964 on the fifth
-        CPU, README *A twentieth test*). ``carb fit --cache-probe FILE``.
+        time alone (``KernelModel(cache=knee)``; docs/model.md). ``carb fit --cache-probe FILE``.
     learners : tuple of str, default=("et",)
         Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
         alone. The default (ExtraTrees alone, 30 trees) won the choice of
@@ -179,6 +195,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         Weight latency/energy rows by their measured noise when the data carry it
         (``latency_window_cv``, the spread of the accepted timing windows): weight
         ``1 / (cv^2 + median(cv)^2)``, normalised to mean 1; rows without it get the median.
+    mixed_platforms : bool, default=False
+        Accept training rows of several platforms in one model (frame mode; a warning). By
+        default they are refused: energy and latency are platform-specific.
     random_state : int, default=0
         Seed of the folds, the calibration draw and every learner.
     n_jobs : int, default=2
@@ -198,13 +217,16 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     base_features_ : list of str
         Columns of the model matrix (before base and cascade inputs).
     base_laws_ : dict
-        Target -> fitted :class:`carb_lib.base_models.BaseLaw` (empty without ``base``).
+        Target -> fitted :class:`carb_lib.ensemble.base_models.BaseLaw` (empty without ``base``).
     model_features_ : dict
         Target -> feature names of its learners (model matrix, ``base_<t>``, ``cascade_<t>``).
     models_ : dict
         Target -> {learner: fitted model} (refitted on every training row, calibration fold
         excluded).
     blend_weights_ : dict
+    correction_floor_ : dict
+        Target -> the threshold below which a correction of the base law (learning scale) is
+        set to zero (``memory_exact``; 0: every correction applied, ``inf``: none).
     regime_models_ : dict
         Target -> fitted LightGBM residual corrector, or None.
     oof_predictions_ : pandas.DataFrame
@@ -239,7 +261,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> from carb_lib.ensemble import PRESETS, CARBRegressor
-    >>> from carb_lib.synthetic import make_synthetic_dataset  # SYNTHETIC, not measured
+    >>> from carb_lib.dataset.synthetic import make_synthetic_dataset  # SYNTHETIC, not measured
     >>> df = make_synthetic_dataset(360, seed=0, with_telemetry=False)
     >>> model = CARBRegressor(**PRESETS["test"]).fit(df)
     >>> model.targets_
@@ -254,6 +276,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "feature_set": [StrOptions(set(FEATURE_SETS))],
         "base": ["boolean"],
         "memory_law": [StrOptions({"allocator", "bytes"})],
+        "memory_exact": ["boolean"],
         "latency_law": [StrOptions({"roofline", "kernel"})],
         "kernel_bench": [str, Path, pd.DataFrame, None],
         "kernel_cache_probe": [str, Path, pd.DataFrame, None],
@@ -282,6 +305,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "coverage": [_COVERAGE],
         "conformal_by_regime": ["boolean"],
         "noise_weighting": ["boolean"],
+        "mixed_platforms": ["boolean"],
         "random_state": [Interval(Integral, 0, None, closed="left")],
         "n_jobs": [Interval(Integral, 1, None, closed="left")],
     }
@@ -293,6 +317,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         feature_set: str = "static",
         base: bool = True,
         memory_law: str = "allocator",
+        memory_exact: bool = True,
         latency_law: str = "roofline",
         kernel_bench: str | Path | pd.DataFrame | None = None,
         kernel_cache_probe: str | Path | pd.DataFrame | None = None,
@@ -321,6 +346,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         coverage: float = DEFAULT_COVERAGE,
         conformal_by_regime: bool = True,
         noise_weighting: bool = True,
+        mixed_platforms: bool = False,
         random_state: int = 0,
         n_jobs: int = 2,
     ) -> None:
@@ -328,6 +354,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.feature_set = feature_set
         self.base = base
         self.memory_law = memory_law
+        self.memory_exact = memory_exact
         self.latency_law = latency_law
         self.kernel_bench = kernel_bench
         self.kernel_cache_probe = kernel_cache_probe
@@ -356,6 +383,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.coverage = coverage
         self.conformal_by_regime = conformal_by_regime
         self.noise_weighting = noise_weighting
+        self.mixed_platforms = mixed_platforms
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -369,14 +397,18 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     def _law_kind(self, target: str) -> str | None:
-        """The base law of ``target`` (None: :data:`carb_lib.base_models.BASE_KINDS`)."""
-        from carb_lib.base_models import base_kind
-
+        """The base law of ``target`` (None: :data:`carb_lib.ensemble.base_models.BASE_KINDS`)."""
         if base_kind(target) == "memory" and self.memory_law == "bytes":
             return "memory_bytes"
         if target == "latency_ms" and getattr(self, "latency_law", "roofline") == "kernel":
             return "kernel"
         return None
+
+    def _snaps(self, target: str) -> bool:
+        """Whether ``target``'s law is refitted without outliers and its small corrections
+        set to zero (``memory_exact``: the allocator memory law)."""
+        return (bool(getattr(self, "memory_exact", False)) and self._uses_base
+                and base_kind(target) == "memory" and self._law_kind(target) is None)
 
     def _check_params(self) -> None:
         """Cross-parameter checks (each parameter alone: ``_parameter_constraints``)."""
@@ -390,19 +422,15 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
                              "model it changes is learned from the bench)")
 
     def _with_kernel_column(self, X, *, fit: bool = False):
-        """``X`` with :data:`~carb_lib.vocab.KERNEL_FEATURE` from the kernel model learned on
+        """``X`` with :data:`~carb_lib.core.vocab.KERNEL_FEATURE` from the kernel model learned on
         ``kernel_bench`` (fitted here when ``fit``); ``X`` itself without a bench."""
         if getattr(self, "kernel_bench", None) is None or not is_frame_input(X):
             return X
-        from carb_lib.kernels import KernelModel, read_bench, with_kernel_column
-
         if fit:
             bench = self.kernel_bench
             bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
             probe, knee = getattr(self, "kernel_cache_probe", None), None
             if probe is not None:
-                from carb_lib.cache_probe import cache_knee
-
                 knee = cache_knee(probe if isinstance(probe, pd.DataFrame) else pd.read_csv(probe))
             self.kernel_model_ = KernelModel(cache=knee).fit(bench)
         return with_kernel_column(X, self.kernel_model_, n_jobs=self.n_jobs)
@@ -471,7 +499,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             else np.zeros(n, bool)
         )
         W = noise_weights(df, n, self.targets_, self.noise_weighting)
-        cal = self._calibration_fold(regime, need)
+        cal = self._calibration_fold(regime, need, groups)
         fit_rows = np.flatnonzero(~cal)
         self.calibration_index_ = index[np.flatnonzero(cal)]
 
@@ -479,16 +507,17 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.base_laws_ = {}
         offsets = np.zeros_like(Z)
         if self._uses_base:
-            from carb_lib.base_models import fit_base_law, with_alloc_column
-
             df = with_alloc_column(df)  # once, not in every law fit and prediction below
             dfit = df.iloc[fit_rows]
             for j, t in enumerate(self.targets_):
                 law = fit_base_law(dfit, t, Yv[fit_rows, j], sample_weight=W[fit_rows, j],
-                                   kind=self._law_kind(t))
+                                   kind=self._law_kind(t), reweight=self._snaps(t))
                 self.base_laws_[t] = law
                 offsets[:, j] = np.log(law.predict(df))
 
+        if self._uses_base:  # residuals from the base law: the neighbourhood's scale
+            warn_outliers(Xb, np.log(np.where(Yv > 0, Yv, np.nan)), offsets, self.targets_,
+                          index)
         g_fit = None if groups is None else groups[fit_rows]
         if g_fit is not None and pd.Series(g_fit).duplicated().any():
             splitter = GroupKFold(n_splits=self.cv, shuffle=True, random_state=self.random_state)
@@ -500,6 +529,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
 
         self.models_, self.blend_weights_, self.regime_models_ = {}, {}, {}
         self.model_features_, self.conformal_scores_ = {}, {}
+        self.correction_floor_ = {}
         zhat: dict[str, np.ndarray] = {}
         metrics_rows = []
         for j, t in enumerate(self.targets_):
@@ -520,8 +550,10 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.oof_metrics_ = pd.DataFrame(metrics_rows).set_index("target")
         return self
 
-    def _calibration_fold(self, regime: np.ndarray, need: int) -> np.ndarray:
-        """Rows held out for split conformal (stratified by batch regime); sets the method."""
+    def _calibration_fold(self, regime: np.ndarray, need: int,
+                          groups: np.ndarray | None = None) -> np.ndarray:
+        """Rows held out for split conformal (stratified by batch regime; repeated
+        measurements of one config, ``groups``, held out together); sets the method."""
         n = len(regime)
         self.conformal_method_ = self.conformal
         if self.conformal != "split":
@@ -537,7 +569,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             )
             self.conformal_method_ = "oof"
             return np.zeros(n, bool)
-        return calibration_mask(regime, self.calibration_size, self.random_state)
+        return calibration_mask(regime, self.calibration_size, self.random_state, groups)
 
     def _features(self, Xb: np.ndarray, offset: np.ndarray, upstream: list) -> np.ndarray:
         cols = [Xb]
@@ -556,6 +588,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         corrector = self.regime_models_.get(t)
         if corrector is not None and regime.any():
             out[regime] += self.regime_shrink * corrector.predict(feats[regime])
+        tau = getattr(self, "correction_floor_", {}).get(t, 0.0)
+        if tau > 0:  # memory_exact: corrections below the threshold set to zero
+            out = np.where(np.abs(out - offset) < tau, offset, out)
         return out
 
     # -- predict ------------------------------------------------------------------------------
@@ -667,7 +702,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         X : pandas.DataFrame or array-like
         coverage : float, optional
             Nominal coverage in (0, 1); default: the estimator's ``coverage``
-            (:data:`carb_lib.vocab.DEFAULT_COVERAGE` unless set).
+            (:data:`carb_lib.core.vocab.DEFAULT_COVERAGE` unless set).
 
         Returns
         -------

@@ -16,9 +16,45 @@ import numpy as np
 from carb_lib.ensemble.conformal import score_groups
 from carb_lib.ensemble.learners import fixed_weights, make_corrector, make_learner, nnls_weights
 
-__all__ = ["fit_target"]
+__all__ = ["fit_target", "snap_threshold"]
 
 _MIN_REGIME_ROWS = 10  # fewer training rows in the small-batch regime: no corrector
+
+
+def snap_threshold(c: np.ndarray, r: np.ndarray, w: np.ndarray) -> float:
+    """Correction threshold chosen on out-of-fold predictions: the ``tau`` that minimises the
+    weighted absolute error ``sum w |r - c 1{|c| >= tau}|`` (corrections below ``tau`` set to
+    zero).
+
+    ``c`` are the out-of-fold corrections of the base law (learning scale), ``r`` what they
+    should have been. Rows are snapped in order of ``|c|``; the threshold lies halfway
+    between the largest snapped and the smallest kept ``|c|`` (``inf`` when snapping every
+    row is best: no correction helped; 0 when none is, the smallest tie first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> # tiny corrections where the law is exact, one real one of 0.2
+    >>> snap_threshold(np.array([1e-6, -2e-6, 0.15]), np.array([0.0, 0.0, 0.2]), np.ones(3))
+    0.075001
+    """
+    c, r, w = (np.asarray(v, float) for v in (c, r, w))
+    ok = np.isfinite(c) & np.isfinite(r) & np.isfinite(w)
+    c, r, w = c[ok], r[ok], w[ok]
+    if not len(c):
+        return 0.0
+    order = np.argsort(np.abs(c), kind="stable")
+    a = np.abs(c[order])
+    gain = w[order] * (np.abs(r[order]) - np.abs(r[order] - c[order]))  # cost of snapping a row
+    loss = np.concatenate([[0.0], np.cumsum(gain)])  # loss[j]: the j smallest snapped
+    # only between distinct |c| (rows of one |c| are snapped together)
+    cut = np.concatenate([[True], a[1:] > a[:-1], [True]])
+    j = int(np.flatnonzero(cut)[np.argmin(loss[cut])])
+    if j == 0:
+        return 0.0
+    if j == len(a):
+        return float("inf")
+    return float(0.5 * (a[j - 1] + a[j]))
 
 
 def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
@@ -101,6 +137,12 @@ def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
         )
     est.regime_models_[t] = corrector
     final = blend_oof + est.regime_shrink * corr_oof
+
+    # corrections too small to help out of fold are set to zero (memory_exact)
+    tau = snap_threshold(final[fy] - off[fy], r[fy], wt[fy]) if est._snaps(t) else 0.0
+    est.correction_floor_[t] = tau
+    if tau > 0:
+        final = np.where(np.abs(final - off) < tau, off, final)
 
     # refit the learners on every fitting row with a target value
     est.models_[t] = {

@@ -26,10 +26,12 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import validate_data
 
+from carb_lib.core.vocab import TARGETS
 from carb_lib.ensemble.matrix import _num, input_columns, model_matrix
 
-__all__ = ["MissingTargetWarning", "check_target_values", "hash_training_data",
-           "is_frame_input", "noise_weights", "prepare_array", "prepare_frame"]
+__all__ = ["MissingTargetWarning", "OutlierWarning", "check_target_values",
+           "hash_training_data", "is_frame_input", "noise_weights", "prepare_array",
+           "prepare_frame", "warn_outliers"]
 
 _NOISY_TARGETS = ("latency_ms", "energy_j")  # weighted by the measured timing noise
 # warnings point at the caller of fit: past this module, fit and scikit-learn's fit wrapper
@@ -38,6 +40,64 @@ _STACK = 4
 
 class MissingTargetWarning(UserWarning):
     """A requested target is absent or all-NaN in the training data and is skipped."""
+
+
+class OutlierWarning(UserWarning):
+    """Training rows whose cost is far (> :data:`OUTLIER_FACTOR` x) from their config
+    neighbourhood's (a unit slip, a broken measurement)."""
+
+
+#: A training row is flagged when its cost is this many times off its neighbourhood's.
+OUTLIER_FACTOR = 10.0
+#: Nearest configs (in static-feature space) that make a row's neighbourhood.
+OUTLIER_NEIGHBOURS = 8
+
+
+def _duplicate_rows(df: pd.DataFrame) -> None:
+    """Refuse rows that repeat a config of one campaign (:func:`carb_lib.dataset.schema.check_repeats`,
+    key ``platform``, ``campaign`` if present, ``config_id``). Repeats across campaigns are
+    allowed (held out together)."""
+    from carb_lib.dataset.schema import check_repeats
+
+    check_repeats(df, "training data")
+
+
+def warn_outliers(Xb: np.ndarray, logy: np.ndarray, offsets: np.ndarray,
+                  targets: list[str], index: pd.Index) -> list[Any]:
+    """Warn (:class:`OutlierWarning`) about training rows whose cost is more than
+    :data:`OUTLIER_FACTOR` times off their neighbourhood's, robustly: the residual from the
+    base law (``log y - offset``) against the median residual of the
+    :data:`OUTLIER_NEIGHBOURS` nearest configs in log static-feature space. Returns the
+    flagged row labels."""
+    n = len(Xb)
+    if n < OUTLIER_NEIGHBOURS + 2:
+        return []
+    from sklearn.neighbors import NearestNeighbors
+
+    Z = np.sign(Xb) * np.log1p(np.abs(Xb.astype(float)))
+    sd = Z.std(axis=0)
+    Z = (Z[:, sd > 0] - Z[:, sd > 0].mean(axis=0)) / sd[sd > 0]
+    if Z.shape[1] == 0:
+        return []
+    _, nb = NearestNeighbors(n_neighbors=OUTLIER_NEIGHBOURS + 1).fit(Z).kneighbors(Z)
+    nb = nb[:, 1:]
+    flagged: dict[Any, list[str]] = {}
+    for j, t in enumerate(targets):
+        r = logy[:, j] - offsets[:, j]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(r[nb], axis=1)
+        off = np.abs(r - med) > np.log(OUTLIER_FACTOR)
+        for i in np.flatnonzero(off):
+            flagged.setdefault(index[i], []).append(t)
+    if flagged:
+        shown = ", ".join(f"{label} ({'/'.join(ts)})" for label, ts in list(flagged.items())[:10])
+        more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
+        warnings.warn(
+            f"{len(flagged)} training row(s) are more than {OUTLIER_FACTOR:g}x off the cost of "
+            f"their nearest configs (a unit slip or a broken measurement?): rows {shown}{more}",
+            OutlierWarning, stacklevel=_STACK)
+    return list(flagged)
 
 
 def is_frame_input(X: Any) -> bool:
@@ -98,7 +158,14 @@ def prepare_frame(est, X: pd.DataFrame, y):
                 stacklevel=_STACK,
             )
             df, Y = df.loc[ok], Y.loc[ok]
+    _duplicate_rows(df)
     fitted, skipped = _fittable_targets(est, Y)
+    from carb_lib.dataset.schema import check_costs
+
+    costs = [t for t in fitted if t in TARGETS]  # a skipped target's gaps do not matter
+    info = [c for c in ("platform", "config_id", "energy_reason")
+            if c in df.columns and c not in costs]
+    check_costs(pd.concat([df[info], Y[costs]], axis=1), "training data")
     est.input_mode_ = "frame"
     est.targets_, est.skipped_targets_ = fitted, skipped
     mm = model_matrix(df, est.feature_set)
@@ -106,6 +173,10 @@ def prepare_frame(est, X: pd.DataFrame, y):
     est.n_features_in_ = len(est.feature_names_in_)
     if "platform" in df.columns and df["platform"].notna().any():
         plats = sorted(df["platform"].dropna().astype(str).unique())
+        if len(plats) > 1 and not getattr(est, "mixed_platforms", False):
+            raise ValueError(
+                f"training rows of several platforms {plats}: energy and latency are "
+                "platform-specific; fit one model per platform (or pass mixed_platforms=True)")
         if len(plats) > 1:
             warnings.warn(
                 f"training on several platforms {plats}: energy and latency are "
@@ -158,7 +229,7 @@ def check_target_values(Y: pd.DataFrame, uses_base: bool, log_target: bool) -> N
         if (low <= -1).any():
             t = low.index[int(np.argmax((low <= -1).to_numpy()))]
             raise ValueError(
-                f"target {t!r} has values <= -1 (min {low[t]!r}); log1p needs > -1 "
+                f"target {t!r} has values <= -1 (min {float(low[t])!r}); log1p needs > -1 "
                 "(costs are positive; use log_target=False for other data)"
             )
 

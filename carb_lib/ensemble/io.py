@@ -1,18 +1,29 @@
 """Persistence of a fitted :class:`~carb_lib.ensemble.CARBRegressor`: :func:`save_model` and
 :func:`load_model`.
 
-The model file is a joblib payload ``{"metadata": ..., "model": ...}``; ``<path>.json`` beside
-it repeats the metadata (feature list, feature set, platform, library versions, a hash of the
-training data) for people and tools. :func:`load_model` refuses a model whose features no longer
-match what this version builds, or that does not match the caller's expected features or
-platform.
+The model file holds ``{"metadata": ..., "model": ...}`` in skops' format (:mod:`skops.io`: a
+zip of JSON and arrays, loaded without :mod:`pickle`, so that loading a file cannot run code it
+holds). Only the types in :data:`TRUSTED_TYPES` are loaded: a file holding any other type
+(tampered, or not written by :func:`save_model`) is refused with one line naming it. pandas
+objects inside the model are stored as plain arrays (:func:`_encode`) and rebuilt on loading.
+
+``<path>.json`` beside it repeats the metadata (feature list, feature set, platform, library
+versions, a hash of the training data) for people and tools. :func:`load_model` refuses a model
+whose features no longer match what this version builds, or that does not match the caller's
+expected features or platform.
+
+Model files of earlier versions are joblib (pickle) files: loading one can run any code it
+holds, so :func:`load_model` reads them only with ``trust=True`` (``--trust`` on the command
+line), for files the user wrote themselves.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import platform as _py_platform
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +37,137 @@ import carb_lib.ensemble.matrix as matrix
 if TYPE_CHECKING:
     from carb_lib.ensemble.estimator import CARBRegressor
 
-__all__ = ["load_model", "save_model"]
+__all__ = ["TRUSTED_TYPES", "ModelFileError", "is_model_file", "load_model", "save_model"]
+
+#: The types, beyond skops' own defaults (numpy, builtins, scikit-learn's estimators), that a
+#: CARB model file may hold. Loading refuses a file holding any other type.
+TRUSTED_TYPES: tuple[str, ...] = (
+    "carb_lib.ensemble.base_models.BaseLaw",
+    "carb_lib.kernels.cache_probe.CacheKnee",
+    "carb_lib.ensemble.estimator.CARBRegressor",
+    "carb_lib.kernels.law.KernelModel",
+    "collections.OrderedDict",
+    "lightgbm.basic.Booster",
+    "lightgbm.sklearn.LGBMRegressor",
+    "sklearn.tree._tree.Tree",
+    "xgboost.core.Booster",
+    "xgboost.sklearn.XGBRegressor",
+)
+#: The ``format`` field of a model file's metadata.
+MODEL_FORMAT = "carb-model/2"
+_PANDAS = "__carb_pandas__"
+
+
+class ModelFileError(ValueError):
+    """A model file cannot be loaded safely; the message names the file and why."""
+
+
+def _plain(a: np.ndarray) -> Any:
+    """An array skops stores without pickle (object arrays as lists of plain values)."""
+    if a.dtype != object:
+        return a
+    return [v.item() if isinstance(v, np.generic) else v for v in a.tolist()]
+
+
+def _encode(o: Any) -> Any:
+    """``o`` with every pandas object replaced by plain arrays and lists (skops does not store
+    pandas objects); the inverse is :func:`_decode`."""
+    if isinstance(o, pd.DataFrame):
+        return {_PANDAS: "frame", "columns": _encode(pd.Index(o.columns)),
+                "index": _encode(o.index), "data": [_encode(o.iloc[:, i]) for i in range(o.shape[1])]}
+    if isinstance(o, pd.Series):
+        d: dict[str, Any] = {_PANDAS: "series", "name": o.name, "index": _encode(o.index)}
+        if isinstance(o.dtype, pd.CategoricalDtype):
+            d.update(kind="category", codes=o.cat.codes.to_numpy(),
+                     categories=_encode(pd.Index(o.cat.categories)), ordered=bool(o.cat.ordered))
+        elif pd.api.types.is_datetime64_any_dtype(o.dtype):  # e.g. a benchmark's measured_at
+            tz = getattr(o.dt, "tz", None)
+            naive = o if tz is None else o.dt.tz_convert("UTC").dt.tz_localize(None)
+            d.update(kind="datetime", tz=None if tz is None else str(tz),
+                     values=naive.to_numpy("datetime64[ns]").astype("int64"))
+        else:
+            d.update(kind=str(o.dtype), values=_plain(o.to_numpy()))
+        return d
+    if isinstance(o, pd.RangeIndex):
+        return {_PANDAS: "range", "start": int(o.start), "stop": int(o.stop), "step": int(o.step),
+                "name": o.name}
+    if isinstance(o, pd.Index):
+        return {_PANDAS: "index", "kind": str(o.dtype), "values": _plain(o.to_numpy()),
+                "name": o.name}
+    if type(o) is dict:
+        return {k: _encode(v) for k, v in o.items()}
+    if type(o) in (list, tuple):
+        return type(o)(_encode(v) for v in o)
+    if type(o).__module__.startswith("carb_lib") and hasattr(o, "__dict__"):
+        c = copy.copy(o)
+        vars(c).update({k: _encode(v) for k, v in vars(o).items()})
+        return c
+    return o
+
+
+def _values(o: dict[str, Any]) -> np.ndarray:
+    if o["kind"] == "object":
+        return np.array(o["values"], dtype=object)
+    return np.asarray(o["values"], dtype=o["kind"])
+
+
+def _decode(o: Any) -> Any:
+    """The inverse of :func:`_encode`."""
+    if type(o) is dict:
+        tag = o.get(_PANDAS)
+        if tag is None:
+            return {k: _decode(v) for k, v in o.items()}
+        if tag == "frame":
+            index = _decode(o["index"])
+            df = pd.concat([_decode(c) for c in o["data"]], axis=1) if o["data"] else \
+                pd.DataFrame(index=index)
+            df.columns, df.index = _decode(o["columns"]), index
+            return df
+        if tag == "series":
+            if o["kind"] == "category":
+                values = pd.Categorical.from_codes(o["codes"], categories=_decode(o["categories"]),
+                                                   ordered=o["ordered"])
+                return pd.Series(values, index=_decode(o["index"]), name=o["name"])
+            if o["kind"] == "datetime":  # int64 nanoseconds (UTC when tz-aware); NaT kept
+                when = pd.to_datetime(np.asarray(o["values"], dtype="int64"), unit="ns")
+                if o.get("tz") is not None:
+                    when = when.tz_localize("UTC").tz_convert(o["tz"])
+                return pd.Series(when, index=_decode(o["index"]), name=o["name"])
+            return pd.Series(_values(o), index=_decode(o["index"]), name=o["name"])
+        if tag == "range":
+            return pd.RangeIndex(o["start"], o["stop"], o["step"], name=o["name"])
+        if tag == "index":
+            return pd.Index(_values(o), name=o["name"])
+        raise ValueError(f"unknown stored object {tag!r}")
+    if type(o) in (list, tuple):
+        return type(o)(_decode(v) for v in o)
+    if type(o).__module__.startswith("carb_lib") and hasattr(o, "__dict__"):
+        vars(o).update({k: _decode(v) for k, v in vars(o).items()})
+        return o
+    return o
+
+
+def is_model_file(path: str | Path) -> bool:
+    """Whether ``path`` is a model file written by :func:`save_model` (read without loading
+    the model: its metadata sidecar, or the skops archive's type list)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    side = _meta_path(path)
+    if side.is_file():
+        try:
+            if str(json.loads(side.read_text()).get("format", "")).startswith("carb-model/"):
+                return True
+        except (OSError, ValueError):
+            pass
+    if not zipfile.is_zipfile(path):
+        return False
+    try:
+        import skops.io as sio
+
+        return "carb_lib.ensemble.estimator.CARBRegressor" in sio.get_untrusted_types(file=path)
+    except Exception:
+        return False
 
 
 def _versions() -> dict[str, str]:
@@ -35,6 +176,7 @@ def _versions() -> dict[str, str]:
     import joblib
     import lightgbm
     import sklearn
+    import skops
     import xgboost
 
     try:
@@ -51,12 +193,13 @@ def _versions() -> dict[str, str]:
         "xgboost": xgboost.__version__,
         "lightgbm": lightgbm.__version__,
         "joblib": joblib.__version__,
+        "skops": skops.__version__,
     }
 
 
 def _metadata(model: CARBRegressor) -> dict[str, Any]:
     return {
-        "format": "carb-model/1",
+        "format": MODEL_FORMAT,
         "class": type(model).__name__,
         "input_mode": model.input_mode_,
         "feature_set": model.feature_set,
@@ -93,22 +236,41 @@ def _meta_path(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def save_model(model: CARBRegressor, path: str | Path) -> Path:
-    """Save a fitted model to ``path`` (joblib) and its metadata to ``<path>.json``.
+def save_model(model: CARBRegressor, path: str | Path, backup: bool = False,
+               extra: dict[str, Any] | None = None) -> Path:
+    """Save a fitted model and its metadata to ``path`` (skops' format, loaded without pickle)
+    and the metadata again to ``<path>.json``.
+
+    Both files are written atomically (a temporary file in the same folder, renamed): a full
+    disk or a crash leaves the previous model and its sidecar, never half a file.
+
+    Parameters
+    ----------
+    model : CARBRegressor
+        A fitted model.
+    path : str or Path
+    backup : bool
+        Keep the previous ``path`` as ``<name>.bak``.
+    extra : dict, optional
+        More metadata keys (JSON values), e.g. ``carb fit``'s latency law and why
+        (:meth:`carb_lib.ensemble.latency_default.LatencyLawChoice.metadata`); the model's own keys win.
 
     Returns
     -------
     pathlib.Path
         The model path.
     """
-    import joblib
+    import skops.io as sio
+
+    from carb_lib.core.tables import atomic_write
 
     check_is_fitted(model)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = _metadata(model)
-    joblib.dump({"metadata": meta, "model": model}, path)
-    _meta_path(path).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    meta = {**(extra or {}), **_metadata(model)}
+    data = sio.dumps({"metadata": _encode(meta), "model": _encode(model)})
+    side = json.dumps(meta, indent=2, default=str) + "\n"
+    atomic_write(path, lambda fh: fh.write(data), backup=backup)
+    atomic_write(_meta_path(path), lambda fh: fh.write(side.encode()))
     return path
 
 
@@ -116,11 +278,16 @@ def load_model(
     path: str | Path,
     expected_features: Sequence[str] | None = None,
     expected_platform: str | None = None,
+    *,
+    trust: bool = False,
 ) -> CARBRegressor:
     """Load a model saved by :func:`save_model` and refuse one whose features do not match.
 
     Checks, each a ``ValueError`` with the difference spelled out:
 
+    * the file is a skops archive holding only :data:`TRUSTED_TYPES` (a
+      :class:`ModelFileError` otherwise: nothing in the file is run); a joblib (pickle) file
+      of an earlier version is read only with ``trust``;
     * the JSON sidecar (if present) agrees with the metadata inside the model file;
     * every stored model-matrix column is still built by this version of
       :func:`model_matrix` for the model's feature set (the model predicts from those columns
@@ -136,19 +303,33 @@ def load_model(
     path : str or Path
     expected_features : sequence of str, optional
     expected_platform : str, optional
+    trust : bool
+        Also read a joblib (pickle) model file of an earlier version. Loading a pickle file
+        runs any code it holds: only for files you wrote yourself.
     """
-    import joblib
+    from carb_lib.ensemble.estimator import CARBRegressor
 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no CARB model at {path}")
-    payload = joblib.load(path)
-    if not isinstance(payload, dict) or "model" not in payload or "metadata" not in payload:
-        raise ValueError(f"{path} is not a CARB model file written by carb_lib.ensemble.save_model")
+    if path.is_dir():
+        raise ModelFileError(f"{path} is a folder, not a CARB model file")
+    payload = _read_skops(path) if zipfile.is_zipfile(path) else _read_pickle(path, trust)
+    if not isinstance(payload, dict) or "model" not in payload or "metadata" not in payload \
+            or not isinstance(payload["model"], CARBRegressor):
+        raise ModelFileError(f"{path} is not a CARB model file (written by carb fit / "
+                             "carb_lib.ensemble.save_model)")
     model, meta = payload["model"], payload["metadata"]
     side = _meta_path(path)
     if side.exists():
-        side_meta = json.loads(side.read_text())
+        try:
+            side_meta = json.loads(side.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ModelFileError(f"{side} (the metadata of {path.name}) is not readable JSON "
+                                 f"({type(exc).__name__}: {exc}); remove it or save the model "
+                                 "again") from None
+        if not isinstance(side_meta, dict):
+            raise ModelFileError(f"{side} (the metadata of {path.name}) is not a JSON object")
         for key in (
             "feature_set",
             "feature_names_in",
@@ -196,6 +377,47 @@ def load_model(
             stacklevel=2,
         )
     return model
+
+
+def _read_skops(path: Path) -> Any:
+    """The payload of a skops model file, refused (nothing loaded) if it holds a type outside
+    :data:`TRUSTED_TYPES`."""
+    import skops.io as sio
+
+    try:
+        types = sio.get_untrusted_types(file=path)
+    except Exception as exc:
+        raise ModelFileError(f"{path} is not a readable CARB model file "
+                             f"({type(exc).__name__}: {exc})") from None
+    foreign = sorted(set(types) - set(TRUSTED_TYPES))
+    if foreign:
+        raise ModelFileError(
+            f"{path} refused: it holds types a CARB model never holds ({', '.join(foreign[:5])}"
+            f"{', ...' if len(foreign) > 5 else ''}); it was not written by carb fit or was "
+            "altered since")
+    try:
+        return _decode(sio.load(path, trusted=types))
+    except Exception as exc:
+        raise ModelFileError(f"{path} is not a readable CARB model file "
+                             f"({type(exc).__name__}: {exc})") from None
+
+
+def _read_pickle(path: Path, trust: bool) -> Any:
+    """The payload of a joblib (pickle) model file of an earlier version: only with
+    ``trust``, since unpickling runs any code the file holds."""
+    if not trust:
+        raise ModelFileError(
+            f"{path} is not a CARB model file in the safe format (a model written by carb fit "
+            "is a skops archive); if it is a joblib model you wrote yourself with an earlier "
+            "version, load it with --trust (trust=True) and save it again: loading a "
+            "joblib/pickle file runs any code it holds")
+    import joblib
+
+    try:
+        return joblib.load(path)
+    except Exception as exc:
+        raise ModelFileError(f"{path} is not a CARB model file "
+                             f"({type(exc).__name__}: {exc})") from None
 
 
 def _diff(have: Sequence[str], want: Sequence[str], a: str, b: str) -> str:

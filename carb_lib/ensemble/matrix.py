@@ -25,7 +25,7 @@ its config columns (``encode_config``, ``matrix_columns``). Column order:
 4. the telemetry columns (``feature_set="static+telemetry"``).
 
 ``feature_set="shared"`` builds the common columns only, plus the family-agnostic
-:data:`~carb_lib.vocab.EXTRA_STATIC_FEATURES` (depthwise convs, squeeze-and-excitation, pooling,
+:data:`~carb_lib.core.vocab.EXTRA_STATIC_FEATURES` (depthwise convs, squeeze-and-excitation, pooling,
 residual adds, memory-bound bytes) and no family column at all: a model fitted on some
 families predicts rows of any family from what its network computes and moves (the
 cross-family model of :mod:`carb_lib.evaluation.cross_family`).
@@ -44,6 +44,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import (
+    COMMON_CONFIG_COLUMNS,
+    EXTRA_STATIC_FEATURES,
+    LOG_FEATURES,
+    PRECISIONS,
+    STATIC_FEATURES,
+    TELEMETRY_FEATURES,
+)
 from carb_lib.families import (
     DEFAULT_FAMILY,
     FAMILIES,
@@ -53,14 +61,6 @@ from carb_lib.families import (
 )
 from carb_lib.families._common import equals, flag, number, per_unique
 from carb_lib.families.nb201 import OPS
-from carb_lib.vocab import (
-    COMMON_CONFIG_COLUMNS,
-    EXTRA_STATIC_FEATURES,
-    LOG_FEATURES,
-    PRECISIONS,
-    STATIC_FEATURES,
-    TELEMETRY_FEATURES,
-)
 
 __all__ = [
     "CONFIG_COLUMNS",
@@ -267,7 +267,7 @@ def validate_features(df: pd.DataFrame, feature_set: str = "static") -> None:
         feats += list(TELEMETRY_FEATURES)
     elif feature_set == "shared":
         feats += list(EXTRA_STATIC_FEATURES)
-    hint = "static features come from carb_lib.features.static_features(df)"
+    hint = "static features come from carb_lib.dataset.features.static_features(df)"
     needs += [
         (
             c,
@@ -425,7 +425,7 @@ def model_matrix(df: pd.DataFrame, feature_set: str = "static") -> pd.DataFrame:
     Config features that do not apply to a row's family hold that family's
     ``not_applicable`` value (``-1`` for ResNet's, ``0`` for NB201's operation counts);
     NB201 architectures enter as counts of each operation; heavy-tailed static features
-    (:data:`carb_lib.vocab.LOG_FEATURES`) as ``log1p``. Column order: see the module
+    (:data:`carb_lib.core.vocab.LOG_FEATURES`) as ``log1p``. Column order: see the module
     docstring.
 
     Parameters
@@ -446,7 +446,7 @@ def model_matrix(df: pd.DataFrame, feature_set: str = "static") -> pd.DataFrame:
     Examples
     --------
     >>> import pandas as pd
-    >>> from carb_lib.features import with_static_features
+    >>> from carb_lib.dataset.features import with_static_features
     >>> row = pd.DataFrame({"family": ["resnet"], "block": ["basic"], "depth": [18],
     ...                     "width": [1.0], "early_downsample": [True], "resolution": [32],
     ...                     "batch": [1], "precision": ["fp32"], "num_classes": [1000]})

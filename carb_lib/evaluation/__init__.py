@@ -6,19 +6,15 @@ Modules
     :func:`prepare_dataset`; the paper's stratified 70/15/15 split, the grouped-by-architecture
     split and the extrapolation splits; batch and depth tiers, the stress flag.
 :mod:`~carb_lib.evaluation.scoring`
-    Tidy metric tables (one metric implementation: :mod:`carb_lib.metrics`), the noise floor.
+    Tidy metric tables (one metric implementation: :mod:`carb_lib.core.metrics`), the noise floor.
 :mod:`~carb_lib.evaluation.models`
-    Baselines B1 (FLOPs only) and B2 (latency as energy proxy), the CARB variants of the
-    ablations, the quiet fit.
+    Baseline B1 (FLOPs only), the CARB variants of the ablations, the quiet fit.
 :mod:`~carb_lib.evaluation.intervals`
     Empirical coverage and width of the conformal intervals per batch regime.
 :mod:`~carb_lib.evaluation.protocol`
     :func:`evaluate_protocol` (seeds, grouped and extrapolation splits, ablation, coverage,
     base-law constants) -> :class:`ProtocolResult`; :func:`choose_default`,
     :func:`compare_presets`.
-:mod:`~carb_lib.evaluation.ablation`
-    The one-split comparison :func:`evaluate_platform` -> :class:`PlatformEvaluation`
-    (variants, blend winner, leave-one-batch-tier-out, leave-one-depth-out).
 :mod:`~carb_lib.evaluation.claims`
     Claim rows next to the paper's reported values.
 :mod:`~carb_lib.evaluation.kernel_law`
@@ -26,44 +22,27 @@ Modules
     against the roofline law on the random and batch extrapolation splits.
 :mod:`~carb_lib.evaluation.cross_family`
     :func:`cross_family_evaluation` -> :class:`CrossFamilyResult`: families the model never
-    saw, zero-shot, with k rows and against their own model; :func:`family_candidates`;
-    :func:`choose_method` -> :class:`MethodChoice`: a few-shot method by the
-    one-standard-error rule on paired seeds.
+    saw, zero-shot, with k rows and against their own model; :func:`family_candidates`.
 
 Every name is importable from ``carb_lib.evaluation`` itself.
 """
 
-from carb_lib.claims import CLAIM_COLUMNS, merge_claims
-from carb_lib.ensemble import PRESETS
-from carb_lib.evaluation.ablation import (
-    PlatformEvaluation,
-    blend_winner,
-    compare_models,
-    evaluate_platform,
-    leave_one_batch_tier_out,
-    leave_one_depth_out,
-)
+from carb_lib.core.claims import CLAIM_COLUMNS
 from carb_lib.evaluation.claims import PAPER_R2, claim_rows, protocol_claim_rows
 from carb_lib.evaluation.cross_family import (
     CrossFamilyResult,
-    MethodChoice,
-    choose_method,
     cross_family_evaluation,
     family_candidates,
     issue_targets,
     law_comparison,
 )
-from carb_lib.evaluation.intervals import coverage_rows, interval_coverage
+from carb_lib.evaluation.intervals import coverage_rows
 from carb_lib.evaluation.kernel_law import KernelLawComparison, kernel_law_comparison
 from carb_lib.evaluation.models import (
     ABLATION_VARIANTS,
-    MAIN_VARIANTS,
     QUICK_VARIANTS,
-    ablation_reference_name,
     fit_quiet,
     flops_baseline,
-    latency_proxy_baseline,
-    variant_specs,
 )
 from carb_lib.evaluation.protocol import (
     ProtocolResult,
@@ -73,7 +52,6 @@ from carb_lib.evaluation.protocol import (
 )
 from carb_lib.evaluation.scoring import (
     METRIC_COLUMNS,
-    metrics_table,
     noise_floor_cv,
     regression_metrics,
     remeasurement_floor,
@@ -92,54 +70,35 @@ from carb_lib.evaluation.splits import (
     stress_flag,
 )
 
-#: Deprecated alias of ``carb_lib.ensemble.PRESETS["quick"]`` (use the preset name).
-QUICK_PARAMS = dict(PRESETS["quick"])
-_fit_quiet = fit_quiet  # former private name, used by scripts
-
 __all__ = [
     "ABLATION_VARIANTS",
     "QUICK_VARIANTS",
     "ARCH_COLUMNS",
     "CLAIM_COLUMNS",
     "EXTRAPOLATION_KINDS",
-    "MAIN_VARIANTS",
     "METRIC_COLUMNS",
     "PAPER_R2",
-    "QUICK_PARAMS",
     "STRESS_UTIL_PCT",
     "CrossFamilyResult",
     "KernelLawComparison",
-    "MethodChoice",
-    "PlatformEvaluation",
     "ProtocolResult",
-    "ablation_reference_name",
     "architecture_key",
     "batch_tier",
-    "blend_winner",
     "choose_default",
-    "choose_method",
     "claim_rows",
-    "compare_models",
     "compare_presets",
     "coverage_rows",
     "cross_family_evaluation",
     "depth_tier",
-    "evaluate_platform",
     "evaluate_protocol",
     "extrapolation_splits",
     "family_candidates",
     "fit_quiet",
     "flops_baseline",
     "grouped_split",
-    "interval_coverage",
     "issue_targets",
     "kernel_law_comparison",
-    "latency_proxy_baseline",
     "law_comparison",
-    "leave_one_batch_tier_out",
-    "leave_one_depth_out",
-    "merge_claims",
-    "metrics_table",
     "noise_floor_cv",
     "prepare_dataset",
     "protocol_claim_rows",
@@ -147,5 +106,4 @@ __all__ = [
     "remeasurement_floor",
     "stratified_split",
     "stress_flag",
-    "variant_specs",
 ]

@@ -1,10 +1,9 @@
-"""Claim rows (:data:`carb_lib.claims.CLAIM_COLUMNS`) of CARB's evaluation: our test-set R² next
+"""Claim rows (:data:`carb_lib.core.claims.CLAIM_COLUMNS`) of CARB's evaluation: our test-set R² next
 to the paper's *reported* values (:data:`PAPER_R2`, never ours).
 
 :func:`protocol_claim_rows` reads a :class:`~carb_lib.evaluation.ProtocolResult` (notebook 03);
-:func:`claim_rows` the one-split :class:`~carb_lib.evaluation.PlatformEvaluation` (or any mapping
-with ``test_metrics`` and ``lobto``). SYNTHETIC rows belong in ``claims_synthetic.csv``, never in
-``claims.csv`` (:func:`carb_lib.claims.merge_claims`).
+:func:`claim_rows` any mapping with ``test_metrics`` and ``lobto``. SYNTHETIC rows belong in ``claims_synthetic.csv``, never in
+``claims.csv`` (:func:`carb_lib.core.claims.write_claims`).
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from carb_lib.claims import CLAIM_COLUMNS
-from carb_lib.vocab import SMALL_BATCH_MAX, TARGETS
+from carb_lib.core.claims import CLAIM_COLUMNS
+from carb_lib.core.vocab import SMALL_BATCH_MAX, TARGETS
 
 if TYPE_CHECKING:
     from carb_lib.evaluation.protocol import ProtocolResult
@@ -46,8 +45,8 @@ PAPER_R2: dict[str, tuple[str, float]] = {
 def claim_rows(
     result: Mapping[str, Any], platform: str | None, synthetic: bool = False
 ) -> pd.DataFrame:
-    """Claim rows (:data:`CLAIM_COLUMNS`) from :func:`~carb_lib.evaluation.evaluate_platform`'s
-    result (or a mapping with its ``test_metrics`` and ``lobto`` tables).
+    """Claim rows (:data:`CLAIM_COLUMNS`) from a mapping with ``test_metrics`` and ``lobto``
+    tables (what :func:`protocol_claim_rows` builds).
 
     Our values are test-set R2 on the original scale (the full-model claim uses telemetry
     where available). A claim is untestable where the data lack what it needs (energy on
@@ -61,11 +60,15 @@ def claim_rows(
     static = "carb_nnls_static" if "carb_nnls_static" in models else "carb_nnls"
     full_has_telemetry = full == "carb_nnls_telemetry" or static == "carb_nnls_static"
 
-    def value(frame: pd.DataFrame, model: str, target: str) -> tuple[float | None, int | None]:
+    def value(frame: pd.DataFrame, model: str, target: str) -> tuple:
         if frame is None or frame.empty:
-            return None, None
+            return None, None, None, None
         hit = frame[(frame["model"] == model) & (frame["target"] == target)]
-        return (float(hit["r2"].iloc[0]), int(hit["n"].iloc[0])) if len(hit) else (None, None)
+        if not len(hit):
+            return None, None, None, None
+        ci = [float(hit[c].iloc[0]) if c in hit and pd.notna(hit[c].iloc[0]) else None
+              for c in ("r2_ci_low", "r2_ci_high")]
+        return float(hit["r2"].iloc[0]), int(hit["n"].iloc[0]), *ci
 
     rows = []
     for cid, (text, paper) in PAPER_R2.items():
@@ -86,7 +89,7 @@ def claim_rows(
         else:
             model, frame = static, test
             reason = "test-set R2 of CARB with static features only"
-        ours, n = value(frame, model, target)
+        ours, n, ci_low, ci_high = value(frame, model, target)
         testable = ours is not None
         if not testable:
             reason = (
@@ -106,9 +109,11 @@ def claim_rows(
                 "n": n,
                 "testable": testable,
                 "reason": reason,
+                "our_ci_low": ci_low,
+                "our_ci_high": ci_high,
             }
         )
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+    return pd.DataFrame(rows, columns=[*CLAIM_COLUMNS, "our_ci_low", "our_ci_high"])
 
 
 def protocol_claim_rows(
@@ -116,15 +121,27 @@ def protocol_claim_rows(
 ) -> pd.DataFrame:
     """Claim rows (:data:`CLAIM_COLUMNS`) from a protocol result (means over seeds).
 
-    CARB R² = the random split's test R² of ``carb`` (mean over seeds); B1 = the FLOPs-only
-    baseline (log-log); leave-one-batch-tier-out = the ``batch_small`` extrapolation split.
+    CARB R² = the random split's test R² of ``carb`` (mean over seeds, with a 95 % t interval
+    over the seeds); B1 = the FLOPs-only baseline (log-log); leave-one-batch-tier-out = the
+    ``batch_small`` extrapolation split. ``n`` is always a number of measured rows: the test
+    rows of one random split (median over seeds), or the held-out small-batch rows.
     """
+    from scipy import stats
+
     s = result.ablation("test")
+    r = result.runs
+    test_rows = r[(r["kind"] == "random") & (r["part"] == "test") & (r["subset"] == "all")]
+    n_rows = test_rows.groupby(["model", "target"])["n"].median()
+    runs = s["runs"].astype(float)
+    half = stats.t.ppf(0.975, (runs - 1).clip(lower=1)) * s["r2_sd"] / runs.pow(0.5)
+    half = half.where(runs > 1)
     test = pd.DataFrame({
         "model": s["model"].replace({"carb": "carb_nnls", "b1_flops": "b1_flops_raw"}),
         "target": s["target"],
         "r2": s["r2_mean"],
-        "n": s["runs"],
+        "n": [int(n_rows.get((m, t), 0)) for m, t in zip(s["model"], s["target"], strict=True)],
+        "r2_ci_low": s["r2_mean"] - half,
+        "r2_ci_high": s["r2_mean"] + half,
     })
     ex = result.extrapolation()
     lobto = ex[(ex["kind"] == "batch_small") & (ex["model"] == "carb")] if len(ex) else ex
@@ -133,4 +150,9 @@ def protocol_claim_rows(
     b1 = rows["claim_id"].str.startswith("b1_")
     rows.loc[b1, "reason"] = rows.loc[b1, "reason"].str.replace(
         "test-set R2", "test-set R2 (log-log FLOPs fit)", regex=False)
+    seeds = int(runs.max()) if len(runs) else 0
+    on_test = rows["testable"] & ~rows["claim_id"].str.startswith("lobto")
+    rows.loc[on_test, "reason"] = rows.loc[on_test, "reason"] + (
+        f"; mean of {seeds} random splits (n = test rows of one split), 95% CI: t interval "
+        "over the splits")
     return rows

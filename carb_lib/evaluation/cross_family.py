@@ -10,9 +10,9 @@ how far a model fitted on *source* families (the paper's ResNet grid) carries to
     precision) fitted on the source rows, predicting the new family's test rows unchanged;
 few-shot (``blend``, ``ridge``, ``loglinear``, ``offset``)
     the zero-shot predictions recalibrated on ``k`` measured rows of the new family with the
-    few-shot methods of the platform transfer (:func:`carb_lib.transfer.recalibrate`;
+    few-shot methods of the platform transfer (:func:`carb_lib.transfer.pairwise.recalibrate`;
     ``blend`` is the default there, chosen on the HELP devices; ``offset``, one scale factor,
-    was chosen for new families on the Zen 3 rows, ``scripts/few_shot_method_choice.py``);
+    was chosen for new families on the Zen 3 rows, ``docs/experiments.md``);
 baselines with the same ``k`` rows and no source (``target_only``: ridge on static features;
 ``flops``: log-log on FLOPs);
 ``own_model``
@@ -22,7 +22,7 @@ baselines with the same ``k`` rows and no source (``target_only``: ridge on stat
 Splits are by architecture (:func:`~carb_lib.evaluation.splits.grouped_split`): the test rows'
 networks are in neither the k rows nor the own model's training rows. Each seed redraws the
 split, the k rows and the models' seeds; :attr:`CrossFamilyResult.summary` gives mean +- sd over
-seeds. Metrics (:mod:`carb_lib.metrics`): MAPE, share within +-10 %, Spearman, R^2.
+seeds. Metrics (:mod:`carb_lib.core.metrics`): MAPE, share within +-10 %, Spearman, R^2.
 
 Examples
 --------
@@ -38,28 +38,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.metrics import regression_metrics
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES, TARGET_SHORT
 from carb_lib.ensemble import preset as _preset
 from carb_lib.evaluation.models import fit_quiet
 from carb_lib.evaluation.splits import grouped_split
-from carb_lib.metrics import regression_metrics
-from carb_lib.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES, TARGET_SHORT
 
 __all__ = [
     "CROSS_FAMILY_TARGETS",
     "FEW_SHOT_METHODS",
     "CrossFamilyResult",
-    "MethodChoice",
-    "choose_method",
     "cross_family_evaluation",
     "family_candidates",
     "issue_targets",
-    "kernel_law_rows",
     "law_comparison",
     "on_reference_scale",
     "prepare_rows",
@@ -69,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 #: Targets evaluated (CPU rows carry no energy).
 CROSS_FAMILY_TARGETS: tuple[str, ...] = ("peak_mem_mib", "latency_ms")
-#: Few-shot methods of :func:`carb_lib.transfer.recalibrate` evaluated, source-based first, then
+#: Few-shot methods of :func:`carb_lib.transfer.pairwise.recalibrate` evaluated, source-based first, then
 #: the two baselines that use the k rows alone.
 FEW_SHOT_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "offset", "target_only",
                                        "flops")
@@ -107,9 +103,9 @@ class CrossFamilyResult:
 
 def prepare_rows(df: pd.DataFrame, targets: Sequence[str] = CROSS_FAMILY_TARGETS) -> pd.DataFrame:
     """``ok`` rows with a finite, positive value of every target, their static features
-    (:data:`~carb_lib.vocab.STATIC_FEATURES` and the family-agnostic extras) filled in where the
+    (:data:`~carb_lib.core.vocab.STATIC_FEATURES` and the family-agnostic extras) filled in where the
     dataset does not store them."""
-    from carb_lib.features import fill_static_features
+    from carb_lib.dataset.features import fill_static_features
 
     missing = [t for t in targets if t not in df.columns]
     if missing:
@@ -173,7 +169,7 @@ def cross_family_evaluation(
         Seeds: each redraws the architecture split, the k rows and the models' seeds.
     targets : sequence of str, default=("peak_mem_mib", "latency_ms")
     methods : sequence of str, default=FEW_SHOT_METHODS
-        Few-shot methods (:func:`carb_lib.transfer.recalibrate`).
+        Few-shot methods (:func:`carb_lib.transfer.pairwise.recalibrate`).
     preset : str, default="default"
         Model size (:data:`carb_lib.ensemble.PRESETS`) of the source and own models.
     test_fraction : float, default=0.3
@@ -184,7 +180,7 @@ def cross_family_evaluation(
         Few-shot method whose predictions go into ``predictions``.
     latency_law : {"roofline", "kernel"}, default="roofline"
         The latency base law of the source and own models (``CARBRegressor(latency_law=...)``;
-        ``"kernel"`` needs :data:`~carb_lib.vocab.KERNEL_FEATURE` in both frames).
+        ``"kernel"`` needs :data:`~carb_lib.core.vocab.KERNEL_FEATURE` in both frames).
     siblings : bool, default=False
         Leave one family out: each family's source model is fitted on ``source`` *and* every
         row of the other families in ``target`` (its *siblings*), the situation of a user who
@@ -211,7 +207,7 @@ def cross_family_evaluation(
     """
     from tqdm.auto import tqdm
 
-    from carb_lib.transfer import METHODS, model_features, recalibrate
+    from carb_lib.transfer.pairwise import METHODS, model_features, recalibrate
 
     ks = sorted({int(k) for k in ks})
     if any(k < 2 for k in ks):
@@ -329,134 +325,6 @@ def _pred_frame(test: pd.DataFrame, family: str, target: str, model: str, k: int
     })  # fmt: skip
 
 
-@dataclass(frozen=True)
-class MethodChoice:
-    """What :func:`choose_method` decided.
-
-    Attributes
-    ----------
-    best : str
-        The candidate with the best mean metric (the plain rule).
-    chosen : str
-        The simplest candidate whose paired gap to ``best`` is within ``margin_se`` standard
-        errors (the one-standard-error rule); ``best`` itself when no simpler one is.
-    table : pandas.DataFrame
-        One row per candidate, simplest first: ``mean`` (over seeds of the mean over
-        families), ``gap`` (mean paired difference to ``best``, >= 0 in the worse direction),
-        ``gap_se`` (its standard error over seeds), ``gap_in_se`` and ``within``.
-    n_seeds : int
-        Paired units behind the standard errors.
-    margin_se : float
-    metric, target : str
-    k : int
-    """
-
-    best: str
-    chosen: str
-    table: pd.DataFrame
-    n_seeds: int
-    margin_se: float
-    metric: str
-    target: str
-    k: int
-
-    def __str__(self) -> str:
-        rule = (f"one-standard-error rule ({self.margin_se:g} SE of the paired gap over "
-                f"{self.n_seeds} seeds)" if self.margin_se > 0 else "plain rule (best mean)")
-        return (f"{self.metric} of {self.target} at k = {self.k}: best mean {self.best!r}; "
-                f"{rule} -> {self.chosen!r}")
-
-
-#: Metrics of :data:`METRICS` where larger is better.
-_HIGHER_IS_BETTER = frozenset({"within_10pct", "spearman", "r2"})
-
-
-def choose_method(scores: pd.DataFrame, candidates: Sequence[str], *, k: int = 10,
-                  target: str = "latency_ms", metric: str = "mape_pct",
-                  margin_se: float = 1.0) -> MethodChoice:
-    """Choose a few-shot method from paired scores, preferring the simplest within noise.
-
-    Each seed of :func:`cross_family_evaluation` scores every method on the same split and
-    the same k rows, so the methods' differences are paired. Per seed, the metric is averaged
-    over the families; ``best`` has the best mean over seeds. The one-standard-error rule
-    (Breiman et al. 1984; Hastie, Tibshirani & Friedman, *The Elements of Statistical
-    Learning*, sec. 7.10) then takes the first of ``candidates`` (give them simplest first)
-    whose mean paired gap to ``best`` is at most ``margin_se`` standard errors of that gap: a
-    gain smaller than the seeds' noise does not buy more parameters fitted on k rows.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        :attr:`CrossFamilyResult.scores`.
-    candidates : sequence of str
-        Methods to choose from, simplest first (e.g.
-        :data:`carb_lib.transfer.SOURCE_METHODS_BY_SIZE`).
-    k : int, default=10
-    target : str, default="latency_ms"
-    metric : str, default="mape_pct"
-        A column of :data:`METRICS`; lower is better except for ``within_10pct``,
-        ``spearman`` and ``r2``.
-    margin_se : float, default=1.0
-        0 gives the plain rule (the best mean). With one seed there is no standard error and
-        the plain rule applies.
-
-    Returns
-    -------
-    MethodChoice
-
-    Raises
-    ------
-    ValueError
-        No candidates, an unknown metric, or a candidate without a score for every seed and
-        family at ``k``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> rows = [{"seed": s, "family": "vgg", "target": "latency_ms", "k": 10, "model": m,
-    ...          "mape_pct": v + s % 2}
-    ...         for s in range(4) for m, v in (("offset", 12.0), ("loglinear", 11.9))]
-    >>> choose_method(pd.DataFrame(rows), ["offset", "loglinear"]).chosen  # gap 0.1, SE 0
-    'loglinear'
-    """
-    candidates = list(dict.fromkeys(candidates))
-    if not candidates:
-        raise ValueError("give at least one candidate method")
-    if metric not in METRICS:
-        raise ValueError(f"metric={metric!r} is unknown; valid: {list(METRICS)}")
-    if not margin_se >= 0:
-        raise ValueError(f"margin_se must be >= 0, got {margin_se}")
-    sel = scores[(scores["target"] == target) & (scores["k"] == k)]
-    grid = sel.pivot_table(index=["seed", "family"], columns="model", values=metric,
-                           aggfunc="mean")
-    missing = [m for m in candidates if m not in grid.columns]
-    if missing or grid.empty:
-        raise ValueError(f"no {metric} scores of {target} at k = {k} for method(s) "
-                         f"{missing or candidates}")
-    grid = grid[candidates]
-    holes = grid.isna()
-    if holes.any().any():
-        where = holes.stack()
-        seed, family, method = where[where].index[0]
-        raise ValueError(f"method {method!r} has no {metric} score for seed {seed}, family "
-                         f"{family!r}: the comparison needs every pair")
-    sign = -1.0 if metric in _HIGHER_IS_BETTER else 1.0
-    per_seed = grid.groupby(level="seed").mean() * sign  # lower is better from here on
-    mean = per_seed.mean()
-    best = str(mean.idxmin())
-    gap = per_seed.sub(per_seed[best], axis=0)
-    n = len(per_seed)
-    se = gap.std(ddof=1) / np.sqrt(n) if n > 1 else pd.Series(np.nan, index=gap.columns)
-    gap_mean = gap.mean()
-    within = (gap_mean <= margin_se * se) | (gap.columns == best)
-    chosen = next(m for m in candidates if within[m])
-    table = pd.DataFrame({"mean": mean * sign, "gap": gap_mean, "gap_se": se,
-                          "gap_in_se": gap_mean / se.where(se > 0), "within": within})
-    table.index.name = "model"
-    return MethodChoice(best=best, chosen=chosen, table=table, n_seeds=n,
-                        margin_se=float(margin_se), metric=metric, target=target, k=int(k))
-
-
 def law_comparison(summaries: dict[str, pd.DataFrame], *, target: str = "latency_ms",
                    models: Sequence[str] = ("zero_shot", "blend", "loglinear", "offset",
                                            "own_model"),
@@ -555,9 +423,9 @@ def family_candidates(families: Sequence[str], n_per_family: int, *, seed: int =
     """
     import importlib
 
+    from carb_lib.dataset.features import with_static_features
     from carb_lib.families import get_family
-    from carb_lib.features import with_static_features
-    from carb_lib.space import add_config_ids
+    from carb_lib.families.space import add_config_ids
 
     if n_per_family < 1:
         raise ValueError(f"n_per_family must be >= 1, got {n_per_family}")
@@ -584,26 +452,6 @@ def family_candidates(families: Sequence[str], n_per_family: int, *, seed: int =
         take = np.random.default_rng([seed, i]).permutation(len(pool))[:n_per_family]
         parts.append(pool.iloc[np.sort(take)])
     return pd.concat(parts, ignore_index=True)
-
-
-def kernel_law_rows(bench: Sequence[str | Path], *datasets: str | Path,
-                    random_state: int = 0) -> list[pd.DataFrame]:
-    """Each dataset's rows, ready for ``cross_family_evaluation(..., latency_law="kernel")``:
-    read (:func:`carb_lib.dataset.read_dataset`), :func:`prepare_rows`, and
-    :data:`~carb_lib.vocab.KERNEL_FEATURE` from one kernel model fitted on the operator
-    benchmark ``bench`` (several files are read as one; :func:`carb_lib.kernels.read_bench`).
-
-    Examples
-    --------
-    >>> src, tgt = kernel_law_rows(["data/kernels/cpu_epyc_zen3_2c.parquet"],
-    ...                            "data/cpu_epyc_zen3_2c.parquet",
-    ...                            "data/new_families/cpu_epyc_zen3_2c.parquet")  # doctest: +SKIP
-    """
-    from carb_lib import kernels
-    from carb_lib.dataset import read_dataset
-
-    model = kernels.KernelModel(random_state=random_state).fit(kernels.read_bench(list(bench)))
-    return [kernels.with_kernel_column(prepare_rows(read_dataset(d)), model) for d in datasets]
 
 
 def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
@@ -633,7 +481,7 @@ def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
         No accepted reference row, no ``latency_norm_ms`` column, or a reference of several
         configs.
     """
-    from carb_lib.campaign_parts import drift_table
+    from carb_lib.measure.campaign_parts import drift_table
 
     if "latency_norm_ms" not in rows.columns:
         raise ValueError("the rows have no 'latency_norm_ms' column (merge their campaign with "

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import DEFAULT_COVERAGE
+from carb_lib.core.vocab import DEFAULT_COVERAGE
 
-__all__ = ["coverage_rows", "interval_coverage"]
+__all__ = ["coverage_rows"]
 
 
 def coverage_rows(model: Any, test: pd.DataFrame, coverage: float = DEFAULT_COVERAGE,
@@ -60,13 +60,3 @@ def coverage_rows(model: Any, test: pd.DataFrame, coverage: float = DEFAULT_COVE
                 "share_extrapolated": float(extrap[m].mean()),
             })
     return rows
-
-
-def interval_coverage(
-    model: Any, test: pd.DataFrame, coverage: float = DEFAULT_COVERAGE
-) -> pd.DataFrame:
-    """Empirical coverage and median width (hi/lo ratio) of the conformal intervals.
-
-    :func:`coverage_rows` as a DataFrame, one row per target and batch regime.
-    """
-    return pd.DataFrame(coverage_rows(model, test, coverage))

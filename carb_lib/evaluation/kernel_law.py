@@ -2,14 +2,14 @@
 
 :func:`kernel_law_comparison` fits the CARB model (one preset, several model seeds) with each
 latency law on one platform's network rows and reports held-out latency (and peak memory) per
-split, law and seed. It is the loop behind ``scripts/kernel_law_extrapolation.py`` (the Zen 3
-rows) and ``scripts/kernel_law_replication.py`` (the blind replications on other CPUs), kept
+split, law and seed. It was the loop behind the kernel law's extrapolation test (the Zen 3
+rows) and its blind replications on other CPUs (``docs/experiments.md``), kept
 here so that both run the same comparison.
 
 Laws:
 
 * ``roofline``: the roofline latency law (the model's default);
-* ``kernel``: the kernel law, its kernel model (:class:`carb_lib.kernels.KernelModel`) fitted on
+* ``kernel``: the kernel law, its kernel model (:class:`carb_lib.kernels.law.KernelModel`) fitted on
   every timed operator of the platform;
 * ``kernel_strict`` (batch splits only): the kernel model refitted on the operators timed at the
   training side's batch sizes, so that nothing at all was timed at a held-out batch.
@@ -29,11 +29,11 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from carb_lib import kernels
+from carb_lib.core.metrics import regression_metrics
 from carb_lib.ensemble import preset as model_preset
 from carb_lib.evaluation.models import fit_quiet
 from carb_lib.evaluation.splits import extrapolation_splits, stratified_split
-from carb_lib.metrics import regression_metrics
+from carb_lib.kernels import law as kernels
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ COMPARISON_TARGETS: tuple[str, str] = ("peak_mem_mib", "latency_ms")
 #: Metric columns of :attr:`KernelLawComparison.scores` (held-out latency).
 COMPARISON_METRICS: tuple[str, ...] = ("r2", "mape_pct", "within_10pct", "spearman")
 COMPARISON_SPLITS: tuple[str, ...] = ("random", "batch_small", "batch_large")
-#: Issue 14's latency targets a comparison can judge: (split, metric, operator, goal).
+#: The latency targets a comparison can judge: (split, metric, operator, goal).
 LATENCY_TARGETS: tuple[tuple[str, str, str, float], ...] = (
     ("random", "within_10pct", ">=", 0.95), ("batch_small", "r2", ">=", 0.95))
 
@@ -77,7 +77,7 @@ class KernelLawComparison:
                 .reset_index())
 
     def latency_targets(self, law: str = "kernel") -> pd.DataFrame:
-        """Issue 14's latency targets (:data:`LATENCY_TARGETS`) for ``law``, judged on the mean
+        """The latency targets (:data:`LATENCY_TARGETS`) for ``law``, judged on the mean
         over seeds: one row per target with ``split``, ``metric``, ``goal``, ``mean``, ``sd``,
         ``n_seeds`` and ``met``. A split the comparison did not run gives NaN, not met."""
         out = []
@@ -116,7 +116,7 @@ def kernel_law_comparison(
     df : pandas.DataFrame
         One platform's network rows, prepared (:func:`~carb_lib.evaluation.splits.prepare_dataset`).
     bench : pandas.DataFrame
-        The same platform's timed operators (:func:`carb_lib.kernels.read_bench`).
+        The same platform's timed operators (:func:`carb_lib.kernels.law.read_bench`).
     splits : sequence of str, default ("random", "batch_small", "batch_large")
         Which splits to run (see the module docstring).
     seeds : int, default 3
@@ -124,8 +124,8 @@ def kernel_law_comparison(
     preset : str, default "default"
         Model preset of every fit.
     n_jobs : int, default 1
-        Threads of the kernel model's predictions (:func:`carb_lib.kernels.with_kernel_column`).
-    kernel_model : carb_lib.kernels.KernelModel, optional
+        Threads of the kernel model's predictions (:func:`carb_lib.kernels.law.with_kernel_column`).
+    kernel_model : carb_lib.kernels.law.KernelModel, optional
         The (unfitted) kernel model whose parameters every fit here uses; default
         ``KernelModel()``.
 
@@ -136,7 +136,7 @@ def kernel_law_comparison(
     Examples
     --------
     >>> from carb_lib import kernels
-    >>> from carb_lib.dataset import read_dataset
+    >>> from carb_lib.dataset.schema import read_dataset
     >>> from carb_lib.evaluation import prepare_dataset
     >>> df = prepare_dataset(read_dataset("data/cpu_epyc_zen3_2c.parquet"))  # doctest: +SKIP
     >>> bench = kernels.read_bench("data/kernels/cpu_epyc_zen3_2c.parquet")  # doctest: +SKIP

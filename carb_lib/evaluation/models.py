@@ -1,10 +1,8 @@
 """The models the evaluation compares: baselines, CARB variants, and the quiet fit.
 
-* Baselines: B1 FLOPs-only linear regression (log-log and raw), B2 measured latency as an
-  energy proxy (linear; only where energy was measured).
+* Baseline: B1 FLOPs-only linear regression (log-log and raw).
 * CARB variants: overrides of the evaluated parameters, for the ablation of the protocol
-  (:data:`ABLATION_VARIANTS`) and of :func:`~carb_lib.evaluation.evaluate_platform`
-  (:func:`variant_specs`).
+  (:data:`ABLATION_VARIANTS`).
 """
 
 from __future__ import annotations
@@ -20,13 +18,9 @@ from carb_lib.ensemble import CARBRegressor, MissingTargetWarning
 
 __all__ = [
     "ABLATION_VARIANTS",
-    "MAIN_VARIANTS",
     "QUICK_VARIANTS",
-    "ablation_reference_name",
     "fit_quiet",
     "flops_baseline",
-    "latency_proxy_baseline",
-    "variant_specs",
 ]
 
 _ALONE = {"cascade": False, "regime_shrink": 0.0}
@@ -50,15 +44,6 @@ ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
 QUICK_VARIANTS: dict[str, dict[str, Any]] = {
     k: ABLATION_VARIANTS[k] for k in ("carb", "base_only", "et_alone", "no_base", "bytes_law")
 }
-#: Variants fitted with the main model size even when ablations use a smaller preset: the main
-#: model, the blend choice (NNLS vs fixed, a headline result) and the feature-set variants
-#: (their R2 is a paper claim).
-MAIN_VARIANTS: tuple[str, ...] = (
-    "carb_nnls",
-    "carb_fixed",
-    "carb_nnls_telemetry",
-    "carb_nnls_static",
-)
 #: Warnings expected when fitting variants on evaluation splits (skipped targets on CPU,
 #: dropped rows, no small batches to correct, too few rows for a calibration fold).
 _EXPECTED_WARNINGS = (".*status is not 'ok'.*", ".*no regime correction.*",
@@ -107,45 +92,3 @@ def flops_baseline(
     else:
         pred = LinearRegression().fit(x_tr, y_tr).predict(x_te)
     return pd.Series(pred, index=test.index, name=target)
-
-
-def latency_proxy_baseline(train: pd.DataFrame, test: pd.DataFrame) -> pd.Series:
-    """B2: energy predicted from the *measured* latency by a linear fit (needs energy)."""
-    from sklearn.linear_model import LinearRegression
-
-    m = np.isfinite(pd.to_numeric(train["energy_j"], errors="coerce")) & np.isfinite(
-        train["latency_ms"]
-    )
-    tr = train[m]
-    lr = LinearRegression().fit(tr[["latency_ms"]].to_numpy(float), tr["energy_j"].to_numpy(float))
-    return pd.Series(
-        lr.predict(test[["latency_ms"]].to_numpy(float)), index=test.index, name="energy_j"
-    )
-
-
-def variant_specs(telemetry: bool, feature_set: str = "static") -> dict[str, dict[str, Any]]:
-    """CARBRegressor parameter overrides of each variant compared by ``evaluate_platform``.
-
-    Every variant uses ``feature_set`` except the feature-set ablation, added when telemetry is
-    available: ``carb_nnls_telemetry`` (if ``feature_set`` is static) or ``carb_nnls_static``.
-    """
-    specs: dict[str, dict[str, Any]] = {
-        "carb_nnls": {"blend": "nnls"},
-        "carb_fixed": {"blend": "fixed"},
-        "blend_no_cascade": {"blend": "nnls", "cascade": False},
-        "carb_no_regime": {"blend": "nnls", "regime_shrink": 0.0},
-        "xgb_alone": {"learners": ("xgb",), **_ALONE},
-        "lgbm_alone": {"learners": ("lgbm",), **_ALONE},
-        "et_alone": {"learners": ("et",), **_ALONE},
-    }
-    if telemetry:
-        if feature_set == "static":
-            specs["carb_nnls_telemetry"] = {"blend": "nnls", "feature_set": "static+telemetry"}
-        else:
-            specs["carb_nnls_static"] = {"blend": "nnls", "feature_set": "static"}
-    return specs
-
-
-def ablation_reference_name(ablation_preset: str | None) -> str:
-    """Name of the CARB-NNLS model refitted at the ablation size (``carb_nnls_<preset>``)."""
-    return f"carb_nnls_{ablation_preset or 'ablation'}"

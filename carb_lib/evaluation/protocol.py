@@ -8,7 +8,7 @@ extrapolation splits, ablation, conformal coverage per regime, base-law constant
   architectures.
 * Extrapolation splits (:func:`~carb_lib.evaluation.extrapolation_splits`).
 * Metrics per target: R² (original and log scale), MAE, MAPE, share within ±10 %, Spearman rho
-  (:mod:`carb_lib.metrics`); conformal coverage on held-out rows at the requested level.
+  (:mod:`carb_lib.core.metrics`); conformal coverage on held-out rows at the requested level.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import DEFAULT_COVERAGE
 from carb_lib.ensemble import CASCADE_ORDER
 from carb_lib.evaluation.intervals import coverage_rows
 from carb_lib.evaluation.models import ABLATION_VARIANTS, fit_quiet, flops_baseline
@@ -39,7 +40,6 @@ from carb_lib.evaluation.splits import (
     has_values,
     stratified_split,
 )
-from carb_lib.vocab import DEFAULT_COVERAGE
 
 __all__ = ["ProtocolResult", "choose_default", "compare_presets", "evaluate_protocol"]
 
@@ -116,7 +116,7 @@ class ProtocolResult:
                             model: str = "carb") -> pd.DataFrame:
         """The model's test metrics beside the data's own re-measurement agreement.
 
-        ``audit_rows`` are an audit's rows (:func:`carb_lib.audit.audit`); each stored row's
+        ``audit_rows`` are an audit's rows (:func:`carb_lib.measure.audit.audit`); each stored row's
         re-measurement is scored as a prediction (:func:`~carb_lib.evaluation.scoring.
         remeasurement_floor`). One row per target and subset (``all``, ``clean``) present in
         both: ``n_audit`` and the re-measurement's ``*_remeasure`` metrics, the model's
@@ -200,7 +200,7 @@ def evaluate_protocol(
     ``params`` are CARBRegressor parameters (e.g. ``PRESETS["default"]`` with ``n_jobs``);
     ``coverage`` is passed to the model and honoured in every interval.
     """
-    from carb_lib.base_models import fit_base_law
+    from carb_lib.ensemble.base_models import fit_base_law
 
     variants = dict(ABLATION_VARIANTS if variants is None else variants)
     if "carb" not in variants:
@@ -334,7 +334,7 @@ def compare_presets(
     --------
     >>> from carb_lib.ensemble import PRESETS
     >>> from carb_lib.evaluation import compare_presets, prepare_dataset
-    >>> from carb_lib.synthetic import make_synthetic_dataset
+    >>> from carb_lib.dataset.synthetic import make_synthetic_dataset
     >>> df = prepare_dataset(make_synthetic_dataset(240, 0, with_energy=False))
     >>> out = compare_presets(df, {"test": {**PRESETS["test"], "conformal": "oof"}}, part="val")
     >>> sorted(out["target"])

@@ -1,4 +1,4 @@
-"""Tidy metric tables of the evaluation (one metric implementation: :mod:`carb_lib.metrics`).
+"""Tidy metric tables of the evaluation (one metric implementation: :mod:`carb_lib.core.metrics`).
 
 Per target: R² (original and log scale), MAE, MAPE, share within ±10 %, Spearman rho; latency
 errors next to the measured noise floor (median ``latency_cv``).
@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.metrics import RegressionMetrics, regression_metrics
+from carb_lib.core.metrics import RegressionMetrics, regression_metrics
 
-__all__ = ["METRIC_COLUMNS", "mean_sd", "metric_rows", "metrics_table", "noise_floor_cv",
+__all__ = ["METRIC_COLUMNS", "mean_sd", "metric_rows", "noise_floor_cv",
            "regression_metrics", "remeasurement_floor"]
 
-#: Columns of one metrics row (:class:`carb_lib.metrics.RegressionMetrics`).
+#: Columns of one metrics row (:class:`carb_lib.core.metrics.RegressionMetrics`).
 METRIC_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RegressionMetrics))
 
 
@@ -28,44 +28,6 @@ def noise_floor_cv(df: pd.DataFrame) -> float | None:
         return None
     cv = pd.to_numeric(df["latency_cv"], errors="coerce").dropna()
     return float(cv.median()) if len(cv) else None
-
-
-def metrics_table(
-    truth: pd.DataFrame,
-    pred: pd.DataFrame,
-    model: str,
-    platform: str | None = None,
-    noise_cv: float | None = None,
-    **extra: Any,
-) -> pd.DataFrame:
-    """Tidy metrics, one row per target column present in both ``truth`` and ``pred``.
-
-    Latency rows get ``noise_floor_cv_pct`` (the median run-to-run CV in %) and
-    ``mape_over_noise`` (MAPE divided by it: ~1 means errors at the measurement noise).
-
-    Parameters
-    ----------
-    truth, pred : pandas.DataFrame
-        Measured and predicted values, one column per target (``pred`` aligned by index).
-    model : str
-        Name written to the ``model`` column.
-    platform : str, optional
-    noise_cv : float, optional
-        Median measured latency CV (:func:`noise_floor_cv`).
-    **extra
-        More label columns (``split``, ``preset``...).
-    """
-    rows = []
-    for t in pred.columns:
-        if t not in truth.columns:
-            continue
-        row = {"model": model, "platform": platform, "target": t, **extra}
-        row.update(regression_metrics(truth[t], pred[t].reindex(truth.index)).as_dict())
-        if t == "latency_ms" and noise_cv:
-            row["noise_floor_cv_pct"] = 100.0 * noise_cv
-            row["mape_over_noise"] = row["mape_pct"] / (100.0 * noise_cv)
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def metric_rows(truth: pd.DataFrame, pred: pd.DataFrame, targets: Sequence[str],
@@ -100,7 +62,7 @@ def mean_sd(frame: pd.DataFrame, by: list[str], cols: Sequence[str]) -> pd.DataF
 def remeasurement_floor(audit_rows: pd.DataFrame, **labels: Any) -> pd.DataFrame:
     """The noise floor as a baseline: a re-measurement scored as if it were a prediction.
 
-    An audit (:func:`carb_lib.audit.audit`, ``carb audit``) re-measures stored rows in fresh
+    An audit (:func:`carb_lib.measure.audit.audit`, ``carb audit``) re-measures stored rows in fresh
     processes at a later time. Scoring the second measurement against the stored one with the
     models' own metrics (:func:`metric_rows`: R², MAPE, share within ±10 %, Spearman; subsets
     ``all`` and, by the stored row's ``quality``, ``clean``) says how closely *this data*
@@ -138,7 +100,7 @@ def remeasurement_floor(audit_rows: pd.DataFrame, **labels: Any) -> pd.DataFrame
     >>> round(float(floor["mape_pct"].iloc[0]), 2)
     6.67
     """
-    from carb_lib.audit import REMEASURED_COLUMNS
+    from carb_lib.measure.audit import REMEASURED_COLUMNS
 
     pairs = {t: n for t, n in REMEASURED_COLUMNS.items()
              if t in audit_rows.columns and n in audit_rows.columns}

@@ -3,7 +3,7 @@
 * :func:`stratified_split`: the paper's 70/15/15, stratified by batch tier (<=4, <=16, <=128,
   above) x stress flag (SM or memory utilisation > 65 %; False without telemetry, e.g. on CPU)
   x depth tier (shallow <= 14, medium <= 34, deep <= 101, very deep; the tiers of
-  :mod:`carb_lib.space`, the paper does not give its own).
+  :mod:`carb_lib.families.space`, the paper does not give its own).
 * :func:`grouped_split`: 70/15/15 by architecture (no architecture in two parts).
 * :func:`extrapolation_splits`: small batches held out (train ``batch > SMALL_BATCH_MAX``), large
   batches held out, leave-one-depth/width/resolution-out.
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import ALLOC_FEATURES, SMALL_BATCH_MAX, STATIC_FEATURES
 from carb_lib.families import FAMILIES, family_names, get_family
 from carb_lib.families._common import equals
-from carb_lib.space import family_of
-from carb_lib.vocab import ALLOC_FEATURES, SMALL_BATCH_MAX, STATIC_FEATURES
+from carb_lib.families.space import family_of
 
 __all__ = [
     "ARCH_COLUMNS",
@@ -66,8 +66,8 @@ def prepare_dataset(df: pd.DataFrame, platform: str | None = None) -> pd.DataFra
     """Keep ``status == "ok"`` rows (of ``platform`` if given) and make sure static features exist.
 
     Static feature columns missing from the file (with the allocator model's
-    :data:`~carb_lib.vocab.ALLOC_FEATURES`) are computed with
-    :func:`carb_lib.features.static_features`.
+    :data:`~carb_lib.core.vocab.ALLOC_FEATURES`) are computed with
+    :func:`carb_lib.dataset.features.static_features`.
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ def prepare_dataset(df: pd.DataFrame, platform: str | None = None) -> pd.DataFra
             )
     missing = [c for c in (*STATIC_FEATURES, *ALLOC_FEATURES.values()) if c not in out.columns]
     if missing and len(out):
-        from carb_lib.features import static_features
+        from carb_lib.dataset.features import static_features
 
         feats = static_features(out)
         out = out.assign(**{c: feats[c].to_numpy() for c in missing})
@@ -110,8 +110,8 @@ def has_values(df: pd.DataFrame, col: str) -> bool:
 
 
 def batch_tier(batch: pd.Series) -> pd.Series:
-    """The paper's batch tiers (:func:`carb_lib.space.batch_tier`: ``b<=4`` ... ``b>128``)."""
-    from carb_lib.space import batch_tier as tiers
+    """The paper's batch tiers (:func:`carb_lib.families.space.batch_tier`: ``b<=4`` ... ``b>128``)."""
+    from carb_lib.families.space import batch_tier as tiers
 
     return pd.Series(
         tiers(pd.to_numeric(batch).to_numpy(dtype=float)), index=batch.index, name="batch_tier"
@@ -120,7 +120,7 @@ def batch_tier(batch: pd.Series) -> pd.Series:
 
 def depth_tier(df: pd.DataFrame) -> pd.Series:
     """Depth stratum of every row: its family's ``depth_label`` (ResNet: the depth tiers of
-    :func:`carb_lib.space.depth_tier`; NB201 and other families without depth tiers: the
+    :func:`carb_lib.families.space.depth_tier`; NB201 and other families without depth tiers: the
     family name). Rows without a ``family`` are of :data:`~carb_lib.families.DEFAULT_FAMILY`.
     """
     family = family_of(df)

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import COMMON_CONFIG_COLUMNS
 from carb_lib.families._base import DEFAULT_FAMILY, ConfigColumn, ConfigError, Family
 from carb_lib.families._common import BYTES_PER_ELEMENT, equals
 from carb_lib.families.efficientnet import EFFICIENTNET
@@ -50,7 +51,6 @@ from carb_lib.families.module import MODULE
 from carb_lib.families.nb201 import NB201
 from carb_lib.families.resnet import RESNET
 from carb_lib.families.vgg import VGG
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS
 
 __all__ = [
     "BYTES_PER_ELEMENT",

@@ -1,6 +1,6 @@
 """The CPU allocator model: the bytes an eager PyTorch forward pass asks the allocator for.
 
-CARB's CPU peak memory (:func:`carb_lib.counters.cpu_peak_memory_bytes`) is the resident bytes
+CARB's CPU peak memory (:func:`carb_lib.measure.counters.cpu_peak_memory_bytes`) is the resident bytes
 (parameters, buffers, the input) plus the peak of the running sum of the allocator's events
 during one ``model(x)``. Those events are deterministic, and they are not only the layers'
 outputs: the CPU kernels allocate scratch copies whose size depends on the kernel PyTorch
@@ -18,12 +18,15 @@ off the allocator's events of single ops (``torch.profiler`` with ``profile_memo
     input copy), writes a padded blocked output, frees the input copy and weights, and reorders
     the output into a plain tensor. A strided 1x1 conv also takes a per-image scratch buffer
     (``pad(cin) x ho x wo`` floats + 128 bytes), and a bias whose length is not a multiple of
-    the block a padded copy (``pad(cout) + 32`` floats). The slow path (``slow_conv2d``) unfolds the
-    input (``cin x k x k x ho x wo`` per image; none for a 1x1 stride-1 conv) and writes the
-    output.
+    the block a padded copy (``pad(cout) + 32`` floats). A grouped conv whose channels per group
+    the block does not divide (RegNet's groups of 24 on AVX-512) runs in plain layouts: its
+    input copy, weights and output are not padded (read on an AVX-512 Zen 4 with PyTorch 2.13;
+    a depthwise conv, one channel per group, is blocked and padded). The slow path
+    (``slow_conv2d``) unfolds the input (``cin x k x k x ho x wo`` per image; none for a 1x1
+    stride-1 conv) and writes the output.
 ``Conv2d``, float16
     Always the slow path, unless the CPU's oneDNN runs float16 (variant
-    :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`, below). A grouped (depthwise) conv runs group
+    :data:`~carb_lib.core.vocab.FP16_ONEDNN_VARIANT`, below). A grouped (depthwise) conv runs group
     by group: each group's input slice is copied (more than one image), unfolded and written
     to its own output; the outputs are concatenated at the end, so the output exists twice for
     a moment.
@@ -45,14 +48,14 @@ in-place activations, ``flatten``
     Nothing. Sigmoid, ``Linear``, out-of-place adds and multiplies: their output.
 
 A walk of one architecture at one resolution runs in every *lane* — a precision, a range of
-batch sizes and (fp32) a channel block, within which every size is ``a * batch + w`` (``a``
-bytes per image, ``w`` fixed bytes, e.g. reordered weights) and every kernel choice is the
-same: :data:`LANES`. Each event
+batch sizes and (fp32, and fp16 through oneDNN) a channel block, within which every size is
+``a * batch + w`` (``a`` bytes per image, ``w`` fixed bytes, e.g. reordered weights) and every
+kernel choice is the same: :data:`LANES`. Each event
 leaves the running total at a point ``(a, w)``; the peak at batch ``n`` is the largest
 ``a * n + w`` over the points, and :meth:`AllocWalk.table` keeps, per lane, the :data:`K`
 points that are largest at :data:`LANE_PROBES` (exact there; between probes the largest of
 them). :func:`alloc_peak` evaluates them per row.
-:func:`carb_lib.allocator.simulate_peak` runs the same rules on any ``nn.Module`` on the
+:func:`carb_lib.families.allocator.simulate_peak` runs the same rules on any ``nn.Module`` on the
 ``meta`` device, and the tests hold both against each other and against measured peaks.
 """
 
@@ -63,10 +66,10 @@ import threading
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK, FP16_ONEDNN_VARIANT
+from carb_lib.core.vocab import ALLOC_FEATURES, DEFAULT_ALLOC_BLOCK, FP16_ONEDNN_VARIANT
 
-#: The allocator variants modelled (:data:`carb_lib.vocab.ALLOC_FEATURES`): oneDNN's channel
-#: blocks 8 (AVX2) and 16 (AVX-512), and :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`. The walk
+#: The allocator variants modelled (:data:`carb_lib.core.vocab.ALLOC_FEATURES`): oneDNN's channel
+#: blocks 8 (AVX2) and 16 (AVX-512), and :data:`~carb_lib.core.vocab.FP16_ONEDNN_VARIANT`. The walk
 #: runs every lane once; each variant reads its lanes and has its feature.
 BLOCKS: tuple[int | str, ...] = tuple(ALLOC_FEATURES)
 #: ``(precision, lowest batch, highest batch, channel block)`` of each lane (block 0: the lane's
@@ -80,7 +83,9 @@ LANES: tuple[tuple[str, int, int, int], ...] = (
     ("fp32", 1, 1, 16),
     ("fp32", 2, 15, 16),
     ("fp32", 16, 1 << 20, 16),
-    ("fp16", 1, 1 << 20, 16),
+    ("fp16", 1, 1, 16),
+    ("fp16", 2, 15, 16),
+    ("fp16", 16, 1 << 20, 16),
 )
 #: Batch sizes at which each lane's kept points are exact (the largest there).
 LANE_PROBES: tuple[tuple[int, ...], ...] = (
@@ -92,7 +97,9 @@ LANE_PROBES: tuple[tuple[int, ...], ...] = (
     (1,),
     (2, 4, 8, 15),
     (16, 64, 256, 1024),
-    (1, 16, 128, 1024),
+    (1,),
+    (2, 4, 8, 15),
+    (16, 64, 256, 1024),
 )
 #: Points kept per lane.
 K: int = 4
@@ -137,7 +144,7 @@ def parse_variant(text: str) -> int | str:
 
 def host_variant() -> int | str:
     """The allocator variant (:data:`BLOCKS`) of the CPU this process runs on:
-    :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT` where PyTorch's oneDNN runs fp16 convs, 16 on
+    :data:`~carb_lib.core.vocab.FP16_ONEDNN_VARIANT` where PyTorch's oneDNN runs fp16 convs, 16 on
     another AVX-512 CPU, else 8."""
     import torch
 
@@ -256,7 +263,7 @@ def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, 
     (``n`` only chooses the kernel; sizes are per image) reading ``hw_in`` and writing
     ``hw_out`` pixels per channel, in order, positive for an allocation and negative for a
     free. The output's allocation is among them and is not freed. ``fp16_onednn``: the CPU's
-    oneDNN runs float16 convs (:data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`)."""
+    oneDNN runs float16 convs (:data:`~carb_lib.core.vocab.FP16_ONEDNN_VARIANT`)."""
     kh, kw = kernel
     pointwise = kh == 1 and kw == 1
     strided = stride[0] != 1 or stride[1] != 1
@@ -271,9 +278,14 @@ def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, 
             return [(unfold * 4, 0), (out * 4, 0, True), (-unfold * 4, 0)]
         in_blk = _pad(cin, block) * hw_in * 4 if (cin >= block or pointwise or groups > 1) else 0
         w_cin = _pad(cg, block) if (in_blk and groups == 1) else cg
-        wr = _pad(cout, block) * w_cin * kh * kw * 4
+        # a grouped conv whose channels per group the block does not divide runs in plain
+        # (unpadded) layouts; a depthwise conv (one channel per group) is blocked and padded
+        cpad = block if (groups == 1 or cg == 1 or cg % block == 0) else 1
+        if cpad == 1:
+            in_blk = cin * hw_in * 4
+        wr = _pad(cout, cpad) * w_cin * kh * kw * 4
         scratch = _pad(cin, block) * hw_out * 4 + 128 if (pointwise and strided) else 0
-        out_blk = _pad(cout, block) * hw_out * 4
+        out_blk = _pad(cout, cpad) * hw_out * 4
         # a bias whose length is not a multiple of the block is copied, padded (+ 128 bytes)
         bcopy = (_pad(cout, block) + 32) * 4 if (bias and cout % block) else 0
         return [(0, bcopy), (0, scratch), (in_blk, 0), (0, wr), (out_blk, 0), (0, -wr),
@@ -291,8 +303,9 @@ def conv_events(precision: str, n: int, cin: int, cout: int, kernel: tuple[int, 
 
 def _fp16_onednn_oc(cout: int, kk: int) -> int:
     """Output channels of a dense fp16 conv's weights as oneDNN reorders them: 16 up to 16
-    channels; a 1 x 1 conv keeps a multiple of 32 or 48 as it is; else padded to 32. (oneDNN
-    pads 1280 and 320 channels of a 1 x 1 conv on a few pixels by 16 more: not modelled.)"""
+    channels; a 1 x 1 conv keeps a multiple of 32 or 48 as it is; else padded to 32. (On few
+    images x output pixels, oneDNN pads a 1 x 1 conv's multiple of 32 that is not one of 48 --
+    320, 640, 1280, 1408, 1792 -- up to a multiple of 48: not modelled, docs/memory.md *Limits*.)"""
     if cout <= 16:
         return 16
     if kk == 1 and (cout % 32 == 0 or cout % 48 == 0):
@@ -462,7 +475,7 @@ def alloc_peak_bytes(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndar
 def alloc_feature_columns(alloc_units: np.ndarray, codes: np.ndarray, params: np.ndarray,
                           precision: np.ndarray | pd.Series, batch: np.ndarray,
                           bpe: np.ndarray) -> dict[str, np.ndarray]:
-    """Every :data:`~carb_lib.vocab.ALLOC_FEATURES` column (one per allocator variant) of every
+    """Every :data:`~carb_lib.core.vocab.ALLOC_FEATURES` column (one per allocator variant) of every
     row: :func:`alloc_peak_bytes` with each variant (the precisions are factorized once, as a
     categorical, for all of them)."""
     pcodes, uniq = pd.factorize(precision if isinstance(precision, pd.Series)
@@ -479,7 +492,7 @@ _BREAKS = np.array(sorted({lo for _, lo, _, _ in LANES} | {hi + 1 for _, _, hi, 
 
 def lane_of(precision: np.ndarray, batch: np.ndarray, block: int | str = BLOCK) -> np.ndarray:
     """Lane index (into :data:`LANES`) of each row with allocator variant ``block``
-    (:data:`BLOCKS`: oneDNN's channel block, or :data:`~carb_lib.vocab.FP16_ONEDNN_VARIANT`);
+    (:data:`BLOCKS`: oneDNN's channel block, or :data:`~carb_lib.core.vocab.FP16_ONEDNN_VARIANT`);
     -1 where none applies."""
     channels, fp16_dnn = variant_parts(block)
     pcodes, uniq = pd.factorize(precision if isinstance(precision, pd.Categorical)

@@ -2,7 +2,7 @@
 
 A *family* (``resnet``, ``nb201``, ...) is one object, registered explicitly in
 :mod:`carb_lib.families`. It owns its config columns (besides the common ones of
-:data:`carb_lib.vocab.COMMON_CONFIG_COLUMNS`), their validation, the content hash of a config,
+:data:`carb_lib.core.vocab.COMMON_CONFIG_COLUMNS`), their validation, the content hash of a config,
 the model builder, the analytic and the measured static features, and the numeric encoding of
 its own config columns for the learners. Code outside :mod:`carb_lib.families` asks the
 family for these and never branches on a family name.
@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from carb_lib.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, STATIC_FEATURES
+from carb_lib.core.vocab import ALLOC_FEATURES, COMMON_CONFIG_COLUMNS, STATIC_FEATURES
 
 __all__ = ["DEFAULT_FAMILY", "ConfigColumn", "ConfigError", "Family"]
 
@@ -30,6 +30,12 @@ class ConfigError(ValueError):
     """A configuration value outside the design space; the message lists the valid values."""
 
 
+class ConfigTimeoutError(RuntimeError):
+    """The per-config wall-clock cap was exceeded (raised while measuring, by
+    :mod:`carb_lib.measure.protocol` and :mod:`carb_lib.measure.watchdog`; defined here so that a family that
+    builds user modules can tell the cap from the module's own failure)."""
+
+
 @dataclass(frozen=True)
 class ConfigColumn:
     """One config column a family adds to the common ones.
@@ -38,7 +44,7 @@ class ConfigColumn:
     ----------
     name : str
     kind : {"str", "int", "float", "bool"}
-        Storage kind in the dataset schema (:mod:`carb_lib.dataset`).
+        Storage kind in the dataset schema (:mod:`carb_lib.dataset.schema`).
     doc : str
     nonneg : bool
         Values are ``>= 0``.
@@ -67,7 +73,7 @@ class Family(ABC):
     categories : mapping
         Valid values of the family's categorical columns (``{"block": ("basic", ...)}``).
     extra_feature_columns : tuple of str
-        Static features beyond :data:`carb_lib.vocab.STATIC_FEATURES` (missing elsewhere).
+        Static features beyond :data:`carb_lib.core.vocab.STATIC_FEATURES` (missing elsewhere).
     matrix_columns : tuple of str
         Names of the columns :meth:`encode_config` returns, in order.
     not_applicable : float
@@ -112,7 +118,7 @@ class Family(ABC):
         transfer models (default: none).
     op_list(row) -> list or None
         The network's operators from an analytic pass, for the kernel characterization
-        (default None: recorded on the ``meta`` device, :func:`carb_lib.kernels.network_ops`).
+        (default None: recorded on the ``meta`` device, :func:`carb_lib.kernels.law.network_ops`).
     """
 
     name: ClassVar[str]
@@ -198,8 +204,8 @@ class Family(ABC):
         return np.full(len(df), self.name, dtype=object)
 
     def op_list(self, row: Mapping[str, Any]) -> list[tuple] | None:
-        """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`)
-        from an analytic pass, or None: :func:`carb_lib.kernels.network_ops` then records them
+        """The operators of ``row``'s network per image (:data:`carb_lib.kernels.law.OP_COLUMNS`)
+        from an analytic pass, or None: :func:`carb_lib.kernels.law.network_ops` then records them
         on the model built on the ``meta`` device."""
         return None
 

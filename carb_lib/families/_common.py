@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, PRECISIONS
 from carb_lib.families._base import ConfigError
-from carb_lib.vocab import EXTRA_STATIC_FEATURES, PRECISIONS
 
 #: Bytes of one element at each precision.
 BYTES_PER_ELEMENT: dict[str, int] = {"fp32": 4, "fp16": 2}
@@ -35,6 +35,15 @@ def fmt_float(x: float) -> str:
 def content_hash(canonical: str) -> str:
     """16 hex digits of the sha1 of ``canonical``."""
     return hashlib.sha1(canonical.encode()).hexdigest()[:16]
+
+
+def structure_hash(model: Any) -> str:
+    """Content hash of a module's structure: its ``repr`` and its parameters' and buffers'
+    names, shapes and dtypes."""
+    lines = [repr(model)]
+    for kind, items in (("p", model.named_parameters()), ("b", model.named_buffers())):
+        lines += [f"{kind}|{n}|{tuple(t.shape)}|{t.dtype}" for n, t in items]
+    return content_hash("\n".join(lines))
 
 
 def is_missing(v: Any) -> bool:
@@ -81,7 +90,7 @@ UNIT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-#: Per-sample quantities behind :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`.
+#: Per-sample quantities behind :data:`carb_lib.core.vocab.EXTRA_STATIC_FEATURES`.
 EXTRA_UNIT_COLUMNS: tuple[str, ...] = (
     "n_dwconv", "n_pool", "n_add", "n_se", "dw_macs", "se_macs", "mb_elems",
 )  # fmt: skip
@@ -128,7 +137,7 @@ def scale_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray) -> pd.D
 
 def scale_extra_units(units: pd.DataFrame, batch: np.ndarray, bpe: np.ndarray,
                       flops: np.ndarray) -> pd.DataFrame:
-    """The :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` from per-sample ``units``
+    """The :data:`carb_lib.core.vocab.EXTRA_STATIC_FEATURES` from per-sample ``units``
     (:data:`EXTRA_UNIT_COLUMNS`), batch sizes, bytes per element and the rows' ``flops``."""
     u = {c: units[c].to_numpy() for c in EXTRA_UNIT_COLUMNS}
     out = pd.DataFrame(index=units.index)
@@ -180,6 +189,9 @@ def meta_model(config: Any) -> Any:
     import torch
 
     dtype = torch.float16 if config.precision == "fp16" else torch.float32
+    meta_build = getattr(config, "build_meta_model", None)  # a user module builds its own way
+    if meta_build is not None:
+        return meta_build().to(dtype=dtype)
     with torch.device("meta"):
         return config.build_model().to(dtype=dtype)
 
@@ -201,7 +213,7 @@ def measure_meta_model(model: Any, config: Any, hooked: Iterable[Any],
     hooked : iterable of torch.nn.Module
         The modules whose calls and outputs count (e.g. every leaf module).
     extras : iterable of str
-        Which of :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` to measure too: ``n_dwconv``
+        Which of :data:`carb_lib.core.vocab.EXTRA_STATIC_FEATURES` to measure too: ``n_dwconv``
         (hooked depthwise convs), ``n_pool`` (hooked pooling layers), ``dw_flops_share``
         (their FLOPs from ``FlopCounterMode``'s per-module counts), ``n_add`` and ``n_se``
         (residual additions and SE gating multiplies, seen by a dispatch mode:

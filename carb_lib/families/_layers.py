@@ -2,7 +2,7 @@
 ``mobilenetv2``, ``vgg`` and ``efficientnet``.
 
 The static features keep the meaning they have for ResNet and NB201 (see
-:mod:`carb_lib.features`): ``flops`` are 2 x multiply-accumulates of convolutions and linear
+:mod:`carb_lib.dataset.features`): ``flops`` are 2 x multiply-accumulates of convolutions and linear
 layers (the ``FlopCounterMode`` convention: biases, BN, activations, pooling and elementwise ops
 count 0); ``params`` are trainable parameters (conv weights and biases, BN weight + bias, FC
 weight + bias); ``activation_bytes`` sums the outputs of every *layer* call (conv, BN,
@@ -17,7 +17,7 @@ output. Counting conventions for the new layer types:
 ``n_fc``
     ``Linear`` calls (the SE's 1x1 convs are convs, not FC layers).
 
-New family-agnostic features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`, here
+New family-agnostic features (:data:`carb_lib.core.vocab.EXTRA_STATIC_FEATURES`, here
 :data:`NEW_FEATURE_COLUMNS`):
 
 ``n_dwconv``
@@ -63,12 +63,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_feature_columns
 from carb_lib.families._base import ConfigError
 from carb_lib.families._common import BATCH_RANGE, BYTES_PER_ELEMENT, broadcast_rows
-from carb_lib.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
-#: The family-agnostic extra static features (:data:`carb_lib.vocab.EXTRA_STATIC_FEATURES`).
+#: The family-agnostic extra static features (:data:`carb_lib.core.vocab.EXTRA_STATIC_FEATURES`).
 NEW_FEATURE_COLUMNS: tuple[str, ...] = EXTRA_STATIC_FEATURES
 #: Every static feature column of the new families, in order.
 FEATURE_COLUMNS: tuple[str, ...] = (*STATIC_FEATURES, *NEW_FEATURE_COLUMNS,
@@ -95,7 +95,7 @@ class Tally:
     """
 
     def __init__(self, resolution: int, channels: int = 3, act: str = "relu") -> None:
-        #: The operators of the pass, per image (:data:`carb_lib.kernels.OP_COLUMNS`), for the
+        #: The operators of the pass, per image (:data:`carb_lib.kernels.law.OP_COLUMNS`), for the
         #: kernel characterization; ``act`` names the in-place activation's kernel.
         self.ops: list[tuple] = []
         self.act_kind = act

@@ -10,56 +10,56 @@ def resnet_modules():
     """Define the torch modules lazily so that importing this module does not import torch."""
     from torch import nn
 
-    class BasicBlock(nn.Module):
+    class _Block(nn.Module):
+        """A residual block: ``relu(residual(x) + shortcut(x))``; the shortcut is the input, or a
+        1x1 conv (stride ``stride``) + BN when the stride or the channels change."""
+
+        def _shortcut(self, cin: int, cout: int, stride: int) -> None:
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, 0, bias=False), nn.BatchNorm2d(cout)
+                )
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.residual(x)
+            out += identity
+            return self.relu(out)
+
+    class BasicBlock(_Block):
         expansion = 1
 
         def __init__(self, cin: int, width: int, stride: int) -> None:
             super().__init__()
-            cout = width * self.expansion
             self.conv1 = nn.Conv2d(cin, width, 3, stride, 1, bias=False)
             self.bn1 = nn.BatchNorm2d(width)
-            self.conv2 = nn.Conv2d(width, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.relu = nn.ReLU(inplace=True)
-            self.downsample = None
-            if stride != 1 or cin != cout:
-                self.downsample = nn.Sequential(
-                    nn.Conv2d(cin, cout, 1, stride, 0, bias=False), nn.BatchNorm2d(cout)
-                )
+            self.conv2 = nn.Conv2d(width, width * self.expansion, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(width * self.expansion)
+            self._shortcut(cin, width * self.expansion, stride)
 
-        def forward(self, x):
-            identity = x if self.downsample is None else self.downsample(x)
+        def residual(self, x):
             out = self.relu(self.bn1(self.conv1(x)))
-            out = self.bn2(self.conv2(out))
-            out += identity
-            return self.relu(out)
+            return self.bn2(self.conv2(out))
 
-    class Bottleneck(nn.Module):
+    class Bottleneck(_Block):
         expansion = 4
 
         def __init__(self, cin: int, width: int, stride: int) -> None:
             super().__init__()
-            cout = width * self.expansion
             self.conv1 = nn.Conv2d(cin, width, 1, 1, 0, bias=False)
             self.bn1 = nn.BatchNorm2d(width)
             self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
             self.bn2 = nn.BatchNorm2d(width)
-            self.conv3 = nn.Conv2d(width, cout, 1, 1, 0, bias=False)
-            self.bn3 = nn.BatchNorm2d(cout)
-            self.relu = nn.ReLU(inplace=True)
-            self.downsample = None
-            if stride != 1 or cin != cout:
-                self.downsample = nn.Sequential(
-                    nn.Conv2d(cin, cout, 1, stride, 0, bias=False), nn.BatchNorm2d(cout)
-                )
+            self.conv3 = nn.Conv2d(width, width * self.expansion, 1, 1, 0, bias=False)
+            self.bn3 = nn.BatchNorm2d(width * self.expansion)
+            self._shortcut(cin, width * self.expansion, stride)
 
-        def forward(self, x):
-            identity = x if self.downsample is None else self.downsample(x)
+        def residual(self, x):
             out = self.relu(self.bn1(self.conv1(x)))
             out = self.relu(self.bn2(self.conv2(out)))
-            out = self.bn3(self.conv3(out))
-            out += identity
-            return self.relu(out)
+            return self.bn3(self.conv3(out))
 
     class ResNet(nn.Module):
         def __init__(self, block_cls, blocks, widths, early_downsample, num_classes):

@@ -37,37 +37,24 @@ configurations. Static features: see :mod:`carb_lib.families._layers` (SE convs 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, ClassVar
-
-import numpy as np
-import pandas as pd
+from typing import ClassVar
 
 import carb_lib.families._config as C
 import carb_lib.families._layers as L
-from carb_lib.families._base import ConfigColumn, ConfigError, Family
-from carb_lib.families._common import BATCH_SIZES
-from carb_lib.vocab import EXTRA_STATIC_FEATURES
+from carb_lib.families._base import ConfigError
 
 FAMILY = "efficientnet"
 WIDTHS: tuple[float, ...] = (0.5, 0.75, 1.0, 1.1, 1.2, 1.4)
 DEPTH_MULTS: tuple[float, ...] = (0.5, 0.75, 1.0, 1.1, 1.2, 1.4, 1.8)
 #: Architecture columns and their valid values.
 SPACE: dict[str, tuple] = {"width": WIDTHS, "depth_mult": DEPTH_MULTS}
-ARCH_COLUMNS: tuple[str, ...] = tuple(SPACE)
-#: Config columns of the family, in order (``config_id`` comes first in frames).
-COLUMNS: tuple[str, ...] = ("family", *ARCH_COLUMNS, *C.COMMON_COLUMNS)
+#: The column declarations (see :class:`carb_lib.families._config.Columns`).
+ARCH_COLUMNS, COLUMNS, OWN_COLUMNS, REQUIRED_COLUMNS, MATRIX_COLUMNS = C.columns(
+    FAMILY, SPACE, {"width": "width coefficient", "depth_mult": "depth coefficient"})
 RESOLUTIONS: tuple[int, ...] = C.RESOLUTIONS
-#: The family's own config columns (besides the common ones), for the protocol and schema.
-OWN_COLUMNS: tuple[ConfigColumn, ...] = C.own_columns(SPACE, {"width": "width coefficient", "depth_mult": "depth coefficient"})
-#: Columns a table must carry for efficientnet rows (``num_classes`` defaults to 1000).
-REQUIRED_COLUMNS: tuple[str, ...] = (*ARCH_COLUMNS, "resolution", "batch", "precision")
-#: The learners' encoding of the own columns (:func:`encode_config`).
-MATRIX_COLUMNS: tuple[str, ...] = tuple(f"{FAMILY}_{c}" for c in ARCH_COLUMNS)
-#: Their value in rows of other families.
-NOT_APPLICABLE: float = -1.0
+NOT_APPLICABLE: float = C.NOT_APPLICABLE
 #: (expansion, kernel, stride, in channels, out channels, blocks) of B0's stages.
 STAGES: tuple[tuple[int, int, int, int, int, int], ...] = (
     (1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
@@ -101,6 +88,7 @@ class EfficientNetConfig(C.ConfigMixin):
     """
 
     ARCH_COLUMNS: ClassVar[tuple[str, ...]] = ARCH_COLUMNS
+    SPACE: ClassVar[dict[str, tuple]] = SPACE
     width: float
     depth_mult: float
     resolution: int
@@ -109,19 +97,10 @@ class EfficientNetConfig(C.ConfigMixin):
     num_classes: int = 1000
     family: str = field(default=FAMILY, init=False)
 
-    def __post_init__(self) -> None:
-        for c in ARCH_COLUMNS:
-            object.__setattr__(self, c, C.check_choice(c, getattr(self, c), SPACE[c]))
-        C.validate_common(self)
-
     @property
     def blocks(self) -> tuple[tuple[int, int, int, int, int, int], ...]:
         """``(cin, expanded, cout, kernel, stride, squeeze)`` of every MBConv block."""
         return block_plan(self.width, self.depth_mult)
-
-    def build_model(self):
-        """Build the network (see :func:`build_model`)."""
-        return build_model(self)
 
 
 def preset(name: str, batch: int = 1, precision: str = "fp32",
@@ -147,28 +126,6 @@ def block_plan(width: float, depth_mult: float
     return tuple(out)
 
 
-def config_from_row(row: Mapping[str, Any]) -> EfficientNetConfig:
-    """Validate one row (mapping) into an :class:`EfficientNetConfig` (``num_classes``: 1000)."""
-    return EfficientNetConfig(**C.row_kwargs(row, FAMILY, ARCH_COLUMNS))
-
-
-def config_ids(df: pd.DataFrame) -> list[str]:
-    """Content hashes of every row (vectorised over unique rows)."""
-    return C.config_ids(df, FAMILY, COLUMNS[1:])
-
-
-def grid(resolutions: tuple[int, ...] = RESOLUTIONS,
-         batch_sizes: tuple[int, ...] = BATCH_SIZES) -> pd.DataFrame:
-    """The full grid (6,048 configs by default): ``config_id`` + :data:`COLUMNS`."""
-    return C.grid_frame(FAMILY, SPACE, resolutions, batch_sizes)
-
-
-def sample_configs(n: int, seed: int = 0, resolutions: tuple[int, ...] = RESOLUTIONS,
-                   batch_sizes: tuple[int, ...] = BATCH_SIZES) -> pd.DataFrame:
-    """``n`` seeded random configs (every column uniform over its values)."""
-    return C.sample_frame(FAMILY, SPACE, n, seed, resolutions, batch_sizes)
-
-
 # --------------------------------------------------------------------------- model
 def build_model(config: EfficientNetConfig):
     """Build the network of ``config`` (fp32, eval mode, default device; see module docstring).
@@ -191,9 +148,9 @@ def build_model(config: EfficientNetConfig):
 
 
 # --------------------------------------------------------------------------- features
-def _walk(width: float, depth_mult: float, resolution: int,
-          num_classes: int) -> L.Tally:
-    """The analytic forward pass of one architecture at one resolution: counts and operators."""
+def _walk(width: float, depth_mult: float, resolution: int) -> L.Tally:
+    """The analytic pass of the feature extractor of one architecture at one resolution (the
+    classifier head is tallied by :func:`carb_lib.families._config.tally_functions`)."""
     blocks = block_plan(width, depth_mult)
     t = L.Tally(resolution, act="silu")
     t.conv(blocks[0][0], 3, 2)
@@ -221,107 +178,21 @@ def _walk(width: float, depth_mult: float, resolution: int,
     t.conv(4 * blocks[-1][2], 1)
     t.bn()
     t.activation()
-    t.pool()
-    t.fc(num_classes)
     return t
 
 
-@lru_cache(maxsize=16384)
-def _unit(width: float, depth_mult: float, resolution: int,
-          num_classes: int) -> tuple[int, ...]:
-    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
-    return _walk(width, depth_mult, resolution, num_classes).unit()
-
-
-def op_list(row: Mapping[str, Any]) -> list[tuple]:
-    """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`),
-    from the analytic pass (equal to those recorded on the built model)."""
-    c = config_from_row({**row, "batch": 1, "precision": "fp32"})
-    return _walk(c.width, c.depth_mult, c.resolution, c.num_classes).ops
-
-
-def static_features(df: pd.DataFrame) -> pd.DataFrame:
-    """Analytic static features of efficientnet rows (vectorised over unique arch x resolution).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The :data:`COLUMNS` (``num_classes`` optional, 1000).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``_layers.FEATURE_COLUMNS`` (``vocab.STATIC_FEATURES`` + ``NEW_FEATURE_COLUMNS``),
-        index-aligned with ``df``; FLOPs and bytes for the whole batch.
-
-    Raises
-    ------
-    ConfigError
-        Naming the first row whose config is outside the space.
-    """
-    return L.static_frame(df, FAMILY, ARCH_COLUMNS, _unit, EfficientNetConfig)
-
-
-def measured_features(config: EfficientNetConfig, model=None) -> dict[str, int | float]:
-    """Measure ``_layers.EXACT_COLUMNS`` from the built model on the ``meta`` device.
-
-    Parameters
-    ----------
-    config : EfficientNetConfig
-    model : torch.nn.Module, optional
-        ``config``'s network already on the ``meta`` device at its precision (reusable across
-        resolutions and batch sizes).
-    """
-    if model is None:
-        model = L.meta_model(config, build_model)
-    return L.measure(model, config)
-
-
-def compare_features(configs: pd.DataFrame) -> pd.DataFrame:
-    """Analytic against measured, one row per (config, exact column); see ``_layers.compare``."""
-    return L.compare(configs, static_features, config_from_row, measured_features, build_model)
-
-
-def encode_config(df: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """The learners' numeric encoding of the efficientnet config columns.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Rows of any families (validated beforehand).
-    rows : numpy.ndarray of bool, optional
-        Which rows are efficientnet rows; default ``df["family"] == "efficientnet"``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        float64 columns :data:`MATRIX_COLUMNS` (``efficientnet_<column>`` for every column of
-        :data:`SPACE`), index-aligned with ``df``; :data:`NOT_APPLICABLE`
-        (-1.0) in rows of other families.
-    """
-    return C.encode_numeric(df, FAMILY, SPACE, MATRIX_COLUMNS, NOT_APPLICABLE, rows)
+_FUNCTIONS = C.tally_functions(EfficientNetConfig, _walk, build_model, __name__)
+#: The family's functions (:func:`carb_lib.families._config.tally_functions`).
+(config_from_row, config_ids, grid, sample_configs, _unit, op_list, static_features,
+ measured_features, compare_features, encode_config) = _FUNCTIONS
 
 
 # --------------------------------------------------------------------------- the family
-class EfficientNetFamily(Family):
+class EfficientNetFamily(C.TallyFamily):
     """The ``efficientnet`` family (see the module docstring)."""
 
-    name = FAMILY
-    config_type = EfficientNetConfig
-    own_columns = OWN_COLUMNS
-    required_columns = REQUIRED_COLUMNS
-    categories = {}
-    extra_feature_columns = EXTRA_STATIC_FEATURES
-    matrix_columns = MATRIX_COLUMNS
-    not_applicable = NOT_APPLICABLE
-
-    from_row = staticmethod(config_from_row)
-    config_ids = staticmethod(config_ids)
-    build_model = staticmethod(build_model)
-    static_features = staticmethod(static_features)
-    measured_features = staticmethod(measured_features)
-    encode_config = staticmethod(encode_config)
-    op_list = staticmethod(op_list)
+    name, config_type, functions = FAMILY, EfficientNetConfig, _FUNCTIONS
+    own_columns, required_columns, matrix_columns = OWN_COLUMNS, REQUIRED_COLUMNS, MATRIX_COLUMNS
 
 
 #: The family object (registered by :mod:`carb_lib.families`).
@@ -333,10 +204,5 @@ def family() -> EfficientNetFamily:
     return EFFICIENTNET
 
 
-__all__ = [
-    "FAMILY", "WIDTHS", "DEPTH_MULTS", "SPACE", "ARCH_COLUMNS", "COLUMNS", "RESOLUTIONS",
-    "STAGES", "PRESETS", "EfficientNetConfig", "ConfigError", "preset", "block_plan",
-    "config_from_row", "config_ids", "grid", "sample_configs", "build_model", "static_features",
-    "measured_features", "compare_features", "family", "encode_config", "OWN_COLUMNS", "REQUIRED_COLUMNS",
-    "MATRIX_COLUMNS", "NOT_APPLICABLE", "EfficientNetFamily", "EFFICIENTNET",
-]
+__all__ = [*C.TALLY_NAMES, "WIDTHS", "DEPTH_MULTS", "STAGES", "PRESETS", "EfficientNetConfig",
+           "ConfigError", "preset", "block_plan", "EfficientNetFamily", "EFFICIENTNET"]

@@ -33,19 +33,13 @@ Static features: see :mod:`carb_lib.families._layers`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, ClassVar
-
-import numpy as np
-import pandas as pd
+from typing import ClassVar
 
 import carb_lib.families._config as C
 import carb_lib.families._layers as L
-from carb_lib.families._base import ConfigColumn, ConfigError, Family
-from carb_lib.families._common import BATCH_SIZES
-from carb_lib.vocab import EXTRA_STATIC_FEATURES
+from carb_lib.families._base import ConfigError
 
 FAMILY = "mobilenetv2"
 EXPANSIONS: tuple[int, ...] = (3, 4, 6)
@@ -55,18 +49,13 @@ DEPTH_MULTS: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25)
 #: Architecture columns and their valid values.
 SPACE: dict[str, tuple] = {"expansion": EXPANSIONS, "kernel": KERNELS, "width": WIDTHS,
                            "depth_mult": DEPTH_MULTS}
-ARCH_COLUMNS: tuple[str, ...] = tuple(SPACE)
-#: Config columns of the family, in order (``config_id`` comes first in frames).
-COLUMNS: tuple[str, ...] = ("family", *ARCH_COLUMNS, *C.COMMON_COLUMNS)
+#: The column declarations (see :class:`carb_lib.families._config.Columns`).
+ARCH_COLUMNS, COLUMNS, OWN_COLUMNS, REQUIRED_COLUMNS, MATRIX_COLUMNS = C.columns(
+    FAMILY, SPACE, {"expansion": "expansion factor of the inverted residual blocks",
+                 "kernel": "depthwise kernel size", "width": "channel multiplier",
+                 "depth_mult": "blocks-per-stage multiplier"})
 RESOLUTIONS: tuple[int, ...] = C.RESOLUTIONS
-#: The family's own config columns (besides the common ones), for the protocol and schema.
-OWN_COLUMNS: tuple[ConfigColumn, ...] = C.own_columns(SPACE, {"expansion": "expansion factor of the inverted residual blocks", "kernel": "depthwise kernel size", "width": "channel multiplier", "depth_mult": "blocks-per-stage multiplier"})
-#: Columns a table must carry for mobilenetv2 rows (``num_classes`` defaults to 1000).
-REQUIRED_COLUMNS: tuple[str, ...] = (*ARCH_COLUMNS, "resolution", "batch", "precision")
-#: The learners' encoding of the own columns (:func:`encode_config`).
-MATRIX_COLUMNS: tuple[str, ...] = tuple(f"{FAMILY}_{c}" for c in ARCH_COLUMNS)
-#: Their value in rows of other families.
-NOT_APPLICABLE: float = -1.0
+NOT_APPLICABLE: float = C.NOT_APPLICABLE
 #: (expansion, channels, blocks, stride) per stage; ``None``: the config's ``expansion``.
 STAGES: tuple[tuple[int | None, int, int, int], ...] = (
     (1, 16, 1, 1), (None, 24, 2, 2), (None, 32, 3, 2), (None, 64, 4, 2), (None, 96, 3, 1),
@@ -100,6 +89,7 @@ class MobileNetV2Config(C.ConfigMixin):
     """
 
     ARCH_COLUMNS: ClassVar[tuple[str, ...]] = ARCH_COLUMNS
+    SPACE: ClassVar[dict[str, tuple]] = SPACE
     expansion: int
     kernel: int
     width: float
@@ -110,19 +100,10 @@ class MobileNetV2Config(C.ConfigMixin):
     num_classes: int = 1000
     family: str = field(default=FAMILY, init=False)
 
-    def __post_init__(self) -> None:
-        for c in ARCH_COLUMNS:
-            object.__setattr__(self, c, C.check_choice(c, getattr(self, c), SPACE[c]))
-        C.validate_common(self)
-
     @property
     def blocks(self) -> tuple[tuple[int, int, int, int, int], ...]:
         """``(cin, t, hidden, cout, stride)`` of every inverted residual block."""
         return block_plan(self.expansion, self.width, self.depth_mult)
-
-    def build_model(self):
-        """Build the network (see :func:`build_model`)."""
-        return build_model(self)
 
 
 @lru_cache(maxsize=256)
@@ -143,28 +124,6 @@ def block_plan(expansion: int, width: float, depth_mult: float
 def last_channels(width: float) -> int:
     """Channels of the head's 1x1 conv."""
     return C.make_divisible(LAST_CHANNELS * max(1.0, width))
-
-
-def config_from_row(row: Mapping[str, Any]) -> MobileNetV2Config:
-    """Validate one row (mapping) into a :class:`MobileNetV2Config` (``num_classes``: 1000)."""
-    return MobileNetV2Config(**C.row_kwargs(row, FAMILY, ARCH_COLUMNS))
-
-
-def config_ids(df: pd.DataFrame) -> list[str]:
-    """Content hashes of every row (vectorised over unique rows)."""
-    return C.config_ids(df, FAMILY, COLUMNS[1:])
-
-
-def grid(resolutions: tuple[int, ...] = RESOLUTIONS,
-         batch_sizes: tuple[int, ...] = BATCH_SIZES) -> pd.DataFrame:
-    """The full grid (17,280 configs by default): ``config_id`` + :data:`COLUMNS`."""
-    return C.grid_frame(FAMILY, SPACE, resolutions, batch_sizes)
-
-
-def sample_configs(n: int, seed: int = 0, resolutions: tuple[int, ...] = RESOLUTIONS,
-                   batch_sizes: tuple[int, ...] = BATCH_SIZES) -> pd.DataFrame:
-    """``n`` seeded random configs (every column uniform over its values)."""
-    return C.sample_frame(FAMILY, SPACE, n, seed, resolutions, batch_sizes)
 
 
 # --------------------------------------------------------------------------- model
@@ -189,9 +148,10 @@ def build_model(config: MobileNetV2Config):
 
 
 # --------------------------------------------------------------------------- features
-def _walk(expansion: int, kernel: int, width: float, depth_mult: float, resolution: int,
-          num_classes: int) -> L.Tally:
-    """The analytic forward pass of one architecture at one resolution: counts and operators."""
+def _walk(expansion: int, kernel: int, width: float, depth_mult: float,
+          resolution: int) -> L.Tally:
+    """The analytic pass of the feature extractor of one architecture at one resolution (the
+    classifier head is tallied by :func:`carb_lib.families._config.tally_functions`)."""
     t = L.Tally(resolution, act="relu6")
     t.conv(C.make_divisible(STEM_CHANNELS * width), 3, 2)
     t.bn()
@@ -211,107 +171,21 @@ def _walk(expansion: int, kernel: int, width: float, depth_mult: float, resoluti
     t.conv(last_channels(width), 1)
     t.bn()
     t.activation()
-    t.pool()
-    t.fc(num_classes)
     return t
 
 
-@lru_cache(maxsize=16384)
-def _unit(expansion: int, kernel: int, width: float, depth_mult: float, resolution: int,
-          num_classes: int) -> tuple[int, ...]:
-    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
-    return _walk(expansion, kernel, width, depth_mult, resolution, num_classes).unit()
-
-
-def op_list(row: Mapping[str, Any]) -> list[tuple]:
-    """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`),
-    from the analytic pass (equal to those recorded on the built model)."""
-    c = config_from_row({**row, "batch": 1, "precision": "fp32"})
-    return _walk(c.expansion, c.kernel, c.width, c.depth_mult, c.resolution, c.num_classes).ops
-
-
-def static_features(df: pd.DataFrame) -> pd.DataFrame:
-    """Analytic static features of mobilenetv2 rows (vectorised over unique arch x resolution).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The :data:`COLUMNS` (``num_classes`` optional, 1000).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``_layers.FEATURE_COLUMNS`` (``vocab.STATIC_FEATURES`` + ``NEW_FEATURE_COLUMNS``),
-        index-aligned with ``df``; FLOPs and bytes for the whole batch.
-
-    Raises
-    ------
-    ConfigError
-        Naming the first row whose config is outside the space.
-    """
-    return L.static_frame(df, FAMILY, ARCH_COLUMNS, _unit, MobileNetV2Config)
-
-
-def measured_features(config: MobileNetV2Config, model=None) -> dict[str, int | float]:
-    """Measure ``_layers.EXACT_COLUMNS`` from the built model on the ``meta`` device.
-
-    Parameters
-    ----------
-    config : MobileNetV2Config
-    model : torch.nn.Module, optional
-        ``config``'s network already on the ``meta`` device at its precision (reusable across
-        resolutions and batch sizes).
-    """
-    if model is None:
-        model = L.meta_model(config, build_model)
-    return L.measure(model, config)
-
-
-def compare_features(configs: pd.DataFrame) -> pd.DataFrame:
-    """Analytic against measured, one row per (config, exact column); see ``_layers.compare``."""
-    return L.compare(configs, static_features, config_from_row, measured_features, build_model)
-
-
-def encode_config(df: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """The learners' numeric encoding of the mobilenetv2 config columns.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Rows of any families (validated beforehand).
-    rows : numpy.ndarray of bool, optional
-        Which rows are mobilenetv2 rows; default ``df["family"] == "mobilenetv2"``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        float64 columns :data:`MATRIX_COLUMNS` (``mobilenetv2_<column>`` for every column of
-        :data:`SPACE`), index-aligned with ``df``; :data:`NOT_APPLICABLE`
-        (-1.0) in rows of other families.
-    """
-    return C.encode_numeric(df, FAMILY, SPACE, MATRIX_COLUMNS, NOT_APPLICABLE, rows)
+_FUNCTIONS = C.tally_functions(MobileNetV2Config, _walk, build_model, __name__)
+#: The family's functions (:func:`carb_lib.families._config.tally_functions`).
+(config_from_row, config_ids, grid, sample_configs, _unit, op_list, static_features,
+ measured_features, compare_features, encode_config) = _FUNCTIONS
 
 
 # --------------------------------------------------------------------------- the family
-class MobileNetV2Family(Family):
+class MobileNetV2Family(C.TallyFamily):
     """The ``mobilenetv2`` family (see the module docstring)."""
 
-    name = FAMILY
-    config_type = MobileNetV2Config
-    own_columns = OWN_COLUMNS
-    required_columns = REQUIRED_COLUMNS
-    categories = {}
-    extra_feature_columns = EXTRA_STATIC_FEATURES
-    matrix_columns = MATRIX_COLUMNS
-    not_applicable = NOT_APPLICABLE
-
-    from_row = staticmethod(config_from_row)
-    config_ids = staticmethod(config_ids)
-    build_model = staticmethod(build_model)
-    static_features = staticmethod(static_features)
-    measured_features = staticmethod(measured_features)
-    encode_config = staticmethod(encode_config)
-    op_list = staticmethod(op_list)
+    name, config_type, functions = FAMILY, MobileNetV2Config, _FUNCTIONS
+    own_columns, required_columns, matrix_columns = OWN_COLUMNS, REQUIRED_COLUMNS, MATRIX_COLUMNS
 
 
 #: The family object (registered by :mod:`carb_lib.families`).
@@ -323,10 +197,6 @@ def family() -> MobileNetV2Family:
     return MOBILENETV2
 
 
-__all__ = [
-    "FAMILY", "EXPANSIONS", "KERNELS", "WIDTHS", "DEPTH_MULTS", "SPACE", "ARCH_COLUMNS",
-    "COLUMNS", "RESOLUTIONS", "STAGES", "MobileNetV2Config", "ConfigError", "block_plan",
-    "last_channels", "config_from_row", "config_ids", "grid", "sample_configs", "build_model",
-    "static_features", "measured_features", "compare_features", "family", "encode_config", "OWN_COLUMNS", "REQUIRED_COLUMNS",
-    "MATRIX_COLUMNS", "NOT_APPLICABLE", "MobileNetV2Family", "MOBILENETV2",
-]
+__all__ = [*C.TALLY_NAMES, "EXPANSIONS", "KERNELS", "WIDTHS", "DEPTH_MULTS", "STAGES",
+           "MobileNetV2Config", "ConfigError", "block_plan", "last_channels", "MobileNetV2Family",
+           "MOBILENETV2"]

@@ -28,7 +28,7 @@ forward of a process pays torch's one-time lazy imports (its meta kernels import
 is cached per factory, arguments and input shape (a file factory also by the file's
 modification time) and scaled analytically in batch and precision (FLOPs and activation
 bytes proportional to the batch, bytes to the element size), so a cached call costs
-microseconds. Conventions (as for the built-in families, :mod:`carb_lib.features`):
+microseconds. Conventions (as for the built-in families, :mod:`carb_lib.dataset.features`):
 
 * ``n_conv``: calls of any ``Conv1d/2d/3d`` (and transposed) module; ``n_bn``: any
   ``BatchNorm``; ``n_act``: ReLU, ReLU6, SiLU, GELU, Sigmoid, Tanh, Hardswish, Hardsigmoid,
@@ -68,7 +68,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import (
+    ALLOC_FEATURES,
+    COMMON_CONFIG_COLUMNS,
+    DEFAULT_ALLOC_BLOCK,
+    PRECISIONS,
+    STATIC_FEATURES,
+)
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
+from carb_lib.families._base import ConfigTimeoutError as _Timeout  # a cap, not a module fault
 from carb_lib.families._common import (
     BATCH_RANGE,
     BATCH_SIZES,
@@ -77,13 +85,7 @@ from carb_lib.families._common import (
     _residual_adds,
     content_hash,
     is_missing,
-)
-from carb_lib.vocab import (
-    ALLOC_FEATURES,
-    COMMON_CONFIG_COLUMNS,
-    DEFAULT_ALLOC_BLOCK,
-    PRECISIONS,
-    STATIC_FEATURES,
+    structure_hash,
 )
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,9 @@ EXACT_COLUMNS: tuple[str, ...] = tuple(
     c for c in FEATURE_COLUMNS if c not in ("peak_act_bytes", "arith_intensity_flop_per_byte")
 )
 INPUT_RANK = 3
+#: Factory modules of carb_lib that moved, as stored rows name them -> where they are now.
+#: Stored rows keep their description (and so their ``config_id``); the factory is found here.
+MOVED_MODULES: dict[str, str] = {"carb_lib.probe_nets": "carb_lib.kernels.probe_nets"}
 
 
 class ModuleError(ConfigError):
@@ -221,15 +226,20 @@ def load_factory(spec: str, stamp: int = 0) -> Any:
                 obj = importlib.util.module_from_spec(loader_spec)
                 loader_spec.loader.exec_module(obj)
             except BaseException as exc:  # noqa: BLE001 - user code: any error is reported
-                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                if isinstance(exc, (KeyboardInterrupt, SystemExit, _Timeout)):
                     raise
                 raise _user_error(spec, f"importing {target} failed", exc) from None
             sys.modules[name] = obj
     else:
+        target = MOVED_MODULES.get(target, target)
+        if target.split(".")[0] == "torchvision":  # its C++ operators may not match torch
+            from carb_lib.families._torchvision import import_torchvision
+
+            import_torchvision()
         try:
             obj = importlib.import_module(target)
         except BaseException as exc:  # noqa: BLE001
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, _Timeout)):
                 raise
             raise _user_error(spec, f"cannot import {target!r}", exc) from None
     for part in attr.split("."):
@@ -247,7 +257,9 @@ def build_from_spec(spec: str, kwargs_json: str = "{}", stamp: int | None = None
     """Call the factory of ``spec`` with ``kwargs_json`` and return the module in eval mode.
 
     ``meta=True`` builds under ``torch.device("meta")`` (and moves what the factory put
-    elsewhere to ``meta``).
+    elsewhere to ``meta``); a factory that fails there (it computes with tensors, as
+    torchvision's RegNets) runs again on the CPU with every parameter moved to ``meta`` as it
+    is registered (:func:`~carb_lib.families._meta_build.parameters_on_meta`).
 
     Raises
     ------
@@ -260,12 +272,19 @@ def build_from_spec(spec: str, kwargs_json: str = "{}", stamp: int | None = None
     kwargs = json.loads(kwargs_json)
     try:
         if meta:
-            with torch.device("meta"):
-                model = factory(**kwargs)
+            try:
+                with torch.device("meta"):
+                    model = factory(**kwargs)
+            except (NotImplementedError, RuntimeError) as exc:  # tensor data read on meta
+                if isinstance(exc, _Timeout):  # the wall-clock cap, not a meta failure
+                    raise
+                from carb_lib.families._meta_build import parameters_on_meta as on_meta
+                with on_meta():
+                    model = factory(**kwargs)
         else:
             model = factory(**kwargs)
     except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, _Timeout)):
             raise
         raise _user_error(spec, "the factory raised", exc) from None
     if not isinstance(model, torch.nn.Module):
@@ -274,15 +293,6 @@ def build_from_spec(spec: str, kwargs_json: str = "{}", stamp: int | None = None
     if meta and any(t.device.type != "meta" for t in (*model.parameters(), *model.buffers())):
         model = model.to("meta")
     return model.eval()
-
-
-def structure_hash(model: Any) -> str:
-    """Content hash of a module's structure: its ``repr`` and its parameters' and buffers'
-    names, shapes and dtypes."""
-    lines = [repr(model)]
-    for kind, items in (("p", model.named_parameters()), ("b", model.named_buffers())):
-        lines += [f"{kind}|{n}|{tuple(t.shape)}|{t.dtype}" for n, t in items]
-    return content_hash("\n".join(lines))
 
 
 _ACT = ("ReLU", "ReLU6", "SiLU", "GELU", "Sigmoid", "Tanh", "Hardswish", "Hardsigmoid",
@@ -364,7 +374,7 @@ def measure_module(model: Any, input_shape: Sequence[int], batch: int = 1,
         with torch.no_grad(), FlopCounterMode(display=False) as fcm, binary:
             out = model(x)
     except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, _Timeout)):
             raise
         raise _user_error(spec, f"forward on input shape {tuple(x.shape)} failed", exc) from None
     finally:
@@ -427,9 +437,14 @@ class ModuleInfo(NamedTuple):
     units: dict[str, Any]
 
 
+@lru_cache(maxsize=8)  # read-only users: measure_module and simulate_peak copy or hook only
+def _meta_model(spec: str, kwargs_json: str, stamp: int) -> Any:
+    return build_from_spec(spec, kwargs_json, stamp, meta=True)
+
+
 @lru_cache(maxsize=512)
 def _describe(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int) -> ModuleInfo:
-    model = build_from_spec(spec, kwargs_json, stamp, meta=True)
+    model = _meta_model(spec, kwargs_json, stamp)
     units = measure_module(model, shape, 1, "fp32", spec)
     return ModuleInfo(structure_hash(model), units.pop("num_classes"), units)
 
@@ -509,6 +524,10 @@ class ModuleConfig:
     def build_model(self):
         """Build the network (fp32, eval mode, default device)."""
         return build_module(self)
+
+    def build_meta_model(self):
+        """The network on ``meta`` (fp32), also where the factory computes with tensors."""
+        return build_from_spec(self.module, self.module_kwargs, meta=True)
 
 
 def _as_int(v: Any) -> int | None:
@@ -688,9 +707,9 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
 @lru_cache(maxsize=4096)
 def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int, batch: int,
                 precision: str, block: int | str = DEFAULT_ALLOC_BLOCK) -> float:
-    from carb_lib.allocator import simulate_peak
+    from carb_lib.families.allocator import simulate_peak
 
-    model = build_from_spec(spec, kwargs_json, stamp, meta=True)
+    model = _meta_model(spec, kwargs_json, stamp)
     try:
         return float(simulate_peak(model, (batch, *shape), precision=precision,
                                    block=block).peak_bytes)
@@ -702,7 +721,7 @@ def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int,
 
 def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> dict[str, np.ndarray]:
     """The allocator model's peak of every row, per allocator variant
-    (:data:`~carb_lib.vocab.ALLOC_FEATURES`; :func:`carb_lib.allocator.simulate_peak`, cached
+    (:data:`~carb_lib.core.vocab.ALLOC_FEATURES`; :func:`carb_lib.families.allocator.simulate_peak`, cached
     per module, input shape, batch, precision and variant; NaN for other precisions). A
     variant's channel block matters for fp32 rows only and its fp16 path for fp16 rows only,
     so each row is simulated once per distinct case; a module the simulator cannot follow
@@ -773,9 +792,9 @@ MODULE = ModuleFamily()
 
 __all__ = [
     "EXACT_COLUMNS", "EXTRA_COLUMNS", "FAMILY", "FEATURE_COLUMNS", "MODULE", "MODULE_COLUMNS",
-    "ModuleConfig", "ModuleError", "ModuleFamily", "ModuleInfo", "build_from_spec",
-    "build_module", "cli_configs", "config_from_row", "config_ids", "describe", "encode_module_config",
+    "ModuleConfig", "ModuleError", "ModuleFamily", "ModuleInfo", "build_from_spec", "build_module",
+    "cli_configs", "config_from_row", "config_ids", "describe", "encode_module_config",
     "load_factory", "measure_module", "measured_module_features", "module_config_id",
-    "module_configs", "module_static_features", "parse_input_shape", "parse_kwargs",
-    "shape_text", "split_spec", "structure_hash",
+    "module_configs", "module_static_features", "parse_input_shape", "parse_kwargs", "shape_text",
+    "split_spec", "structure_hash",
 ]

@@ -23,7 +23,7 @@ The forward returns the logits (the reference returns ``(features, logits)``); p
 follow the reference (``stem``, ``cells.<i>.layers.<k>`` with k in edge order, ``lastact``,
 ``classifier``), so NATS-Bench state dicts load into it.
 
-Static features share the ResNet columns (see :mod:`carb_lib.features`) with one convention
+Static features share the ResNet columns (see :mod:`carb_lib.dataset.features`) with one convention
 specific to this family: a ``none`` edge is a layer call that writes a zero tensor, so its
 output counts in ``activation_bytes`` (it is materialised by the reference implementation); a
 ``skip_connect`` edge returns its input and counts nothing. Op-count features are per cell
@@ -45,6 +45,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import (
+    ALLOC_FEATURES,
+    COMMON_CONFIG_COLUMNS,
+    EXTRA_STATIC_FEATURES,
+    NB201_FEATURE_COLUMNS,
+    PRECISIONS,
+)
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._common import (
     EXTRA_UNIT_COLUMNS,
@@ -62,13 +69,6 @@ from carb_lib.families._common import (
     UNIT_COLUMNS as _COMMON_UNIT_COLUMNS,
 )
 from carb_lib.families._nb201_torch import nb201_modules
-from carb_lib.vocab import (
-    ALLOC_FEATURES,
-    COMMON_CONFIG_COLUMNS,
-    EXTRA_STATIC_FEATURES,
-    NB201_FEATURE_COLUMNS,
-    PRECISIONS,
-)
 
 FAMILY = "nb201"
 #: Operations of the NAS-Bench-201 space, in the benchmark's order.
@@ -483,7 +483,7 @@ def nb201_static_features(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``carb_lib.features.STATIC_FEATURE_COLUMNS`` plus :data:`OP_COUNT_COLUMNS`,
+        ``carb_lib.dataset.features.STATIC_FEATURE_COLUMNS`` plus :data:`OP_COUNT_COLUMNS`,
         index-aligned with ``df``. ``flops`` and the byte columns are for the whole batch.
 
     Raises
@@ -528,7 +528,7 @@ def nb201_static_features(df: pd.DataFrame) -> pd.DataFrame:
     extra = scale_extra_units(units, batch, bpe, out["flops"].to_numpy())
     for c in EXTRA_STATIC_FEATURES:
         out[c] = extra[c].to_numpy()
-    for name in ALLOC_FEATURES.values():  # no walk for cells (carb_lib.allocator has one)
+    for name in ALLOC_FEATURES.values():  # no walk for cells (carb_lib.families.allocator has one)
         out[name] = np.nan
     return out
 
@@ -547,7 +547,7 @@ def measured_nb201_features(config: NB201Config, model=None) -> dict[str, int]:
     config : NB201Config
     model : torch.nn.Module, optional
         The config's network already built on the ``meta`` device at its precision (reused
-        across batch sizes and resolutions by :func:`carb_lib.features.compare_features`).
+        across batch sizes and resolutions by :func:`carb_lib.dataset.features.compare_features`).
 
     Returns
     -------

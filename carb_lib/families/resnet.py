@@ -36,10 +36,10 @@ Grid: 12 (block, depth) x 8 widths x 2 stems x 5 resolutions x 9 batch sizes x 2
 valid (:data:`RESOLUTION_RANGE`, :data:`BATCH_RANGE`), e.g. for screening an extended space
 (:func:`extended_sample`).
 
-Static features (:func:`resnet_static_features`; columns in :mod:`carb_lib.features`) are
+Static features (:func:`resnet_static_features`; columns in :mod:`carb_lib.dataset.features`) are
 computed once per unique architecture x resolution and scaled by batch and bytes per element;
 :func:`measured_resnet_features` measures them on the built model, and they agree exactly. The
-family also fills :data:`carb_lib.vocab.EXTRA_STATIC_FEATURES` (definitions in
+family also fills :data:`carb_lib.core.vocab.EXTRA_STATIC_FEATURES` (definitions in
 :mod:`carb_lib.families._layers`): no depthwise conv or SE block (``n_dwconv``, ``n_se``,
 ``se_flops``, ``dw_flops_share`` are 0), ``n_pool`` = the stem's max-pool (early downsampling)
 + the global average pool, ``n_add`` = one residual add per block, ``memory_bound_bytes`` =
@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
 from carb_lib.families._alloc import ALLOC_UNIT_COLUMNS, AllocWalk, alloc_feature_columns
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._common import (
@@ -84,7 +85,6 @@ from carb_lib.families._common import (
     scale_units,
 )
 from carb_lib.families._resnet_torch import resnet_modules
-from carb_lib.vocab import COMMON_CONFIG_COLUMNS, EXTRA_STATIC_FEATURES, PRECISIONS
 
 FAMILY = "resnet"
 
@@ -463,7 +463,7 @@ def _resnet_unit(
 
 
 def resnet_op_list(row: Mapping[str, Any]) -> list[tuple]:
-    """The operators of ``row``'s ResNet per image (:data:`carb_lib.kernels.OP_COLUMNS`): those
+    """The operators of ``row``'s ResNet per image (:data:`carb_lib.kernels.law.OP_COLUMNS`): those
     of the eager forward of :mod:`carb_lib.families._resnet_torch`, equal as a multiset to those
     recorded on the built model (a projection shortcut is listed before its block's branch;
     summed kernel times do not depend on the order)."""
@@ -543,7 +543,7 @@ def _units_frame(df: pd.DataFrame, unit_fn, key_cols: list[str], validate=None
 
 
 def resnet_static_features(df: pd.DataFrame) -> pd.DataFrame:
-    """Analytic static features of ResNet-family rows (see :mod:`carb_lib.features`).
+    """Analytic static features of ResNet-family rows (see :mod:`carb_lib.dataset.features`).
 
     Raises
     ------

@@ -19,19 +19,13 @@ widths x 2 BN settings (40 architectures) x 8 resolutions x 9 batch sizes x 2 pr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, ClassVar
-
-import numpy as np
-import pandas as pd
+from typing import ClassVar
 
 import carb_lib.families._config as C
 import carb_lib.families._layers as L
-from carb_lib.families._base import ConfigColumn, ConfigError, Family
-from carb_lib.families._common import BATCH_SIZES
-from carb_lib.vocab import EXTRA_STATIC_FEATURES
+from carb_lib.families._base import ConfigError
 
 FAMILY = "vgg"
 #: Conv widths and max-pools (``"M"``) of each configuration (torchvision ``cfgs`` A/B/D/E).
@@ -48,18 +42,12 @@ WIDTHS: tuple[float, ...] = (0.125, 0.25, 0.5, 0.75, 1.0)
 BATCH_NORM: tuple[bool, ...] = (True, False)
 #: Architecture columns and their valid values.
 SPACE: dict[str, tuple] = {"depth": DEPTHS, "width": WIDTHS, "batch_norm": BATCH_NORM}
-ARCH_COLUMNS: tuple[str, ...] = tuple(SPACE)
-#: Config columns of the family, in order (``config_id`` comes first in frames).
-COLUMNS: tuple[str, ...] = ("family", *ARCH_COLUMNS, *C.COMMON_COLUMNS)
+#: The column declarations (see :class:`carb_lib.families._config.Columns`).
+ARCH_COLUMNS, COLUMNS, OWN_COLUMNS, REQUIRED_COLUMNS, MATRIX_COLUMNS = C.columns(
+    FAMILY, SPACE, {"depth": "configuration 11 | 13 | 16 | 19", "width": "channel multiplier",
+                 "batch_norm": "BN after every conv"})
 RESOLUTIONS: tuple[int, ...] = C.RESOLUTIONS
-#: The family's own config columns (besides the common ones), for the protocol and schema.
-OWN_COLUMNS: tuple[ConfigColumn, ...] = C.own_columns(SPACE, {"depth": "configuration 11 | 13 | 16 | 19", "width": "channel multiplier", "batch_norm": "BN after every conv"})
-#: Columns a table must carry for vgg rows (``num_classes`` defaults to 1000).
-REQUIRED_COLUMNS: tuple[str, ...] = (*ARCH_COLUMNS, "resolution", "batch", "precision")
-#: The learners' encoding of the own columns (:func:`encode_config`).
-MATRIX_COLUMNS: tuple[str, ...] = tuple(f"{FAMILY}_{c}" for c in ARCH_COLUMNS)
-#: Their value in rows of other families.
-NOT_APPLICABLE: float = -1.0
+NOT_APPLICABLE: float = C.NOT_APPLICABLE
 
 
 @dataclass(frozen=True)
@@ -84,6 +72,7 @@ class VGGConfig(C.ConfigMixin):
     """
 
     ARCH_COLUMNS: ClassVar[tuple[str, ...]] = ARCH_COLUMNS
+    SPACE: ClassVar[dict[str, tuple]] = SPACE
     depth: int
     width: float
     batch_norm: bool
@@ -93,47 +82,16 @@ class VGGConfig(C.ConfigMixin):
     num_classes: int = 1000
     family: str = field(default=FAMILY, init=False)
 
-    def __post_init__(self) -> None:
-        for c in ARCH_COLUMNS:
-            object.__setattr__(self, c, C.check_choice(c, getattr(self, c), SPACE[c]))
-        C.validate_common(self)
-
     @property
     def layers(self) -> tuple[int | str, ...]:
         """Conv widths (scaled) and ``"M"`` pools of the feature extractor."""
         return layer_plan(self.depth, self.width)
-
-    def build_model(self):
-        """Build the network (see :func:`build_model`)."""
-        return build_model(self)
 
 
 @lru_cache(maxsize=64)
 def layer_plan(depth: int, width: float) -> tuple[int | str, ...]:
     """Conv widths (``make_divisible(v * width)``) and ``"M"`` pools of a configuration."""
     return tuple(v if v == "M" else C.make_divisible(v * width) for v in CFGS[depth])
-
-
-def config_from_row(row: Mapping[str, Any]) -> VGGConfig:
-    """Validate one row (mapping) into a :class:`VGGConfig` (``num_classes``: 1000)."""
-    return VGGConfig(**C.row_kwargs(row, FAMILY, ARCH_COLUMNS))
-
-
-def config_ids(df: pd.DataFrame) -> list[str]:
-    """Content hashes of every row (vectorised over unique rows)."""
-    return C.config_ids(df, FAMILY, COLUMNS[1:])
-
-
-def grid(resolutions: tuple[int, ...] = RESOLUTIONS,
-         batch_sizes: tuple[int, ...] = BATCH_SIZES) -> pd.DataFrame:
-    """The full grid (5,760 configs by default): ``config_id`` + :data:`COLUMNS`."""
-    return C.grid_frame(FAMILY, SPACE, resolutions, batch_sizes)
-
-
-def sample_configs(n: int, seed: int = 0, resolutions: tuple[int, ...] = RESOLUTIONS,
-                   batch_sizes: tuple[int, ...] = BATCH_SIZES) -> pd.DataFrame:
-    """``n`` seeded random configs (every column uniform over its values)."""
-    return C.sample_frame(FAMILY, SPACE, n, seed, resolutions, batch_sizes)
 
 
 # --------------------------------------------------------------------------- model
@@ -158,9 +116,9 @@ def build_model(config: VGGConfig):
 
 
 # --------------------------------------------------------------------------- features
-def _walk(depth: int, width: float, batch_norm: bool, resolution: int,
-          num_classes: int) -> L.Tally:
-    """The analytic forward pass of one architecture at one resolution: counts and operators."""
+def _walk(depth: int, width: float, batch_norm: bool, resolution: int) -> L.Tally:
+    """The analytic pass of the feature extractor of one architecture at one resolution (the
+    classifier head is tallied by :func:`carb_lib.families._config.tally_functions`)."""
     t = L.Tally(resolution, act="relu")
     for v in layer_plan(depth, width):
         if v == "M":
@@ -170,107 +128,21 @@ def _walk(depth: int, width: float, batch_norm: bool, resolution: int,
         if batch_norm:
             t.bn()
         t.activation()
-    t.pool()
-    t.fc(num_classes)
     return t
 
 
-@lru_cache(maxsize=16384)
-def _unit(depth: int, width: float, batch_norm: bool, resolution: int,
-          num_classes: int) -> tuple[int, ...]:
-    """Per-sample counts of one architecture at one resolution (``_layers.UNIT_COLUMNS``)."""
-    return _walk(depth, width, batch_norm, resolution, num_classes).unit()
-
-
-def op_list(row: Mapping[str, Any]) -> list[tuple]:
-    """The operators of ``row``'s network per image (:data:`carb_lib.kernels.OP_COLUMNS`),
-    from the analytic pass (equal to those recorded on the built model)."""
-    c = config_from_row({**row, "batch": 1, "precision": "fp32"})
-    return _walk(c.depth, c.width, c.batch_norm, c.resolution, c.num_classes).ops
-
-
-def static_features(df: pd.DataFrame) -> pd.DataFrame:
-    """Analytic static features of vgg rows (vectorised over unique arch x resolution).
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        The :data:`COLUMNS` (``num_classes`` optional, 1000).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``_layers.FEATURE_COLUMNS`` (``vocab.STATIC_FEATURES`` + ``NEW_FEATURE_COLUMNS``),
-        index-aligned with ``df``; FLOPs and bytes for the whole batch.
-
-    Raises
-    ------
-    ConfigError
-        Naming the first row whose config is outside the space.
-    """
-    return L.static_frame(df, FAMILY, ARCH_COLUMNS, _unit, VGGConfig)
-
-
-def measured_features(config: VGGConfig, model=None) -> dict[str, int | float]:
-    """Measure ``_layers.EXACT_COLUMNS`` from the built model on the ``meta`` device.
-
-    Parameters
-    ----------
-    config : VGGConfig
-    model : torch.nn.Module, optional
-        ``config``'s network already on the ``meta`` device at its precision (reusable across
-        resolutions and batch sizes).
-    """
-    if model is None:
-        model = L.meta_model(config, build_model)
-    return L.measure(model, config)
-
-
-def compare_features(configs: pd.DataFrame) -> pd.DataFrame:
-    """Analytic against measured, one row per (config, exact column); see ``_layers.compare``."""
-    return L.compare(configs, static_features, config_from_row, measured_features, build_model)
-
-
-def encode_config(df: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """The learners' numeric encoding of the vgg config columns.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Rows of any families (validated beforehand).
-    rows : numpy.ndarray of bool, optional
-        Which rows are vgg rows; default ``df["family"] == "vgg"``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        float64 columns :data:`MATRIX_COLUMNS` (``vgg_<column>`` for every column of
-        :data:`SPACE`, ``batch_norm`` as 0/1), index-aligned with ``df``; :data:`NOT_APPLICABLE`
-        (-1.0) in rows of other families.
-    """
-    return C.encode_numeric(df, FAMILY, SPACE, MATRIX_COLUMNS, NOT_APPLICABLE, rows)
+_FUNCTIONS = C.tally_functions(VGGConfig, _walk, build_model, __name__)
+#: The family's functions (:func:`carb_lib.families._config.tally_functions`).
+(config_from_row, config_ids, grid, sample_configs, _unit, op_list, static_features,
+ measured_features, compare_features, encode_config) = _FUNCTIONS
 
 
 # --------------------------------------------------------------------------- the family
-class VGGFamily(Family):
+class VGGFamily(C.TallyFamily):
     """The ``vgg`` family (see the module docstring)."""
 
-    name = FAMILY
-    config_type = VGGConfig
-    own_columns = OWN_COLUMNS
-    required_columns = REQUIRED_COLUMNS
-    categories = {}
-    extra_feature_columns = EXTRA_STATIC_FEATURES
-    matrix_columns = MATRIX_COLUMNS
-    not_applicable = NOT_APPLICABLE
-
-    from_row = staticmethod(config_from_row)
-    config_ids = staticmethod(config_ids)
-    build_model = staticmethod(build_model)
-    static_features = staticmethod(static_features)
-    measured_features = staticmethod(measured_features)
-    encode_config = staticmethod(encode_config)
-    op_list = staticmethod(op_list)
+    name, config_type, functions = FAMILY, VGGConfig, _FUNCTIONS
+    own_columns, required_columns, matrix_columns = OWN_COLUMNS, REQUIRED_COLUMNS, MATRIX_COLUMNS
 
 
 #: The family object (registered by :mod:`carb_lib.families`).
@@ -282,10 +154,5 @@ def family() -> VGGFamily:
     return VGG
 
 
-__all__ = [
-    "FAMILY", "CFGS", "DEPTHS", "WIDTHS", "BATCH_NORM", "SPACE", "ARCH_COLUMNS", "COLUMNS",
-    "RESOLUTIONS", "VGGConfig", "ConfigError", "layer_plan", "config_from_row", "config_ids",
-    "grid", "sample_configs", "build_model", "static_features", "measured_features",
-    "compare_features", "family", "encode_config", "OWN_COLUMNS", "REQUIRED_COLUMNS",
-    "MATRIX_COLUMNS", "NOT_APPLICABLE", "VGGFamily", "VGG",
-]
+__all__ = [*C.TALLY_NAMES, "CFGS", "DEPTHS", "WIDTHS", "BATCH_NORM", "VGGConfig", "ConfigError",
+           "layer_plan", "VGGFamily", "VGG"]

@@ -1,7 +1,9 @@
 """Figures for every stage, in one consistent seaborn style.
 
 Every figure is saved through :func:`save_figure` as PNG and PDF under a stable name in the
-figure folder. Axis labels carry units (:data:`carb_lib.vocab.AXIS_LABELS`); the platform and
+figure folder. Axis labels and titles are words with units, never column names
+(:func:`words`, checked by :func:`raw_names`); colours come from one colour-blind-safe palette
+(:func:`colours`). Axis labels carry units (:data:`carb_lib.core.vocab.AXIS_LABELS`); the platform and
 the dataset are named in titles. Functions take tidy DataFrames (from the analysis modules) and
 return a matplotlib Figure. Importing the package applies :func:`apply_style` once.
 
@@ -12,9 +14,21 @@ Modules, by stage: ``design_space`` (00), ``characterization`` and ``explorer`` 
 
 from __future__ import annotations
 
-from carb_lib.plots._style import DPI, STYLE, apply_style, plt, save_figure, sns
+from carb_lib.plots._style import (
+    DPI,
+    FONT,
+    OKABE_ITO,
+    STYLE,
+    apply_style,
+    colours,
+    plt,
+    raw_names,
+    save_and_show,
+    save_figure,
+    sns,
+    words,
+)
 from carb_lib.plots.carb import (
-    plot_carb_feature_importance,
     plot_carb_model_comparison,
     plot_carb_pred_vs_measured,
 )
@@ -46,9 +60,11 @@ from carb_lib.plots.transfer import (
 
 __all__ = [
     "DPI",
+    "FONT",
+    "OKABE_ITO",
     "STYLE",
     "apply_style",
-    "plot_carb_feature_importance",
+    "colours",
     "plot_carb_model_comparison",
     "plot_carb_pred_vs_measured",
     "plot_cross_family_predictions",
@@ -70,8 +86,11 @@ __all__ = [
     "plot_target_distributions",
     "plot_transfer_matrix",
     "plt",
+    "raw_names",
+    "save_and_show",
     "save_figure",
     "sns",
+    "words",
 ]
 
 apply_style()

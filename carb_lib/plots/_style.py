@@ -6,6 +6,9 @@ already chosen.
 
 from __future__ import annotations
 
+import re
+import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
@@ -14,10 +17,30 @@ matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-__all__ = ["DPI", "STYLE", "apply_style", "plt", "save_figure", "sns"]
+__all__ = ["DPI", "FONT", "OKABE_ITO", "STYLE", "apply_style", "colours", "note",
+           "plt", "raw_names", "save_figure", "sns", "words"]
 
-STYLE = {"context": "notebook", "style": "whitegrid", "palette": "viridis"}
+STYLE = {"context": "notebook", "style": "whitegrid", "palette": "colorblind"}
 DPI = 150
+#: Smallest font (points) of any text in a figure: legends, annotations, notes. Figures are
+#: drawn at the size they are published (docs pages show PNGs at their width).
+FONT = 9
+#: Okabe and Ito's colour-blind-safe palette (black last), one colour per family, learner or
+#: platform; :func:`colours` cycles it with markers told apart by shape beyond eight names.
+OKABE_ITO: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
+                              "#D55E00", "#F0E442", "#000000")
+#: Words for columns and codes that are not in :data:`carb_lib.core.vocab.AXIS_LABELS`.
+_WORDS: dict[str, str] = {
+    "r2": "R²", "r2_log": "R² of log values", "r2_mean": "R²", "r2_log_mean": "R² of log values",
+    "mape_pct": "mean absolute percentage error (%)",
+    "mape_pct_mean": "mean absolute percentage error (%)",
+    "within_10pct": "share within ±10 %", "within_10pct_mean": "share within ±10 %",
+    "spearman": "Spearman rank correlation", "spearman_mean": "Spearman rank correlation",
+    "early_downsample": "early downsampling", "precision": "precision", "block": "block",
+    "platform": "platform", "family": "family", "config_id": "configuration",
+}
+# a snake_case token (latency_ms, r2_log_mean, paper_style): a column or code name, not words
+_RAW = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 
 
 def _figures_as_png_in_kernel() -> bool:
@@ -54,13 +77,65 @@ _figures_as_png_in_kernel()
 
 
 def apply_style() -> None:
-    """Apply CARB's seaborn style (idempotent)."""
-    sns.set_theme(context=STYLE["context"], style=STYLE["style"])
-    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": DPI, "savefig.bbox": "tight"})
+    """Apply CARB's seaborn style (idempotent): white grid, the colour-blind-safe
+    :data:`OKABE_ITO` cycle, no text smaller than :data:`FONT` points."""
+    from cycler import cycler
+
+    sns.set_theme(context=STYLE["context"], style=STYLE["style"], palette=list(OKABE_ITO))
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": DPI, "savefig.bbox": "tight",
+                         "axes.prop_cycle": cycler(color=list(OKABE_ITO)),
+                         "font.size": FONT + 1, "axes.titlesize": FONT + 2,
+                         "axes.labelsize": FONT + 1, "xtick.labelsize": FONT,
+                         "ytick.labelsize": FONT, "legend.fontsize": FONT,
+                         "legend.title_fontsize": FONT, "figure.titlesize": FONT + 3})
 
 
-def save_figure(fig: plt.Figure, name: str, fig_dir: str | Path = "figures") -> list[Path]:
-    """Save ``fig`` as ``<fig_dir>/<name>.png`` and ``.pdf`` and return both paths.
+def words(column: str) -> str:
+    """A column or code name in words with its unit (:func:`carb_lib.core.vocab.label`, then
+    :data:`_WORDS`, then the name with spaces for underscores)."""
+    from carb_lib.core.vocab import AXIS_LABELS
+
+    c = str(column)
+    return AXIS_LABELS.get(c) or _WORDS.get(c) or c.replace("_", " ")
+
+
+def colours(names: Iterable) -> dict:
+    """One colour-blind-safe colour per name, in the order given (:data:`OKABE_ITO`, cycled)."""
+    return {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(dict.fromkeys(names))}
+
+
+def note(fig: plt.Figure, text: str, width: int = 120) -> None:
+    """A grey caption line under the figure (what is not shown and why), never an empty panel."""
+    fig.text(0.01, -0.01, textwrap.fill(text, width), fontsize=FONT, color="dimgray",
+             va="top", ha="left")
+
+
+def raw_names(fig: plt.Figure, allow: Iterable[str] = ()) -> list[str]:
+    """Titles, axis labels and colour-bar labels of ``fig`` that contain a raw column or code
+    name (a snake_case token such as ``latency_ms``); empty when every one is in words.
+
+    ``allow``: proper names that may appear (platform names such as ``cpu_epyc_zen3_2c``,
+    which name the data files).
+    """
+    texts = [fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""]
+    for ax in fig.axes:
+        texts += [ax.get_title(), ax.get_title(loc="left"), ax.get_title(loc="right"),
+                  ax.get_xlabel(), ax.get_ylabel()]
+    names = sorted(map(str, allow), key=len, reverse=True)
+    bad = []
+    for t in texts:
+        clean = t
+        for n in names:
+            clean = clean.replace(n, " ")
+        if clean and _RAW.search(clean):
+            bad.append(t)
+    return bad
+
+
+def save_figure(fig: plt.Figure, name: str, fig_dir: str | Path = "figures", *,
+                pdf: bool = True) -> list[Path]:
+    """Save ``fig`` as ``<fig_dir>/<name>.png`` (for pages) and, with ``pdf``, ``.pdf`` (for
+    papers); return the paths written.
 
     Parameters
     ----------
@@ -70,12 +145,40 @@ def save_figure(fig: plt.Figure, name: str, fig_dir: str | Path = "figures") -> 
         Stable file stem, e.g. ``"00_static_features"`` (no extension, no folder).
     fig_dir : str or Path
         Output folder, created if missing.
+    pdf : bool
+        Also write the PDF.
     """
+    if not isinstance(pdf, bool):
+        raise TypeError(f"pdf must be True or False, got {pdf!r}")
     if not name or "/" in name or name.endswith((".png", ".pdf")):
         raise ValueError(f"figure name must be a bare stem like '01_scaling', got {name!r}")
     out = Path(fig_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    paths = [out / f"{name}.png"] + ([out / f"{name}.pdf"] if pdf else [])
     for p in paths:
         fig.savefig(p)
+    return paths
+
+
+def save_and_show(fig: plt.Figure, name: str, fig_dir: str | Path = "figures", *,
+                  pdf: bool = True) -> list[Path]:
+    """:func:`save_figure`, then show ``fig`` in the notebook's output (an image in the
+    executed notebook and its HTML page) and close it. Returns the saved paths.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    name : str
+        Stable file stem (see :func:`save_figure`).
+    fig_dir : str or Path
+        Output folder, created if missing.
+    pdf : bool
+        Also write the PDF.
+    """
+    from IPython.display import display
+
+    paths = save_figure(fig, name, fig_dir, pdf=pdf)
+    display(fig)
+    plt.close(fig)
     return paths

@@ -1,15 +1,14 @@
 """Figures of the CARB estimator (notebook 03; data from :mod:`carb_lib.ensemble` and
-:mod:`carb_lib.evaluation`): predicted against measured, feature importance, model comparison."""
+:mod:`carb_lib.evaluation`): predicted against measured, model comparison."""
 
 from __future__ import annotations
 
 import matplotlib
 
-from carb_lib.plots._style import plt, sns
-from carb_lib.vocab import label
+from carb_lib.core.vocab import TARGET_SHORT, label
+from carb_lib.plots._style import FONT, colours, plt, words
 
-__all__ = ["plot_carb_feature_importance", "plot_carb_model_comparison",
-           "plot_carb_pred_vs_measured"]
+__all__ = ["plot_carb_model_comparison", "plot_carb_pred_vs_measured"]
 
 
 def _carb_title(what: str, platform, dataset_label: str) -> str:
@@ -31,7 +30,7 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
     """
     import numpy as np
 
-    from carb_lib.metrics import regression_metrics
+    from carb_lib.core.metrics import regression_metrics
 
     y = truth[target].astype("float64")
     p = pred[target].reindex(truth.index).astype("float64")
@@ -48,7 +47,7 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
     sc = ax.scatter(y, p, c=c, s=9, cmap="viridis", norm=norm,
                     alpha=0.8, zorder=2, edgecolors="none")
     if c is not None:
-        fig.colorbar(sc, ax=ax, label=hue.name or "")
+        fig.colorbar(sc, ax=ax, label=words(hue.name) if hue.name else "")
     lim = [min(y.min(), p.min()) * 0.8, max(y.max(), p.max()) * 1.25] if len(y) else [0.1, 10]
     grid = np.geomspace(lim[0], lim[1], 50)
     ax.plot(grid, grid, color="k", lw=1, label="y = x")
@@ -60,44 +59,69 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
     ax.text(0.03, 0.97, f"R² = {m['r2']:.3f} (log: {m['r2_log']:.3f})"
             f"\nMAPE = {m['mape_pct']:.1f} %"
             f"\nwithin ±10 %: {100 * m['within_10pct']:.0f} %\nn = {m['n']}",
-            transform=ax.transAxes, va="top", fontsize=8,
+            transform=ax.transAxes, va="top", fontsize=FONT,
             bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
-    ax.legend(loc="lower right", fontsize=7)
-    ax.set_title(_carb_title(f"CARB test set: {target}", platform, dataset_label), fontsize=9)
+    ax.legend(loc="lower right")
+    ax.set_title(_carb_title(f"Test set: {TARGET_SHORT.get(target, words(target))}", platform,
+                             dataset_label))
     fig.tight_layout()
     return fig
 
 
-def plot_carb_feature_importance(importances, target: str, top_n: int = 15, platform=None,
-                                 dataset_label: str = "measured", learner: str = "blend"):
-    """Horizontal bars of the ``top_n`` features of ``target`` (tidy frame from
-    :func:`carb_lib.ensemble.feature_importances`; ``learner="blend"`` = weight-averaged)."""
-    sub = importances[(importances["target"] == target) & (importances["learner"] == learner)]
-    sub = sub.sort_values("importance", ascending=False).head(top_n)
-    fig, ax = plt.subplots(figsize=(6, 0.28 * max(len(sub), 3) + 1.2))
-    sns.barplot(data=sub, x="importance", y="feature", ax=ax,
-                color=sns.color_palette("viridis", 3)[1])
-    ax.set_xlabel("normalised importance (gain / impurity, blend-weighted)")
-    ax.set_ylabel("")
-    ax.set_title(_carb_title(f"CARB feature importance: {target}", platform, dataset_label),
-                 fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_carb_model_comparison(metrics, metric: str = "r2_log", platform=None,
+def plot_carb_model_comparison(metrics, metric: str | None = None, platform=None,
                                dataset_label: str = "measured"):
-    """Grouped bars of ``metric`` per model and target (tidy frame from
-    :func:`carb_lib.evaluation.compare_models`)."""
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    sns.barplot(data=metrics, x="model", y=metric, hue="target", ax=ax, palette="viridis")
-    ax.set_ylim(min(0.0, float(metrics[metric].min())), 1.0)
-    ax.set_xlabel("")
-    ax.set_ylabel({"r2_log": "R² (log scale)", "r2": "R²"}.get(metric, metric))
-    ax.tick_params(axis="x", rotation=40)
-    for tick in ax.get_xticklabels():
-        tick.set_horizontalalignment("right")
-    ax.set_title(_carb_title("Baselines and ablations (test set)", platform, dataset_label),
-                 fontsize=9)
+    """Each model variant's test error, one row per variant and one colour per target, on a
+    log axis where the variants differ (a tidy ablation table,
+    :meth:`carb_lib.evaluation.ProtocolResult.ablation`).
+
+    ``metric`` is an error (``mape_pct``, ``mape_pct_mean``) or an R² column (``r2``,
+    ``r2_log``, ``r2_log_mean``); R² is drawn as the unexplained share ``1 - R²``, since
+    values near 1 hide every difference. A ``<metric>_sd`` column draws +- one sd. Default:
+    the first of ``mape_pct_mean``, ``mape_pct``, ``r2_log_mean``, ``r2_log`` in the table.
+    """
+    import numpy as np
+
+    if metric is None:
+        metric = next((m for m in ("mape_pct_mean", "mape_pct", "r2_log_mean", "r2_log")
+                       if m in metrics.columns), "mape_pct_mean")
+    if metric not in metrics.columns:
+        raise ValueError(f"metric {metric!r} is not a column of the metrics table "
+                         f"(columns: {', '.join(map(str, metrics.columns))})")
+    d = metrics.copy()
+    r2 = metric.startswith("r2")
+    base = metric.removesuffix("_mean")
+    sd_col = f"{base}_sd" if f"{base}_sd" in d.columns and metric.endswith("_mean") else None
+    d["_v"] = d[metric].astype(float)
+    d["_sd"] = d[sd_col].astype(float).fillna(0.0) if sd_col else 0.0
+    if r2:
+        d["_v"] = 1.0 - d["_v"]
+    d["_v"] = d["_v"].clip(lower=1e-4)
+    models = list(dict.fromkeys(d["model"]))
+    targets = list(dict.fromkeys(d["target"]))
+    pal = colours(targets)
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(models) + 1.6))
+    step = 0.6 / max(len(targets), 1)
+    for j, t in enumerate(targets):
+        g = d[d["target"] == t].set_index("model").reindex(models)
+        y = np.arange(len(models)) + (j - (len(targets) - 1) / 2) * step
+        v = g["_v"].to_numpy(dtype=float)
+        sd = g["_sd"].to_numpy(dtype=float)
+        ax.errorbar(v, y, xerr=np.vstack([np.minimum(sd, v * 0.999), sd]), fmt="o", ms=6,
+                    capsize=2, lw=1, color=pal[t], label=TARGET_SHORT.get(t, words(t)))
+    ax.set_yticks(range(len(models)), [str(m).replace("_", " ") for m in models])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    what = ("1 - R² of log values (unexplained share, log scale)" if base == "r2_log"
+            else "1 - R² (unexplained share, log scale)" if r2
+            else "mean absolute percentage error (%, log scale)" if base == "mape_pct"
+            else f"{words(base)} (log scale)")
+    ax.set_xlabel(what + (" — mean ± sd over seeds" if sd_col else ""))
+    ax.set_ylabel("")
+    ax.legend(title="target", loc="best")
+    ax.set_title(_carb_title("Model variants on the test set (lower is better)", platform,
+                             dataset_label))
     fig.tight_layout()
     return fig

@@ -1,11 +1,11 @@
-"""Figures of the workload characterization (notebook 01; data from :mod:`carb_lib.scaling`):
+"""Figures of the workload characterization (notebook 01; data from :mod:`carb_lib.characterize.scaling`):
 cost against workload, growth between demand tiers, paired effects, target distributions,
 measurement noise, power against utilisation."""
 
 from __future__ import annotations
 
-from carb_lib.plots._style import plt, sns
-from carb_lib.vocab import TARGETS, label
+from carb_lib.core.vocab import TARGETS
+from carb_lib.plots._style import FONT, colours, note, plt, words
 
 __all__ = ["plot_divergence", "plot_effects", "plot_noise", "plot_power_vs_utilisation",
            "plot_scaling", "plot_target_distributions"]
@@ -14,7 +14,7 @@ _CHAR_TARGETS = TARGETS
 
 
 def _char_label(col: str) -> str:
-    return label(col)
+    return words(col)
 
 
 def _char_title(what: str, platform, dataset_label: str) -> str:
@@ -34,7 +34,7 @@ def _char_note(ax, text: str) -> None:
     import textwrap
 
     ax.text(0.5, 0.5, textwrap.fill(text, 40), ha="center", va="center", transform=ax.transAxes,
-            fontsize=9, color="dimgray")
+            fontsize=FONT, color="dimgray")
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -62,11 +62,11 @@ def _char_scatter(fig, ax, data, x, y, hue, show_colorbar=True):
             fig.colorbar(sc, ax=ax, label=_char_label(hue), pad=0.01)
     else:
         cats = sorted(h.dropna().astype(str).unique())
-        colors = sns.color_palette("colorblind", len(cats))
-        for cat, col in zip(cats, colors, strict=True):
+        pal = colours(cats)
+        for cat in cats:
             d = data.loc[h.astype(str) == cat]
-            ax.scatter(d[x], d[y], s=8, alpha=0.6, color=col, linewidths=0, label=f"{hue}={cat}")
-        ax.legend(fontsize=8, markerscale=2, loc="best")
+            ax.scatter(d[x], d[y], s=8, alpha=0.6, color=pal[cat], linewidths=0, label=cat)
+        ax.legend(title=_char_label(hue), markerscale=2, loc="best")
 
 
 def plot_scaling(
@@ -80,18 +80,17 @@ def plot_scaling(
     segmented=None,
 ):
     """Each target against a workload feature (log-log), one panel per target, coloured by
-    ``hue``; optional power-law lines (``fits`` from :func:`carb_lib.scaling.fit_scaling`,
+    ``hue``; optional power-law lines (``fits`` from :func:`carb_lib.characterize.scaling.fit_scaling`,
     univariate, ``group_by == "all"``) and two-segment lines (``segmented`` from
-    :func:`carb_lib.scaling.fit_segmented`). Targets without data get a panel with the reason.
+    :func:`carb_lib.characterize.scaling.fit_segmented`). Targets without data get a panel with the reason.
     """
     import numpy as np
 
-    from carb_lib.scaling import segmented_curve, untestable_reason
+    from carb_lib.characterize.scaling import segmented_curve, untestable_reason
 
     data = _char_ok(df)
-    targets = list(targets)
-    fig, axes = plt.subplots(1, len(targets), figsize=(5.0 * len(targets), 4.0), squeeze=False)
-    for ax, t in zip(axes[0], targets, strict=True):
+    shown, missing = [], []
+    for t in targets:
         why = untestable_reason(data, t) or untestable_reason(data, x)
         if why is None:
             d = data.copy()
@@ -99,25 +98,43 @@ def plot_scaling(
             d[t] = d[t].astype("float64")
             d = d.loc[np.isfinite(d[x]) & np.isfinite(d[t]) & (d[x] > 0) & (d[t] > 0)]
             if d.empty:
-                why = f"no rows with positive {t} and {x}"
-        if why is not None:
-            ax.set_title(_char_label(t), fontsize=10)
-            _char_note(ax, f"not shown: {why}")
-            continue
+                why = f"no rows with positive {_char_label(t)} and {_char_label(x)}"
+        (missing.append((t, why)) if why is not None else shown.append((t, d)))
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(5.4 * max(len(shown), 1), 4.4),
+                             squeeze=False)
+    if not shown:
+        _char_note(axes[0][0], "no target measured on this platform")
+    for ax, (t, d) in zip(axes[0], shown, strict=False):
         _char_scatter(fig, ax, d, x, t, hue)
         xs = np.logspace(np.log10(d[x].min()), np.log10(d[x].max()), 100)
         if fits is not None and len(fits):
-            f = fits[(fits["target"] == t) & (fits["x"] == x) & (fits["group_by"] == "all")
+            f = fits[(fits["target"] == t) & (fits["x"] == x)
                      & (fits["testable"] == True)]  # noqa: E712
             if "model" in f.columns:
                 f = f[f["model"] == "univariate"]
             if platform is not None and "platform" in f.columns:
                 f = f[f["platform"].astype(str) == str(platform)]
-            if len(f):
-                r = f.iloc[0]
-                ax.plot(xs, np.exp(r["intercept"]) * xs ** r["exponent"], color="black", lw=1.2,
-                        label=(f"power law b={r['exponent']:.2f} "
-                               f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}], R2={r['r2']:.2f}"))
+            per = f[f["group_by"] == "precision"] if "precision" in d.columns else f.iloc[:0]
+            per = per[per["group"].astype(str).isin(d["precision"].astype(str).unique())] \
+                if len(per) else per
+            if len(per) > 1:  # one power law per precision: the bands do not mix
+                pal = colours(sorted(per["group"].astype(str)))
+                for _, r in per.sort_values("group").iterrows():
+                    g = d[d["precision"].astype(str) == str(r["group"])]
+                    gx = np.logspace(np.log10(g[x].min()), np.log10(g[x].max()), 50)
+                    ax.plot(gx, np.exp(r["intercept"]) * gx ** r["exponent"],
+                            color=pal[str(r["group"])], lw=1.6,
+                            label=(f"{r['group']}: b = {r['exponent']:.2f} "
+                                   f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}], "
+                                   f"R² = {r['r2']:.2f}"))
+            else:
+                f = f[f["group_by"] == "all"]
+                if len(f):
+                    r = f.iloc[0]
+                    ax.plot(xs, np.exp(r["intercept"]) * xs ** r["exponent"], color="black",
+                            lw=1.2, label=(f"power law b = {r['exponent']:.2f} "
+                                           f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}], "
+                                           f"R² = {r['r2']:.2f}"))
         if segmented is not None and len(segmented):
             s = segmented[(segmented["target"] == t) & (segmented["x"] == x)
                           & (segmented["testable"] == True)]  # noqa: E712
@@ -126,20 +143,35 @@ def plot_scaling(
             if len(s):
                 r = s.iloc[0]
                 sx, sy = segmented_curve(r, xs[0], xs[-1])
-                ax.plot(sx, sy, color="tab:red", lw=1.2, ls="--",
-                        label=(f"segmented: {r['slope_below']:.2f} / {r['slope_above']:.2f}, "
-                               f"break {r['breakpoint_x']:.2g}"))
-                ax.axvline(r["breakpoint_x"], color="tab:red", lw=0.8, ls=":")
+                ax.plot(sx, sy, color="#D55E00", lw=1.2, ls="--",
+                        label=(f"two segments: {r['slope_below']:.2f} / "
+                               f"{r['slope_above']:.2f}, break {r['breakpoint_x']:.2g}"))
+                ax.axvline(r["breakpoint_x"], color="#D55E00", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(_char_label(x))
         ax.set_ylabel(_char_label(t))
-        ax.set_title(f"{_char_label(t)} (n={len(d):,})", fontsize=10)
+        ax.set_title(f"{_char_label(t).split(' (')[0]} (n={len(d):,})")
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper left")
+            ax.legend(loc="upper left")
+    if missing:
+        note(fig, "Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"
+                                           for t, why in missing))
     fig.suptitle(_char_title(f"Cost vs {_char_label(x)}", platform, dataset_label))
     fig.tight_layout()
     return fig
+
+
+def _plain_reason(why) -> str:
+    """A reason with column names in words; "not measured on this platform" for a missing
+    or all-empty column."""
+    import re
+
+    text = str(why)
+    if re.search(r"not in dataset|not (in the data|measured)|is NaN for all|no (non-missing|"
+                 r"finite)", text):
+        return "not measured on this platform"
+    return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", lambda m: _char_label(m.group(0)), text)
 
 
 def plot_divergence(div, platform=None, dataset_label: str = "measured", paper=None):
@@ -153,61 +185,62 @@ def plot_divergence(div, platform=None, dataset_label: str = "measured", paper=N
     if platform is not None and "platform" in d.columns:
         d = d[d["platform"].astype(str) == str(platform)]
     paper = paper or {}
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [3, 1]})
+    ratio = d[(d["quantity"] == "energy_over_latency") & (d["testable"] == True)]  # noqa: E712
+    if len(ratio):
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.4),
+                                      gridspec_kw={"width_ratios": [3, 1]})
+    else:  # no empty panel: the caption says why the ratio is missing
+        fig, ax = plt.subplots(figsize=(7.5, 4.4))
+        ax2 = None
     growth = d[d["quantity"] != "energy_over_latency"]
     ok = growth[growth["testable"] == True]  # noqa: E712
-    notes = [f"{r['quantity']}: {r['reason']}" for _, r in d.iterrows() if not r["testable"]]
+    notes = [f"{_char_label(r['quantity'])}: {_plain_reason(r['reason'])}"
+             for _, r in d.iterrows() if not r["testable"]]
     xs = np.arange(len(ok))
     if len(ok):
         vals = ok["growth"].to_numpy(dtype=float)
         err = np.vstack([vals - ok["ci_low"].to_numpy(dtype=float),
                          ok["ci_high"].to_numpy(dtype=float) - vals])
-        colors = sns.color_palette("colorblind", len(ok))
+        colors = list(colours(ok["quantity"]).values())
         for i, (v, c) in enumerate(zip(vals, colors, strict=True)):
             ax.errorbar([i], [v], yerr=np.nan_to_num(err[:, i : i + 1]), fmt="o", ms=8,
                         capsize=5, color=c)
             ax.annotate(f"x{v:.3g}", (i, v), xytext=(10, 0), textcoords="offset points",
-                        va="center", fontsize=9)
+                        va="center", fontsize=FONT)
         labelled = False
         for i, q in enumerate(ok["quantity"]):
             if q in paper:
                 ax.scatter([i], [paper[q]], marker="x", color="black", zorder=5,
                            label=None if labelled else "paper (reported, other hardware)")
                 labelled = True
-        ax.set_xticks(xs, [_char_label(q) for q in ok["quantity"]], fontsize=8)
+        ax.set_xticks(xs, [_char_label(q) for q in ok["quantity"]])
         ax.set_xlim(-0.5, len(ok) - 0.5)
         ax.set_yscale("log")
         r0 = ok.iloc[0]
         ax.set_ylabel("growth factor, median high / median low tier")
-        ax.set_title(f"demand tiers: {r0['demand']} <= q{r0['q_low']:.2f} vs "
-                     f">= q{r0['q_high']:.2f}", fontsize=9)
+        ax.set_title(f"demand tiers: {_char_label(r0['demand'])} at or below its "
+                     f"{100 * r0['q_low']:.0f}th percentile vs at or above its "
+                     f"{100 * r0['q_high']:.0f}th", fontsize=FONT + 1)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            ax.legend()
     else:
         _char_note(ax, "no growth factor testable")
-    ratio = d[(d["quantity"] == "energy_over_latency") & (d["testable"] == True)]  # noqa: E712
     if len(ratio):
         r = ratio.iloc[0]
         ax2.errorbar([0], [r["growth"]], yerr=[[r["growth"] - r["ci_low"]],
                                                [r["ci_high"] - r["growth"]]],
-                     fmt="o", color="tab:purple", capsize=5)
+                     fmt="o", color="#CC79A7", capsize=5)
         ax2.axhline(1.0, color="gray", lw=0.8, ls="--")
         if "energy_over_latency" in paper:
             ax2.scatter([0], [paper["energy_over_latency"]], marker="x", color="black",
                         label="paper (reported)")
             ax2.set_xlim(-0.5, 0.5)
-            ax2.legend(fontsize=8)
+            ax2.legend()
         ax2.set_xticks([0], ["energy / latency"])
-        ax2.set_ylabel("growth(energy) / growth(latency)")
-        ax2.set_title(f"x{r['growth']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]", fontsize=9)
-    else:
-        _char_note(ax2, "energy vs latency divergence not testable"
-                   + (": energy not measured on this platform" if notes else ""))
+        ax2.set_ylabel("growth of energy / growth of latency")
+        ax2.set_title(f"x{r['growth']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]")
     if notes:
-        import textwrap
-
-        fig.text(0.01, -0.02, textwrap.fill("Not testable - " + "; ".join(notes), 140),
-                 fontsize=8, color="dimgray", va="top")
+        note(fig, "Not testable: " + "; ".join(notes))
     fig.suptitle(_char_title("Growth from low to high demand", platform, dataset_label))
     fig.tight_layout()
     return fig
@@ -216,8 +249,6 @@ def plot_divergence(div, platform=None, dataset_label: str = "measured", paper=N
 def plot_effects(effects, platform=None, dataset_label: str = "measured"):
     """Paired effects (median per-pair ratio, 95% CI, log scale; > 1 means the numerator
     configuration costs more), one row per effect x metric; untestable ones listed below."""
-    import textwrap
-
     import numpy as np
 
     e = effects
@@ -230,27 +261,27 @@ def plot_effects(effects, platform=None, dataset_label: str = "measured"):
         ys = np.arange(len(ok))[::-1]
         vals = ok["median_ratio"].to_numpy(dtype=float)
         lo, hi = ok["ci_low"].to_numpy(dtype=float), ok["ci_high"].to_numpy(dtype=float)
-        pal = dict(zip(sorted(ok["effect"].unique()),
-                       sns.color_palette("colorblind", ok["effect"].nunique()), strict=True))
+        pal = colours(sorted(ok["effect"].unique()))
         for y, v, a, b, (_, r) in zip(ys, vals, lo, hi, ok.iterrows(), strict=True):
             ax.errorbar([v], [y], xerr=np.nan_to_num([[v - a], [b - v]]), fmt="o", capsize=3,
                         color=pal[r["effect"]])
             ax.annotate(f"x{v:.3g} [{a:.3g}, {b:.3g}] n={int(r['n_pairs'])}", (v, y),
-                        xytext=(0, 7), textcoords="offset points", fontsize=7, ha="center")
+                        xytext=(0, 7), textcoords="offset points", fontsize=FONT - 1,
+                        ha="center")
         ax.set_ylim(-0.6, len(ok) - 0.2)
         ax.set_yticks(ys, [f"{r['comparison']}: {_char_label(r['metric'])}"
-                           for _, r in ok.iterrows()], fontsize=8)
+                           for _, r in ok.iterrows()])
         ax.axvline(1.0, color="gray", lw=0.8, ls="--")
         ax.set_xscale("log")
         ax.set_xlabel("median ratio over paired configs (numerator / denominator)")
     else:
         _char_note(ax, "no paired effect testable")
     if len(bad):
-        lines = "; ".join(f"{r['effect']}/{r['metric']}: {r['reason']}" for _, r in bad.iterrows())
-        fig.text(0.01, -0.02, textwrap.fill("Not testable - " + lines, 130), fontsize=8,
-                 color="dimgray", va="top")
+        lines = "; ".join(f"{str(r['effect']).replace('_', ' ')}, {_char_label(r['metric'])}: "
+                          f"{_plain_reason(r['reason'])}" for _, r in bad.iterrows())
+        note(fig, "Not testable: " + lines)
     fig.suptitle(_char_title("Precision, batch and downsampling effects", platform,
-                             dataset_label), fontsize=11)
+                             dataset_label))
     fig.tight_layout()
     return fig
 
@@ -260,31 +291,41 @@ def plot_target_distributions(df, targets=_CHAR_TARGETS, hue: str | None = "prec
     """Histogram (log x) of each target, split by ``hue``; missing targets noted."""
     import numpy as np
 
-    from carb_lib.scaling import untestable_reason
+    from carb_lib.characterize.scaling import untestable_reason
 
     data = _char_ok(df)
-    targets = list(targets)
-    fig, axes = plt.subplots(1, len(targets), figsize=(4.6 * len(targets), 3.6), squeeze=False)
-    for ax, t in zip(axes[0], targets, strict=True):
+    shown, missing = [], []
+    for t in targets:
         why = untestable_reason(data, t)
         v = data[t].astype("float64") if why is None else None
         if v is not None and not (v > 0).any():
-            why = f"no positive {t}"
-        if why is not None:
-            ax.set_title(_char_label(t), fontsize=10)
-            _char_note(ax, f"not shown: {why}")
-            continue
+            why = f"no positive {_char_label(t)}"
+        (missing.append((t, why)) if why is not None else shown.append((t, v)))
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.8 * max(len(shown), 1), 3.8),
+                             squeeze=False)
+    if not shown:
+        _char_note(axes[0][0], "no target measured on this platform")
+    for ax, (t, v) in zip(axes[0], shown, strict=False):
         d = data.loc[v > 0].copy()
         d[t] = d[t].astype("float64")
         bins = np.logspace(np.log10(d[t].min()), np.log10(d[t].max()) + 1e-9, 40)
         use_hue = hue if hue in d.columns and d[hue].nunique() > 1 else None
         if use_hue is not None:
             d[use_hue] = d[use_hue].astype(str)
-        sns.histplot(data=d, x=t, hue=use_hue, bins=bins, element="step", ax=ax)
+            pal = colours(sorted(d[use_hue].unique()))
+            for cat, col in pal.items():
+                ax.hist(d.loc[d[use_hue] == cat, t], bins=bins, histtype="step", lw=1.5,
+                        color=col, label=cat)
+            ax.legend(title=_char_label(use_hue))
+        else:
+            ax.hist(d[t], bins=bins, histtype="step", lw=1.5, color=colours([t])[t])
         ax.set_xscale("log")
         ax.set_xlabel(_char_label(t))
         ax.set_ylabel("configurations")
-        ax.set_title(f"median {d[t].median():.3g}, n={len(d):,}", fontsize=10)
+        ax.set_title(f"median {d[t].median():.3g}, n={len(d):,}")
+    if missing:
+        note(fig, "Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"
+                                           for t, why in missing))
     fig.suptitle(_char_title("Distribution of each target", platform, dataset_label))
     fig.tight_layout()
     return fig
@@ -295,28 +336,31 @@ def plot_noise(df, platform=None, dataset_label: str = "measured"):
     against latency (short runs are noisier). Targets without a noise measure are named."""
     import numpy as np
 
-    from carb_lib.scaling import noise_measures
+    from carb_lib.characterize.scaling import noise_measures
 
     data = _char_ok(df)
     measures = {k: (t, v) for k, (t, v) in noise_measures(data).items()
                 if np.isfinite(v.astype("float64")).any()}
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    has_cv = {"latency_cv", "latency_ms"} <= set(data.columns) and bool(np.isfinite(
+        data["latency_cv"].astype("float64")).any()) if "latency_cv" in data.columns else False
+    fig, axes = plt.subplots(1, 2 if has_cv else 1, figsize=(10.5 if has_cv else 5.8, 4.0),
+                             squeeze=False)
+    ax, ax2 = axes[0][0], (axes[0][1] if has_cv else None)
     if measures:
         for name, (_, v) in measures.items():
             v = v.astype("float64")
             v = v[np.isfinite(v) & (v > 0)]
             if len(v):
                 bins = np.logspace(np.log10(v.min()), np.log10(v.max()) + 1e-9, 40)
-                ax.hist(v, bins=bins, histtype="step", lw=1.4,
-                        label=f"{name} (median {np.median(v):.3g})")
+                ax.hist(v, bins=bins, histtype="step", lw=1.5,
+                        label=f"{_char_label(name)} (median {np.median(v):.3g})")
         ax.set_xscale("log")
         ax.set_xlabel("relative spread (dimensionless)")
         ax.set_ylabel("configurations")
-        ax.legend(fontsize=8)
+        ax.legend()
     else:
         _char_note(ax, "no noise measure in the dataset")
-    if {"latency_cv", "latency_ms"} <= set(data.columns) and np.isfinite(
-            data["latency_cv"].astype("float64")).any():
+    if has_cv:
         d = data.copy()
         d["latency_cv"] = d["latency_cv"].astype("float64")
         d["latency_ms"] = d["latency_ms"].astype("float64")
@@ -327,13 +371,11 @@ def plot_noise(df, platform=None, dataset_label: str = "measured"):
         ax2.set_yscale("log")
         ax2.set_xlabel(_char_label("latency_ms"))
         ax2.set_ylabel(_char_label("latency_cv"))
-    else:
-        _char_note(ax2, "no latency_cv")
     covered = {t for t, _ in measures.values()}
     missing = [t for t in _CHAR_TARGETS if t not in covered]
     if missing:
-        fig.text(0.01, -0.02, "No repeated-measurement spread recorded for: "
-                 + ", ".join(missing), fontsize=8, color="dimgray", va="top")
+        note(fig, "No repeated-measurement spread recorded for: "
+             + ", ".join(_char_label(t) for t in missing))
     fig.suptitle(_char_title("Measurement noise", platform, dataset_label))
     fig.tight_layout()
     return fig
@@ -343,7 +385,7 @@ def plot_power_vs_utilisation(df, platform=None, dataset_label: str = "measured"
                               power: str = "avg_power_w", util: str = "sm_util_pct"):
     """Mean power against SM utilisation (GPU telemetry), coloured by batch; a note if the
     platform has no telemetry."""
-    from carb_lib.scaling import untestable_reason
+    from carb_lib.characterize.scaling import untestable_reason
 
     data = _char_ok(df)
     fig, ax = plt.subplots(figsize=(6, 4.2))

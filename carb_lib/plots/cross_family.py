@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from carb_lib.plots._style import plt, sns
-from carb_lib.vocab import TARGET_SHORT, label
+from carb_lib.core.vocab import TARGET_SHORT, label
+from carb_lib.plots._style import colours, plt
 
 __all__ = ["model_label", "plot_cross_family_predictions", "plot_cross_family_summary"]
 
@@ -25,18 +25,28 @@ def model_label(model: str, k: int) -> str:
     return f"{_NAMES.get(model, model)}, k={k}"
 
 
+_METRIC_NAMES = {"mape_pct": "MAPE (%, log scale)", "within_10pct": "share within ±10 %",
+                 "spearman": "Spearman rank correlation", "r2": "R²"}
+#: MAPE below this is drawn at it (a model that saw the rows can reach 1e-13 %)
+MAPE_FLOOR = 0.1
+
+
 def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int]] | None = None,
                               metrics: tuple[str, ...] = ("mape_pct", "spearman"),
                               platform: str | None = None, source_label: str = "ResNet grid"):
-    """Mean +- sd over seeds of each metric, per family (x) and model (bars); one row of panels
-    per target.
+    """Dot plot: mean +- sd over seeds of each metric, one row per model (zero-shot, few-shot
+    at each k, the family's own model), one colour per family; one row of panels per target.
+
+    MAPE is drawn on a log axis from :data:`MAPE_FLOOR` % (smaller values at the floor); the
+    dashed lines are the accuracy goals (MAPE 5 % for memory and 10 % for latency, Spearman
+    0.95 for latency).
 
     Parameters
     ----------
     summary : pandas.DataFrame
         :attr:`CrossFamilyResult.summary`.
     models : list of (model, k), optional
-        Bars in this order (default: zero-shot, every few-shot method at every k that is in
+        Rows in this order (default: zero-shot, every few-shot method at every k that is in
         ``summary``, the own model).
     metrics : tuple of str
         ``mape_pct``, ``within_10pct``, ``spearman`` or ``r2``.
@@ -49,40 +59,52 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
         pairs = pairs.assign(o=pairs["model"].map({m: i for i, m in enumerate(order)}))
         models = [(m, int(k)) for m, k in pairs.sort_values(["o", "k"])[["model", "k"]]
                   .itertuples(index=False)]  # fmt: skip
-    s["bar"] = [model_label(m, k) for m, k in zip(s["model"], s["k"], strict=True)]
-    bars = [model_label(m, k) for m, k in models]
+    s["row"] = [model_label(m, k) for m, k in zip(s["model"], s["k"], strict=True)]
+    rows = list(dict.fromkeys(model_label(m, k) for m, k in models))
     targets = [t for t in ("peak_mem_mib", "latency_ms", "energy_j") if t in set(s["target"])]
     fams = list(dict.fromkeys(s["family"]))
-    fig, axes = plt.subplots(len(targets), len(metrics), figsize=(5.2 * len(metrics),
-                                                                  3.4 * len(targets)),
-                             squeeze=False)
-    palette = dict(zip(bars, sns.color_palette("tab20" if len(bars) > 10 else "tab10",
-                                               len(bars)), strict=True))
-    width = 0.8 / max(len(bars), 1)
+    pal = colours(fams)
+    fig, axes = plt.subplots(len(targets), len(metrics),
+                             figsize=(4.6 * len(metrics) + 1.8, 0.3 * len(rows) * len(targets)
+                                      + 1.2 * len(targets) + 0.6),
+                             squeeze=False, sharey=True)
+    step = 0.6 / max(len(fams), 1)
     for i, t in enumerate(targets):
         for j, metric in enumerate(metrics):
             ax = axes[i][j]
-            for b, bar in enumerate(bars):
-                d = s[(s["target"] == t) & (s["bar"] == bar)].set_index("family").reindex(fams)
-                x = np.arange(len(fams)) + (b - (len(bars) - 1) / 2) * width
-                ax.bar(x, d[f"{metric}_mean"], width, yerr=d[f"{metric}_sd"].fillna(0),
-                       color=palette[bar], label=bar, capsize=2, error_kw={"lw": 0.7})
-            ax.set_xticks(np.arange(len(fams)), fams)
-            name = {"mape_pct": "MAPE (%)", "within_10pct": "share within ±10 %",
-                    "spearman": "Spearman ρ", "r2": "R²"}[metric]
-            ax.set_ylabel(name)
+            for f, fam in enumerate(fams):
+                d = s[(s["target"] == t) & (s["family"] == fam)].set_index("row").reindex(rows)
+                y = np.arange(len(rows)) + (f - (len(fams) - 1) / 2) * step
+                v = d[f"{metric}_mean"].to_numpy(dtype=float)
+                sd = d[f"{metric}_sd"].fillna(0).to_numpy(dtype=float)
+                lo = v - sd
+                if metric == "mape_pct":
+                    v = np.maximum(v, MAPE_FLOOR)
+                    lo = np.maximum(lo, MAPE_FLOOR)
+                ax.errorbar(v, y, xerr=np.vstack([np.maximum(v - lo, 0), sd]), fmt="o", ms=5,
+                            capsize=2, lw=0.9, color=pal[fam], label=fam)
+            ax.set_yticks(range(len(rows)), rows)
+            ax.set_ylim(len(rows) - 0.5, -0.5)
+            name = _METRIC_NAMES[metric]
+            ax.set_xlabel(name)
             if metric == "mape_pct":
-                ax.set_yscale("log")
-                ax.axhline(5 if t == "peak_mem_mib" else 10, color="k", ls="--", lw=0.8)
+                from matplotlib.ticker import FuncFormatter
+
+                ax.set_xscale("log")
+                hi = float(np.nanmax(s.loc[s["target"] == t, "mape_pct_mean"]
+                                     + s.loc[s["target"] == t, "mape_pct_sd"].fillna(0)))
+                ax.set_xlim(MAPE_FLOOR * 0.7, max(hi, 20.0) * 1.5)
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                ax.axvline(5 if t == "peak_mem_mib" else 10, color="k", ls="--", lw=0.8)
             if metric == "spearman":
-                ax.set_ylim(max(0.0, float(np.nanmin(s[f"{metric}_mean"])) - 0.1), 1.0)
+                ax.set_xlim(max(-1.0, float(np.nanmin(s[f"{metric}_mean"])) - 0.1), 1.02)
                 if t == "latency_ms":
-                    ax.axhline(0.95, color="k", ls="--", lw=0.8)
-            ax.set_title(f"{label(t)}: {name}", fontsize=9)
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+                    ax.axvline(0.95, color="k", ls="--", lw=0.8)
+            ax.set_title(f"{TARGET_SHORT.get(t, label(t))}: {name.split(' (')[0]}")
+    axes[0][-1].legend(title="family", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     n = int(summary["n_seeds"].max()) if "n_seeds" in summary else 0
-    fig.suptitle(f"New families predicted from a {source_label} model — {platform or '?'} "
-                 f"(mean ± sd over {n} seeds; dashed: the issue's targets)", fontsize=10)
+    fig.suptitle(f"New families predicted from a {source_label} model, {platform or '?'} "
+                 f"(mean ± sd over {n} seeds; dashed: accuracy goal)")
     fig.tight_layout()
     return fig
 
@@ -91,14 +113,14 @@ def plot_cross_family_predictions(predictions: pd.DataFrame, target: str = "late
                                   platform: str | None = None):
     """Predicted against measured ``target`` on the test rows of each new family (panels),
     one colour per model (zero-shot, few-shot, own model), log-log with y = x and +-10 %."""
-    from carb_lib.metrics import mape_pct
+    from carb_lib.core.metrics import mape_pct
 
     d = predictions[predictions["target"] == target].copy()
     d["label"] = [model_label(m, k) for m, k in zip(d["model"], d["k"], strict=True)]
     fams = list(dict.fromkeys(d["family"]))
     fig, axes = plt.subplots(1, len(fams), figsize=(4.4 * len(fams), 4.2), squeeze=False)
     labels = list(dict.fromkeys(d["label"]))
-    palette = dict(zip(labels, sns.color_palette("tab10", len(labels)), strict=True))
+    palette = colours(labels)
     for ax, fam in zip(axes[0], fams, strict=True):
         f = d[(d["family"] == fam) & (d["measured"] > 0) & (d["predicted"] > 0)]
         for lab in labels:
@@ -116,9 +138,9 @@ def plot_cross_family_predictions(predictions: pd.DataFrame, target: str = "late
             ax.set(xlim=(lo, hi), ylim=(lo, hi))
         ax.set(xscale="log", yscale="log", xlabel=f"measured {label(target)}",
                ylabel=f"predicted {label(target)}")
-        ax.set_title(f"{fam} (test architectures, seed 0)", fontsize=9)
-        ax.legend(fontsize=6.5, loc="upper left")
-    fig.suptitle(f"Cross-family {TARGET_SHORT.get(target, target)} predictions — "
-                 f"{platform or '?'}", fontsize=10)
+        ax.set_title(f"{fam} (test architectures, seed 0)")
+        ax.legend(loc="upper left")
+    fig.suptitle(f"Cross-family {TARGET_SHORT.get(target, label(target))} predictions, "
+                 f"{platform or '?'}")
     fig.tight_layout()
     return fig

@@ -3,8 +3,8 @@ measured features."""
 
 from __future__ import annotations
 
-from carb_lib.plots._style import plt, sns
-from carb_lib.vocab import label
+from carb_lib.core.vocab import label
+from carb_lib.plots._style import OKABE_ITO, plt, sns, words
 
 __all__ = ["plot_feature_check", "plot_static_feature_distributions"]
 
@@ -36,7 +36,7 @@ def plot_feature_check(comparison, dataset_label: str = "paper grid sample"):
         d = cmp[cmp["column"] == col]
         ok = d["match"].all()
         ax.scatter(d["measured"], d["analytic"], s=10, alpha=0.6,
-                   color="tab:green" if ok else "tab:red")
+                   color=OKABE_ITO[2] if ok else OKABE_ITO[5])
         lo, hi = d[["measured", "analytic"]].min().min(), d[["measured", "analytic"]].max().max()
         ax.plot([lo, hi], [lo, hi], color="black", lw=0.8, ls="--")
         if col != "n_conv":
@@ -44,7 +44,7 @@ def plot_feature_check(comparison, dataset_label: str = "paper grid sample"):
             ax.set_yscale("log")
         ax.set_xlabel(f"measured {label(col)}")
         ax.set_ylabel(f"analytic {label(col)}")
-        ax.set_title(f"{col}: {int(d['match'].sum())}/{len(d)} exact")
+        ax.set_title(f"{words(col).split(' (')[0]}: {int(d['match'].sum())}/{len(d)} exact")
     n = comparison["config_id"].nunique()
     fig.suptitle(f"Analytic vs measured static features, {dataset_label} (n={n} configs)")
     fig.tight_layout()

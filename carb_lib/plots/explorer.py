@@ -1,4 +1,4 @@
-"""The figure of the interactive scaling explorer (:mod:`carb_lib.explore`)."""
+"""The figure of the interactive scaling explorer (:mod:`carb_lib.app.explore`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
     """``target`` against ``x`` for the rows of ``df`` (already filtered), one panel per value
     of ``facet`` (at most ``max_facets``, the most frequent), coloured by ``hue``.
 
-    ``fits`` (from :func:`carb_lib.scaling.fit_scaling` with ``by=(None, facet)``) draws the
+    ``fits`` (from :func:`carb_lib.characterize.scaling.fit_scaling` with ``by=(None, facet)``) draws the
     fitted power law of each panel's rows and shades the curves whose exponent is at the ends
     of its 95 % CI, pivoted at the geometric mean of ``x`` (the uncertainty of the slope).
     Panels without positive data say why.
@@ -34,8 +34,9 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
     else:
         panels = ["all"]
     n_pan = max(1, len(panels))
-    fig, axes = plt.subplots(1, n_pan, figsize=(min(5.0 * n_pan, 16.0), 4.2), squeeze=False,
-                             sharey=True)
+    # shared axes: panels compare at a glance (same decades on every facet)
+    fig, axes = plt.subplots(1, n_pan, figsize=(min(5.0 * n_pan, 16.0), 4.4), squeeze=False,
+                             sharex=True, sharey=True)
     for ax, pan in zip(axes[0], panels, strict=False):
         d = data if not facet else data.loc[data[facet].astype(str) == pan]
         d = d.assign(**{x: _float_col(d[x]), target: _float_col(d[target])}) if len(d) else d
@@ -46,11 +47,12 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
             if logy:
                 keep &= d[target] > 0
             d = d.loc[keep]
-        title = _char_label(target) if not facet else f"{facet} = {pan}"
+        title = _char_label(target).split(" (")[0] if not facet else \
+            f"{_char_label(facet)}: {pan}"
         if d.empty:
             ax.set_title(title, fontsize=10)
             _char_note(ax, f"no rows with finite{' positive' if logx or logy else ''} "
-                           f"{target} and {x} in this selection")
+                           f"{_char_label(target)} and {_char_label(x)} in this selection")
             continue
         _char_scatter(fig, ax, d, x, target, hue, show_colorbar=pan == panels[-1])
         if fits is not None and len(fits):
@@ -66,7 +68,7 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
                 y0 = np.exp(r["intercept"]) * x0 ** r["exponent"]
                 ax.plot(xs, np.exp(r["intercept"]) * xs ** r["exponent"], color="black",
                         lw=1.4, label=(f"b = {r['exponent']:.3f} [{r['ci_low']:.3f}, "
-                                       f"{r['ci_high']:.3f}], R2 = {r['r2']:.2f}, n = {r['n']:,}"))
+                                       f"{r['ci_high']:.3f}], R² = {r['r2']:.2f}, n = {r['n']:,}"))
                 lo, hi = y0 * (xs / x0) ** r["ci_low"], y0 * (xs / x0) ** r["ci_high"]
                 ax.fill_between(xs, np.minimum(lo, hi), np.maximum(lo, hi), color="black",
                                 alpha=0.15, lw=0, label="95 % CI of the exponent")
@@ -76,11 +78,11 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
             ax.set_yscale("log")
         ax.set_xlabel(_char_label(x))
         ax.set_ylabel(_char_label(target))
-        ax.set_title(f"{title} (n={len(d):,})", fontsize=10)
+        ax.set_title(f"{title} (n={len(d):,})")
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper left")
+            ax.legend(loc="upper left")
     fig.suptitle(_char_title(f"{_char_label(target)} vs {_char_label(x)}", platform,
-                             dataset_label), fontsize=11)
+                             dataset_label))
     fig.tight_layout()
     return fig
 

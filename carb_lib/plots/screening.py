@@ -3,9 +3,9 @@ budgets and shortlist, the elimination funnel, predicted against measured for th
 
 from __future__ import annotations
 
-from carb_lib.plots._style import plt, sns
+from carb_lib.core.vocab import label
+from carb_lib.plots._style import FONT, OKABE_ITO, colours, plt
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY
-from carb_lib.vocab import label
 
 __all__ = ["plot_screening_front", "plot_screening_funnel", "plot_screening_validation"]
 
@@ -26,6 +26,11 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
     """Predicted costs of the screened candidates: eliminated (grey), within budget (blue), the
     Pareto front (orange), the shortlist (red, with conformal intervals) and budget lines.
 
+    The axes span the candidates inside the model's training range (and the front and
+    shortlist); candidates whose prediction extrapolates (the table's ``extrapolated`` column)
+    are drawn pale and counted in the legend, with how many lie beyond the axes. The title
+    names every objective of the front, those not on an axis too.
+
     Parameters
     ----------
     result : carb_lib.screening.ScreeningResult
@@ -38,6 +43,7 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
         families: one front across families).
     """
     import numpy as np
+    import pandas as pd
 
     objs = [o.column for o in result.spec.objectives]
     if x is None:
@@ -53,21 +59,27 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
         return d if len(d) <= max_background else d.iloc[rng.choice(len(d), max_background,
                                                                     replace=False)]
 
-    out_b = tab[~tab["within_budget"]]
-    surv = tab[tab["within_budget"]]
-    ax.scatter(_sub(out_b)[x], _sub(out_b)[y], s=4, color="0.75", alpha=0.4, lw=0,
+    extr = (tab["extrapolated"].fillna(False).astype(bool) if "extrapolated" in tab.columns
+            else np.zeros(len(tab), dtype=bool))
+    inside = tab[~np.asarray(extr)]
+    outside = tab[np.asarray(extr)]
+    out_b = inside[~inside["within_budget"]]
+    surv = inside[inside["within_budget"]]
+    blue, orange, red = OKABE_ITO[0], OKABE_ITO[1], OKABE_ITO[5]
+    ax.scatter(_sub(out_b)[x], _sub(out_b)[y], s=5, color="0.55", alpha=0.45, lw=0,
                label=f"eliminated in stage 1 ({len(out_b):,})")
-    ax.scatter(_sub(surv)[x], _sub(surv)[y], s=6, color="tab:blue", alpha=0.35, lw=0,
+    ax.scatter(_sub(surv)[x], _sub(surv)[y], s=7, color=blue, alpha=0.45, lw=0,
                label=f"within budget ({len(surv):,})")
     front = result.front.sort_values(x)
     if hue is not None and hue in front.columns and front[hue].nunique() > 1:
         markers = "osD^vP"
+        pal = colours(sorted(front[hue].astype(str).unique()))
         for i, (v, g) in enumerate(front.groupby(hue, sort=True)):
-            ax.scatter(g[x], g[y], s=22, marker=markers[i % len(markers)],
-                       color=sns.color_palette("Set2", 8)[i % 8], edgecolor="black", lw=0.3,
+            ax.scatter(g[x], g[y], s=26, marker=markers[i % len(markers)],
+                       color=pal[str(v)], edgecolor="black", lw=0.4,
                        label=f"Pareto front: {v} ({len(g):,})", zorder=3)
     else:
-        ax.scatter(front[x], front[y], s=18, color="tab:orange", edgecolor="black", lw=0.3,
+        ax.scatter(front[x], front[y], s=22, color=orange, edgecolor="black", lw=0.4,
                    label=f"Pareto front ({len(front):,})", zorder=3)
     sl = result.shortlist
     if len(sl):
@@ -76,36 +88,57 @@ def plot_screening_front(result, x: str | None = None, y: str | None = None,
             xerr = np.vstack([sl[x] - sl[f"{x}_lo"], sl[f"{x}_hi"] - sl[x]])
         if f"{y}_lo" in sl.columns:
             yerr = np.vstack([sl[y] - sl[f"{y}_lo"], sl[f"{y}_hi"] - sl[y]])
-        ax.errorbar(sl[x], sl[y], xerr=xerr, yerr=yerr, fmt="*", ms=11, color="tab:red",
-                    mec="black", mew=0.4, elinewidth=0.7, ecolor=(0.84, 0.15, 0.16, 0.35),
+        ax.errorbar(sl[x], sl[y], xerr=xerr, yerr=yerr, fmt="*", ms=12, color=red,
+                    mec="black", mew=0.4, elinewidth=0.8, ecolor=red, alpha=0.9,
                     capsize=2, zorder=4,
                     label=f"shortlist (k={len(sl)}, {result.spec.coverage:.0%} intervals)")
+    shown = [inside[[x, y]], front[[x, y]], sl[[x, y]] if len(sl) else None]
+    parts = [d for d in shown if d is not None and len(d)]
+    box = (pd.concat(parts) if parts else pd.DataFrame(columns=[x, y])).astype(float)
+    box = box[np.isfinite(box[x]) & np.isfinite(box[y])]
+    if len(outside):
+        o = outside[[x, y]].astype(float)
+        beyond = 0
+        if len(box):
+            beyond = int((~(o[x].between(box[x].min(), box[x].max())
+                            & o[y].between(box[y].min(), box[y].max()))).sum())
+        ax.scatter(_sub(outside)[x], _sub(outside)[y], s=5, color="0.8", alpha=0.5, lw=0,
+                   zorder=0, label=(f"extrapolated, outside the training range "
+                                    f"({len(outside):,}; {beyond:,} beyond the axes)"))
     for b in result.spec.budgets:
         if b.metric == x:
-            ax.axvline(b.limit, color="tab:red", ls="--", lw=1.0)
-            ax.annotate(f"budget {b.label}", (b.limit, 1), xycoords=("data", "axes fraction"),
-                        rotation=90, va="top", ha="right", fontsize=8, color="tab:red")
+            ax.axvline(b.limit, color=red, ls="--", lw=1.0)
+            ax.annotate(f"budget {_budget_words(b.label)}", (b.limit, 1), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize=FONT, color=red)
         elif b.metric == y:
-            ax.axhline(b.limit, color="tab:red", ls="--", lw=1.0)
-            ax.annotate(f"budget {b.label}", (1, b.limit), xycoords=("axes fraction", "data"),
-                        va="bottom", ha="right", fontsize=8, color="tab:red")
+            ax.axhline(b.limit, color=red, ls="--", lw=1.0)
+            ax.annotate(f"budget {_budget_words(b.label)}", (1, b.limit), xycoords=("axes fraction", "data"),
+                        va="bottom", ha="right", fontsize=FONT, color=red)
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     for col, axis in ((x, ax.xaxis), (y, ax.yaxis)):
-        v = tab[col].to_numpy(dtype=float)
+        v = box[col].to_numpy(dtype=float) if len(box) else tab[col].to_numpy(dtype=float)
         v = v[np.isfinite(v)]
+        setlim = ax.set_xlim if axis is ax.xaxis else ax.set_ylim
         if len(v) and v.min() > 0 and v.max() / v.min() > 20:  # log only over > ~1 decade
             (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
             axis.set_major_formatter(plain)
+            setlim(v.min() / 1.3, v.max() * 1.3)
+        elif len(v):
+            pad = 0.05 * (v.max() - v.min()) or abs(v.max()) * 0.05 or 1.0
+            setlim(v.min() - pad, v.max() + pad)
     ax.set_xlabel(_axis_label(x))
     ax.set_ylabel(_axis_label(y))
     plat = result.platform or "?"
     if result.platform_a:
         plat = f"{result.platform_a} -> {plat}"
-    ax.set_title(title or f"Screening on {plat}: {result.counts['candidates']:,} candidates, "
-                 f"front of {len(objs)} objectives")
-    ax.legend(fontsize=8, loc="best")
+    names = [_axis_label(o) for o in objs]
+    both = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    ax.set_title((_words_title(title, keep=(result.platform, result.platform_a))
+                   or f"Screening on {plat}: {result.counts['candidates']:,} candidates")
+                 + f"\nPareto front over {both}", fontsize=FONT + 1)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, markerscale=1.5)
     fig.tight_layout()
     return fig
 
@@ -123,14 +156,14 @@ def plot_screening_funnel(result, title: str | None = None):
     names, vals = zip(*stages, strict=True)
     floor = 0.8  # zero-count stages drawn as a stub on the log axis, labelled 0
     ax.barh(range(len(vals)), [max(v, floor) for v in vals],
-            color=sns.color_palette("viridis", len(vals)))
+            color=OKABE_ITO[0])
     ax.set_yticks(range(len(vals)), names)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlim(floor * 0.9, max(vals) * 4)
     for i, v in enumerate(vals):
         ax.annotate(f"{v:,}", (max(v, floor), i), xytext=(3, 0), textcoords="offset points",
-                    va="center", fontsize=9)
+                    va="center", fontsize=FONT)
     ax.set_xlabel("configurations (log scale)")
     ax.set_title("Elimination funnel")
     ax = axes[1]
@@ -141,19 +174,21 @@ def plot_screening_funnel(result, title: str | None = None):
         for j, (col, lab) in enumerate([("n_fail", "fail (any order)"),
                                         ("n_first_fail", "first failing"),
                                         ("n_only_fail", "fail only this")]):
-            ax.barh([p + (j - 1) * h for p in ypos], rep[col], height=h, label=lab)
+            ax.barh([p + (j - 1) * h for p in ypos], rep[col], height=h, label=lab,
+                    color=OKABE_ITO[j])
             for p, v in zip(ypos, rep[col], strict=True):
                 ax.annotate(f"{int(v):,}", (v, p + (j - 1) * h), xytext=(2, 0),
-                            textcoords="offset points", va="center", fontsize=7)
+                            textcoords="offset points", va="center", fontsize=FONT)
         ax.set_xlim(0, max(1, float(rep["n_fail"].max())) * 1.2)
-        ax.set_yticks(list(ypos), list(rep.index))
+        ax.set_yticks(list(ypos), [_budget_words(b) for b in rep.index])
         ax.invert_yaxis()
         ax.set_xlabel("candidates eliminated (upper bound over budget)")
-        ax.legend(fontsize=8)
+        ax.legend()
     else:
         ax.text(0.5, 0.5, "no budgets", ha="center", va="center", transform=ax.transAxes)
     ax.set_title(f"Stage 1 at {result.spec.coverage:.0%} coverage")
-    fig.suptitle(title or f"Screening funnel, {result.platform or '?'}")
+    fig.suptitle(_words_title(title, keep=(result.platform, result.platform_a))
+                 or f"Screening funnel, {result.platform or '?'}")
     fig.tight_layout()
     return fig
 
@@ -188,7 +223,41 @@ def plot_screening_validation(table, budgets=(), title: str = "Shortlist: predic
                 ax.axhline(b.limit, color="tab:red", ls=":", lw=1)
         ax.set_xlabel("measured " + _screen_label(t))
         ax.set_ylabel("predicted " + _screen_label(t))
-        ax.set_title(f"{t}: {int(inside.sum())}/{len(d)} inside interval")
-    fig.suptitle(title)
+        ax.set_title(f"{_screen_label(t)}: {int(inside.sum())}/{len(d)} inside interval")
+    fig.suptitle(_words_title(title))
     fig.tight_layout()
     return fig
+
+
+def _budget_words(name) -> str:
+    """A budget's label with its column names in words (``latency_ms <= 5`` -> ``latency
+    per batch (ms) <= 5``)."""
+    import re
+
+    from carb_lib.core.vocab import TARGET_SHORT, TARGET_UNITS
+
+    m = re.fullmatch(r"\s*([a-z][a-z0-9_]*)\s*(<=|<)\s*(\S+)\s*", str(name))
+    if m and m.group(1) in TARGET_SHORT:
+        col, op, lim = m.groups()
+        return (f"{TARGET_SHORT[col]} {'≤' if op == '<=' else '<'} {lim} "
+                f"{TARGET_UNITS.get(col, '')}").strip()
+    return re.sub(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", lambda m: _screen_label(m.group(0)),
+                  str(name))
+
+
+def _words_title(title, keep=()):
+    """A title with scenario names (``paper_style``) as words (``paper style``); the platform
+    names in ``keep`` stay as they are."""
+    import re
+
+    if title is None:
+        return None
+    keep = {str(k) for k in keep if k}
+
+    def _sub(m):
+        w = m.group(0)
+        if w in keep or w.startswith(("cpu_", "gpu_", "synthetic_")):  # platform names
+            return w
+        return _screen_label(w) if w in BUDGET_METRICS else w.replace("_", " ")
+
+    return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", _sub, str(title))

@@ -1,10 +1,10 @@
 """Figures of the cross-platform transfer study (notebook 02; data from
-:mod:`carb_lib.transfer`): pairwise-transfer and slope matrices, few-shot curves, the comparison
+:mod:`carb_lib.transfer.pairwise`): pairwise-transfer and slope matrices, few-shot curves, the comparison
 with HELP's reported values."""
 
 from __future__ import annotations
 
-from carb_lib.plots._style import plt, sns
+from carb_lib.plots._style import FONT, OKABE_ITO, colours, plt, sns
 
 __all__ = ["plot_fewshot_curves", "plot_help_comparison", "plot_slope_matrix",
            "plot_transfer_matrix"]
@@ -53,7 +53,7 @@ def plot_slope_matrix(slopes, dataset_label: str = "HELP NB201"):
     n = len(names)
     fig, ax = plt.subplots(figsize=(max(5, 0.42 * n + 2.5), max(4, 0.38 * n + 1.8)))
     sns.heatmap(tab, ax=ax, cmap="vlag", center=1.0, annot=n <= 12, fmt=".2f", square=True,
-                cbar_kws={"label": "slope d log y_B / d log y_A"})
+                cbar_kws={"label": "slope of log latency on B against A"})
     ax.set_xticklabels([_setting_label(t.get_text()) for t in ax.get_xticklabels()], rotation=90)
     ax.set_yticklabels([_setting_label(t.get_text()) for t in ax.get_yticklabels()], rotation=0)
     ax.set_xlabel("B (response)")
@@ -80,7 +80,7 @@ def plot_fewshot_curves(summary, metric: str = "spearman", help_reported=None,
     fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 3.8), sharey=True,
                              squeeze=False)
     methods = list(dict.fromkeys(summary["method"]))
-    colors = dict(zip(methods, sns.color_palette("viridis", len(methods)), strict=True))
+    colors = colours(methods)
     lows, highs = [], []
     for ax, kind in zip(axes[0], kinds, strict=True):
         sub = summary[summary["device_kind"] == kind]
@@ -110,7 +110,7 @@ def plot_fewshot_curves(summary, metric: str = "spearman", help_reported=None,
     elif lows:
         axes[0][0].set_ylim(0, max(highs) * 1.05)
     axes[0][0].set_ylabel(_TRANSFER_METRIC_LABELS.get(metric, metric))
-    axes[0][-1].legend(fontsize=8, loc="lower right" if metric == "spearman" else "upper right")
+    axes[0][-1].legend(loc="lower right" if metric == "spearman" else "upper right")
     fig.suptitle(f"Few-shot transfer to an unseen device ({dataset_label}, leave-one-device-out)",
                  fontsize=11)
     fig.tight_layout()
@@ -124,18 +124,18 @@ def plot_help_comparison(comparison, dataset_label: str = "HELP NB201"):
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     x = np.arange(len(comparison))
     ax.bar(x - 0.2, comparison["help_reported"], width=0.4, label="reported by HELP "
-           "(its unseen devices)", color=sns.color_palette("viridis", 2)[0])
+           "(its unseen devices)", color=OKABE_ITO[1])
     ax.bar(x + 0.2, comparison["ours"], width=0.4, label="ours (shipped devices)",
-           color=sns.color_palette("viridis", 2)[1])
+           color=OKABE_ITO[0])
     for xi, (h, o) in enumerate(zip(comparison["help_reported"], comparison["ours"], strict=True)):
-        ax.text(xi - 0.2, h + 0.005, f"{h:.3f}", ha="center", va="bottom", fontsize=7)
+        ax.text(xi - 0.2, h + 0.005, f"{h:.3f}", ha="center", va="bottom", fontsize=FONT)
         if np.isfinite(o):
-            ax.text(xi + 0.2, o + 0.005, f"{o:.3f}", ha="center", va="bottom", fontsize=7)
+            ax.text(xi + 0.2, o + 0.005, f"{o:.3f}", ha="center", va="bottom", fontsize=FONT)
     ax.set_xticks(x)
     ax.set_xticklabels(comparison["group"], fontsize=9)
     ax.set_ylabel("Spearman, k = 10 target samples")
     ax.set_ylim(0.5, 1.05)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(loc="lower left")
     ax.set_title(f"Few-shot latency ranking vs HELP ({dataset_label}; different devices)",
                  fontsize=10)
     fig.tight_layout()

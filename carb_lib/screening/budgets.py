@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from carb_lib.vocab import DEFAULT_COVERAGE, TARGET_SHORT, TARGET_UNITS, TARGETS
+from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGET_SHORT, TARGET_UNITS, TARGETS
 
 __all__ = ["BUDGET_METRICS", "PER_SAMPLE_TARGETS", "QUALITY_PROXY", "TARGETS", "Budget",
            "DeploymentSpec", "Objective"]
@@ -33,7 +33,7 @@ BUDGET_METRICS: tuple[str, ...] = TARGETS + tuple(f"{t}_per_sample" for t in PER
 QUALITY_PROXY = "params"
 
 # Units a budget may be written in: unit -> (quantity, factor to the target's unit J / ms / MiB).
-# The quantities are the targets' short names (carb_lib.vocab.TARGET_SHORT).
+# The quantities are the targets' short names (carb_lib.core.vocab.TARGET_SHORT).
 _UNITS: dict[str, tuple[str, float]] = {
     "j": ("energy", 1.0), "mj": ("energy", 1e-3), "kj": ("energy", 1e3), "uj": ("energy", 1e-6),
     "wh": ("energy", 3600.0),

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import TARGETS
 from carb_lib.families import all_config_columns
 from carb_lib.screening._mapping import FieldMapping
 from carb_lib.screening.result import ScreeningResult
-from carb_lib.vocab import TARGETS
 
 __all__ = ["CONFIG_KEYS", "HardwareSummary", "format_hardware", "validate_on_hardware"]
 
@@ -38,15 +38,18 @@ class HardwareSummary(FieldMapping):
         Per target, mean absolute error of the prediction against the measurement (NaN if no
         config was measured).
     budget_checks : int
-        Configs x budgets.
+        Measured configs x budgets (a config whose measurement failed is no check).
     budgets_held : int
         Checks whose measurement is within the budget.
+    not_measured : int
+        Configs x budgets left unchecked because the measurement failed (never a miss).
     """
 
     n: int
     mae: dict[str, float] = field(default_factory=dict)
     budget_checks: int = 0
     budgets_held: int = 0
+    not_measured: int = 0
 
     @property
     def held_share(self) -> float:
@@ -103,7 +106,7 @@ def validate_on_hardware(
     profile_fn : callable, optional
         ``profile_fn(config, device, protocol)`` (``config`` a dict of config columns) returning
         a mapping (or one-row DataFrame) with the measured targets; default
-        :func:`carb_lib.profiling.profile_config` on :func:`carb_lib.space.config_from_row`
+        :func:`carb_lib.measure.profiling.profile_config` on :func:`carb_lib.families.space.config_from_row`
         (imported here; ``protocol=None`` means its default ``Protocol()``). A config whose
         profiling raises gets ``status="error"`` and the others go on.
 
@@ -111,12 +114,13 @@ def validate_on_hardware(
     -------
     (pandas.DataFrame, HardwareSummary)
         Per shortlisted candidate: ``{t}_pred``, ``{t}_lo``, ``{t}_hi``, ``{t}_meas``,
-        ``{t}_abs_err``, ``{t}_in_interval``; per budget ``held_<budget>`` (measured within it);
+        ``{t}_abs_err``, ``{t}_in_interval``; per budget ``held_<budget>`` (measured within it;
+        None where the measurement failed: not a miss);
         ``status``, ``error``. The summary: configs, per-target MAE, budget checks held.
     """
     if profile_fn is None:
-        from carb_lib import space
-        from carb_lib.profiling import profile_config
+        from carb_lib.families import space
+        from carb_lib.measure.profiling import profile_config
 
         def profile_fn(cfg, dev, proto):
             return profile_config(space.config_from_row(cfg), dev, proto)
@@ -144,7 +148,8 @@ def validate_on_hardware(
             mv = rec.get(f"{b.target}_meas", math.nan)
             if b.per_sample:
                 mv = mv / float(r["batch"])
-            rec[f"held_{b.label}"] = bool(b.holds(np.array([mv]))[0])
+            rec[f"held_{b.label}"] = (None if math.isnan(mv) or rec["status"] != "ok"
+                                      else bool(b.holds(np.array([mv]))[0]))
         rows.append(rec)
     table = pd.DataFrame(rows)
     mae: dict[str, float] = {}
@@ -153,22 +158,41 @@ def validate_on_hardware(
             err = table[f"{t}_abs_err"]
             mae[t] = float(np.nanmean(err)) if err.notna().any() else math.nan
     held = [c for c in table.columns if c.startswith("held_")]
+    checked = table[held].notna().to_numpy() if held else np.zeros((len(table), 0), bool)
     summary = HardwareSummary(
-        n=len(table), mae=mae, budget_checks=int(len(table) * len(held)),
-        budgets_held=int(table[held].to_numpy().sum()) if held else 0,
+        n=len(table), mae=mae, budget_checks=int(checked.sum()),
+        budgets_held=int((table[held] == True).to_numpy().sum()) if held else 0,  # noqa: E712
+        not_measured=int((~checked).sum()),
     )
     return table, summary
 
 
 def format_hardware(table: pd.DataFrame, summary: HardwareSummary | Mapping[str, Any]) -> str:
     """Printable lines for :func:`validate_on_hardware`'s result."""
-    lines = [f"re-profiled {summary['n']} shortlisted configs: "
-             f"{summary['budgets_held']}/{summary['budget_checks']} budget checks held"]
+    unmeasured = int(getattr(summary, "not_measured", 0) or 0)
     targets = [c.removesuffix("_meas") for c in table.columns if c.endswith("_meas")]
     held = [c for c in table.columns if c.startswith("held_")]
+
+    def failed(r: pd.Series) -> bool:  # a failed measurement is never a budget miss
+        status = r.get("status", "ok")
+        return ((isinstance(status, str) and status != "ok")
+                or any(r[h] is None or pd.isna(r[h]) for h in held))
+
+    n_failed = sum(failed(r) for _, r in table.iterrows())
+    lines = [f"re-profiled {summary['n']} shortlisted configs: "
+             f"{summary['budgets_held']}/{summary['budget_checks']} budget checks held"
+             + (f" ({unmeasured} not checked: the measurement failed)" if unmeasured else "")
+             + (f"; {n_failed} config(s) not measured" if n_failed else "")]
     for _, r in table.iterrows():
         parts = [f"{t} {r[f'{t}_pred']:.4g} pred / {r[f'{t}_meas']:.4g} meas" for t in targets]
-        ok = "all budgets held" if all(bool(r[h]) for h in held) else "BUDGET MISSED: " + ", ".join(
-            h.removeprefix("held_") for h in held if not bool(r[h]))
+        if failed(r):
+            err = r.get("error")
+            err = err if isinstance(err, str) and err else f"status {r.get('status')}"
+            ok = f"NOT MEASURED ({err}): no budget checked"
+        elif all(bool(r[h]) for h in held):
+            ok = "all budgets held"
+        else:
+            ok = "BUDGET MISSED: " + ", ".join(h.removeprefix("held_") for h in held
+                                               if not bool(r[h]))
         lines.append(f"  {r['config_id']} [{r['status']}] " + "; ".join(parts) + f"; {ok}")
     return "\n".join(lines)

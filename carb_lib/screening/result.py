@@ -110,10 +110,13 @@ class ScreeningResult:
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def write(self, out: str | Path, full_table: bool = False) -> list[Path]:
+    def write(self, out: str | Path, full_table: bool = False, backup: bool = False) -> list[Path]:
         """Write the shortlist to ``out`` (.csv or .parquet), the front beside it
         (``<stem>_front``), the summary as ``<stem>_summary.json`` and, if ``full_table``,
-        every scored candidate (``<stem>_all``)."""
+        every scored candidate (``<stem>_all``); each file atomically, keeping the previous
+        version as ``<name>.bak`` with ``backup``."""
+        from carb_lib.core.tables import atomic_write, write_table
+
         out = Path(out)
         if out.suffix not in (".csv", ".parquet"):
             raise ValueError(f"output must end in .csv or .parquet, got {out.name!r}")
@@ -125,9 +128,7 @@ class ScreeningResult:
             paths.append(out.with_name(f"{out.stem}_all{out.suffix}"))
             frames.append(self.table)
         for p, f in zip(paths[:2] + paths[3:], frames, strict=True):
-            if p.suffix == ".csv":
-                f.to_csv(p, index=False)
-            else:
-                f.to_parquet(p, index=False)
-        paths[2].write_text(json.dumps(self.summary(), indent=2, default=str))
+            write_table(f, p, backup=backup)
+        text = json.dumps(self.summary(), indent=2, default=str)
+        atomic_write(paths[2], lambda fh: fh.write(text.encode()), backup=backup)
         return paths

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
 from carb_lib.screening.budgets import Budget, DeploymentSpec
 from carb_lib.screening.hardware import HardwareSummary
 from carb_lib.screening.result import ScreeningResult
 from carb_lib.screening.validate import ScreeningValidation, _measured_metric
-from carb_lib.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
 
 __all__ = ["PAPER_SCREENING", "Scenario", "default_scenarios", "quantile_budget", "round_sig",
            "screening_claim_rows"]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import DEFAULT_COVERAGE, TELEMETRY_FEATURES
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY, DeploymentSpec
 from carb_lib.screening.pareto import (
     crowding_distance,
@@ -24,7 +25,6 @@ from carb_lib.screening.pareto import (
     pareto_ranks,
 )
 from carb_lib.screening.result import ScreeningResult
-from carb_lib.vocab import DEFAULT_COVERAGE, TELEMETRY_FEATURES
 
 __all__ = ["TELEMETRY_COLUMNS", "check_model", "load_candidates", "prepare_candidates", "screen"]
 
@@ -95,7 +95,7 @@ def prepare_candidates(candidates: pd.DataFrame) -> pd.DataFrame:
     df = candidates
     needed = ("flops", "params", "activation_bytes", "peak_act_bytes")
     if not all(c in df.columns for c in needed):
-        from carb_lib import features
+        from carb_lib.dataset import features
 
         if hasattr(features, "with_static_features"):
             df = features.with_static_features(df)
@@ -104,7 +104,7 @@ def prepare_candidates(candidates: pd.DataFrame) -> pd.DataFrame:
             df = pd.concat([df.drop(columns=feats.columns, errors="ignore"), feats], axis=1)
     if "config_id" not in df.columns:
         if all(c in df.columns for c in ("family", "batch")):
-            from carb_lib.space import add_config_ids
+            from carb_lib.families.space import add_config_ids
 
             df = add_config_ids(df)
         else:
@@ -469,28 +469,32 @@ def _shortlist_order(F: np.ndarray, senses: list[str], front_mask: np.ndarray,
 
 
 # ============================================================================ candidates
-def unknown_candidates(source: Any) -> ValueError:
+def unknown_candidates(source: Any, what: str = "--candidates") -> ValueError:
     """The one error for a ``--candidates`` value that names no candidate set and no file."""
-    from carb_lib.space import SAMPLED_SPACES
+    from carb_lib.families.space import SAMPLED_SPACES
 
+    if what != "--candidates":
+        return FileNotFoundError(f"{what} {source}: no such file")
     names = ", ".join(repr(n) for n in ("grid", *SAMPLED_SPACES))
     return ValueError(f"--candidates {str(source)!r} is neither {names} nor an existing file")
 
 
-def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
-                    ) -> pd.DataFrame:
+def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0,
+                    what: str = "--candidates") -> pd.DataFrame:
     """Candidates from ``"grid"`` (the paper's 17,280), ``"extended"`` (a seeded sample of
     ``n_extended`` configs of the extended space, 69,120 distinct configs),
     ``"extended-dense"`` (the same from a space of 94.8 million:
-    :func:`carb_lib.space.dense_sample`) or a .csv / .parquet file.
+    :func:`carb_lib.families.space.dense_sample`) or a .csv / .parquet file.
 
     Every row is validated against its family's space before any work
-    (:func:`carb_lib.space.validate_config_frame`: an invalid value is an error naming row,
-    column and value), and duplicated configs are kept once (a duplicate would take two
-    shortlist slots).
+    (:func:`carb_lib.families.space.validate_config_frame`: an invalid value is an error naming row,
+    column and value), a given ``config_id`` must be its config's
+    (:func:`carb_lib.families.space.check_config_ids`), and duplicated configs are kept once (a
+    duplicate would take two shortlist slots). ``what`` names the option in messages
+    (``--measured`` for held-out rows).
     """
-    from carb_lib import space
-    from carb_lib.tables import read_table
+    from carb_lib.core.tables import read_table
+    from carb_lib.families import space
 
     if str(source) == "grid":
         return space.paper_grid()
@@ -499,9 +503,10 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
     else:
         path = Path(source)
         if not path.exists():
-            raise unknown_candidates(source)
-        df = read_table(path, what="candidate file")
-        space.validate_config_frame(df, f"candidate file {path}")
+            raise unknown_candidates(source, what)
+        df = read_table(path, what=what)
+        space.validate_config_frame(df, f"{what} {path}")
+        space.check_config_ids(df, f"{what} {path}")  # a wrong id would be copied through
     if "config_id" not in df.columns:
         df = space.add_config_ids(df)
     dup = df["config_id"].duplicated().to_numpy()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.metrics import mape_pct
+from carb_lib.core.metrics import mape_pct
 from carb_lib.screening._mapping import FieldMapping
 from carb_lib.screening.budgets import DeploymentSpec
 from carb_lib.screening.pareto import _as_min_matrix, hypervolume, pareto_front

@@ -1,0 +1,154 @@
+"""Checks the ``carb`` commands run before any work: a model's ``--out``, a ``--coverage``
+the model can honour, and ``--module`` built under a wall-clock cap. (The rule for output
+paths itself is :mod:`carb_lib.core.safe_io`.)"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check_cluster_options", "check_coverage", "check_model_out", "check_platform_threads",
+           "check_shipped_threads", "module_configs_capped"]
+
+
+def module_configs_capped(module: str | None, input_shape: str | None, module_kwargs: str,
+                          batches: str, precisions: str, timeout_s: float) -> Any:
+    """The configs of ``--module`` (None without it), built and run once under a wall-clock
+    cap of ``timeout_s`` (:mod:`carb_lib.measure.watchdog`): a network whose build or forward never
+    returns is one error line, not a hang."""
+    from carb_lib.families.module import cli_configs
+    from carb_lib.measure.protocol import ConfigTimeoutError
+    from carb_lib.measure.watchdog import wall_clock_cap
+
+    if module is None:
+        return cli_configs(module, input_shape, module_kwargs, batches, precisions)
+    try:
+        with wall_clock_cap(timeout_s, f"building and running --module {module}"):
+            return cli_configs(module, input_shape, module_kwargs, batches, precisions)
+    except ConfigTimeoutError:
+        raise ConfigTimeoutError(f"--module {module}: building it and running it once took "
+                                 f"more than --timeout-s {timeout_s:g} s (a forward that never "
+                                 "returns?)") from None
+
+
+def check_coverage(model: Any, coverage: float, path: Path) -> None:
+    """``--coverage`` that the model's calibration scores can honour: with n scores the
+    highest finite split-conformal bound is at coverage n / (n + 1); above it the intervals
+    would be [0, inf].
+
+    Raises
+    ------
+    ValueError
+        Naming the coverage, the scores it needs and the model file.
+    """
+    scores = getattr(model, "conformal_scores_", None) or {}
+    sizes = [len(s) for groups in scores.values() for s in groups.values()]
+    if not sizes:
+        return
+    n = min(sizes)
+    if coverage > n / (n + 1):
+        need = math.ceil(coverage / (1 - coverage) - 1e-9)
+        raise ValueError(f"--coverage {coverage} needs at least {need} calibration scores per "
+                         f"target; model {path} has {n} (its highest coverage is "
+                         f"{n / (n + 1):.3f}): lower --coverage or fit on more rows")
+
+
+def check_model_out(out: Path, force: bool, inputs: list[tuple[str, Path | None]]) -> bool:
+    """``fit --out``: the rule of :mod:`carb_lib.core.safe_io` for the model file and its metadata
+    file; returns whether the write keeps a backup."""
+    from carb_lib.core.safe_io import check_output
+    from carb_lib.ensemble import is_model_file
+
+    def is_sidecar(path: Path) -> bool:
+        return str(json.loads(path.read_text()).get("format", "")).startswith("carb-model/")
+
+    backup = check_output(out, "--out", inputs=inputs, own=is_model_file, force=force,
+                          command="carb fit")
+    check_output(out.with_name(out.name + ".json"), "--out (its metadata file)", inputs=inputs,
+                 own=is_sidecar, force=force, command="carb fit")  # fmt: skip
+    return backup
+
+
+def check_platform_threads(platform: str | None, threads: int | None, device: str) -> None:
+    """``profile --platform NAME_<k>t`` on the CPU: the campaign times with ``k`` threads
+    (``--threads``, else PyTorch's default), or the rows would carry a name that says another
+    thread count than the one they were timed with.
+
+    Raises
+    ------
+    ValueError
+        Naming the platform, both thread counts and the option to pass.
+    """
+    import re
+
+    found = re.search(r"_(\d+)t$", platform or "")
+    if found is None or not str(device).startswith("cpu"):
+        return
+    import torch
+
+    named = int(found.group(1))
+    used = threads if threads is not None else torch.get_num_threads()
+    if used != named:
+        how = "--threads" if threads is not None else "PyTorch's default, no --threads given"
+        raise ValueError(f"--platform {platform} names {named} thread(s) but this campaign would "
+                         f"time with {used} ({how}): pass --threads {named}, or name the "
+                         "platform after the threads it is timed with")
+
+
+#: Where the shipped rows of a platform are (``<folder>/<platform>.parquet``, under the
+#: repository's ``data/``).
+SHIPPED_DATA_FOLDERS = ("data", "data/other_cpus")
+
+
+def check_shipped_threads(platform: str | None, threads: int | None, device: str,
+                          root: Path | None = None) -> None:
+    """``profile --platform P`` on the CPU, where the repository ships rows of ``P``
+    (``data/P.parquet``): the campaign times with the thread count those rows were timed with,
+    or its rows would join the platform's with another thread count under the same name.
+
+    Raises
+    ------
+    ValueError
+        Naming the platform, the file, both thread counts and the option to pass.
+    """
+    if platform is None or not str(device).startswith("cpu"):
+        return
+    import pyarrow.parquet as pq
+
+    root = Path(__file__).resolve().parents[2] if root is None else Path(root)
+    for folder in SHIPPED_DATA_FOLDERS:
+        f = root / folder / f"{platform}.parquet"
+        if not f.is_file() or "threads" not in pq.read_schema(f).names:
+            continue
+        table = pq.read_table(f, columns=["threads"]).column("threads").to_pylist()
+        recorded = sorted({int(t) for t in table if t is not None})
+        if not recorded:
+            continue
+        import torch
+
+        used = threads if threads is not None else torch.get_num_threads()
+        if used not in recorded:
+            how = "--threads" if threads is not None else "PyTorch's default, no --threads given"
+            raise ValueError(f"--platform {platform}: its rows in {folder}/{f.name} were timed "
+                             f"with {'/'.join(map(str, recorded))} thread(s) but this campaign "
+                             f"would time with {used} ({how}): pass --threads {recorded[0]}, or "
+                             "give the campaign its own --platform")
+
+
+def check_cluster_options(cluster: str, timeout_s: float, device: str, max_tries: int,
+                          chunk_size: int) -> None:
+    """``carb profile --cluster``: check the cluster options before anything is read or
+    started."""
+    from carb_lib.distributed import parse_cluster_spec, require_dask
+
+    spec = parse_cluster_spec(cluster)
+    if spec.kind == "cuda" and device != "cuda":
+        raise ValueError(f"--cluster cuda runs one worker per GPU: pass --device cuda, not {device!r}")
+    for name, value in (("--max-tries", max_tries), ("--chunk-size", chunk_size)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if not timeout_s > 0:
+        raise ValueError(f"--cluster-timeout-s must be > 0 seconds, got {timeout_s}")
+    require_dask()

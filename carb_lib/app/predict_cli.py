@@ -1,0 +1,292 @@
+"""The bodies of ``carb predict``, ``carb screen`` and ``carb transfer`` (:mod:`carb_lib.app.cli`
+keeps only their options): each takes the command's options as keyword arguments and prints
+through ``echo``. ``--calibrate`` (predict, screen) times a handful of reference configs on this
+host first and scales the latency predictions by the host factor
+(:mod:`carb_lib.transfer.calibration`); ``carb transfer --kernels`` predicts a new CPU from its operator
+benchmark (the zero-shot route of :mod:`carb_lib.transfer.cpus`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["run_predict", "run_screen", "run_transfer"]
+
+
+def _calibrated(model: Any, calibrate: bool, budget_s: float, echo) -> Any:
+    """``model`` itself, or wrapped with the host factor timed now (said in one line)."""
+    if not calibrate:
+        return model
+    from carb_lib.transfer.calibration import CalibratedModel, calibrate_model
+
+    if not 0 < budget_s <= 600:
+        raise ValueError(f"--calibrate-budget-s must be in (0, 600] seconds, got {budget_s}")
+    cal = calibrate_model(model, budget_s=budget_s)
+    echo(f"calibration: {cal.reason}")
+    return CalibratedModel(model, cal)
+
+
+def _record_calibration(summary_json: Path, cal: Any) -> None:
+    """Add the host calibration to a shortlist's ``_summary.json``."""
+    import json
+
+    data = json.loads(summary_json.read_text()) if summary_json.is_file() else {}
+    data["host_calibration"] = cal.to_dict()
+    summary_json.write_text(json.dumps(data, indent=2, default=str))
+
+
+def run_screen(
+        *, model, model_b, top_n, rank_by, candidates, n_extended, seed, budget, objective,
+        quality, no_quality, coverage, k, method, out, fig_dir, measured, validate, device,
+        cluster, partition_size, cluster_timeout_s, module, input_shape, module_kwargs,
+        batches, precisions, timeout_s, trust, force, calibrate=False,
+        calibrate_budget_s=60.0, echo=typer.echo,
+) -> None:
+    """The body of ``carb screen`` (its options, as keyword arguments)."""
+    from carb_lib import screening as scr
+    from carb_lib.core.safe_io import check_output
+    from carb_lib.ensemble import load_model
+
+    inputs = [("--model", model), ("--model-b", model_b), ("--measured", measured)]
+    if candidates not in ("grid", "extended", "extended-dense"):
+        inputs.append(("--candidates", Path(candidates)))
+    outs = [out, out.with_name(f"{out.stem}_front{out.suffix}")]
+    if validate and not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(device)):
+        raise ValueError(f"--device {device}: not a device --validate can measure on; use "
+                         "auto, cpu, cuda or cuda:N")
+    if validate:
+        outs.append(out.with_name(f"{out.stem}_hardware.csv"))
+    summary_json = out.with_name(f"{out.stem}_summary.json")
+    backup = False
+    for o in outs:  # an earlier shortlist has its _summary.json beside it
+        backup |= check_output(o, "--out", inputs=inputs, own=lambda p: summary_json.is_file(),
+                               force=force, command="carb screen")  # fmt: skip
+    # read before anything is screened or written: a bad --measured is its own line
+    held_out = (scr.load_candidates(measured, what="--measured") if measured is not None
+                else None)
+
+    if cluster is not None:
+        from carb_lib.distributed import parse_cluster_spec, require_dask
+
+        parse_cluster_spec(cluster)
+        if model_b is not None:
+            raise ValueError("--cluster does not run the cross-platform variant (--model-b)")
+        if partition_size < 1:
+            raise ValueError(f"--partition-size must be >= 1, got {partition_size}")
+        require_dask()
+    m_first = load_model(model, trust=trust)
+    m_deploy, m_a = ((load_model(model_b, trust=trust), m_first) if model_b is not None
+                     else (m_first, None))
+    if m_a is None and top_n is not None:
+        raise ValueError("--top-n needs --model-b (cross-platform screening)")
+    if calibrate and cluster is not None:
+        raise ValueError("--calibrate does not run with --cluster (the workers' hosts differ)")
+    m_deploy = _calibrated(m_deploy, calibrate, calibrate_budget_s, echo)
+    from carb_lib.app.cli_checks import check_coverage, module_configs_capped
+
+    check_coverage(m_deploy, coverage, model_b if model_b is not None else model)
+    if m_a is not None:
+        check_coverage(m_a, coverage, model)
+    spec = scr.DeploymentSpec(
+        platform=getattr(m_deploy, "platform_", None), budgets=budget or [],
+        objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
+        use_quality=not no_quality, coverage=coverage, k=k, shortlist_method=method,
+    )
+    if not timeout_s > 0:
+        raise ValueError(f"--timeout-s must be > 0 seconds, got {timeout_s}")
+    cands = module_configs_capped(module, input_shape, module_kwargs, batches, precisions,
+                                  timeout_s)
+    if cands is not None and (candidates != "grid" or cluster is not None):
+        raise ValueError("--module takes neither --candidates nor --cluster")
+    if cluster is None:
+        if cands is None:
+            cands = scr.load_candidates(candidates, n_extended=n_extended, seed=seed)
+        result = scr.screen(m_deploy, cands, spec, model_a=m_a, top_n=top_n, rank_by=rank_by)
+    else:
+        from carb_lib.distributed import open_cluster, screen_on_cluster
+
+        with open_cluster(cluster, timeout_s=cluster_timeout_s) as client:
+            result = screen_on_cluster(m_deploy, candidates, spec, client, n_extended=n_extended,
+                                       seed=seed, partition_size=partition_size)
+    paths = result.write(out, backup=backup)
+    if calibrate:  # the factor and its spread go into the summary beside the shortlist
+        _record_calibration(summary_json, m_deploy.calibration_)
+    echo(result.summary_text())
+    echo("wrote " + ", ".join(str(p) for p in paths))
+    if fig_dir is not None:
+        from carb_lib import plots
+
+        fig = plots.plot_screening_front(result)
+        echo("wrote " + ", ".join(map(str, plots.save_figure(fig, "screening_front",
+                                                                     fig_dir))))
+    if measured is not None:
+        v = scr.validate_against_measured(m_deploy, held_out, spec, model_a=m_a, top_n=top_n)
+        echo(scr.format_validation(v))
+    if validate:
+        dev = device
+        if dev == "auto":
+            import torch
+
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+        table, summ = scr.validate_on_hardware(result, dev)
+        hw = out.with_name(f"{out.stem}_hardware.csv")
+        from carb_lib.core.tables import write_table
+
+        write_table(table, hw, backup=backup)
+        echo(scr.format_hardware(table, summ))
+        echo(f"wrote {hw}")
+
+
+def run_transfer(
+        *, source, target_samples, query, out, target, method, force, kernels=None,
+        source_kernels=(), echo=typer.echo,
+) -> None:
+    """The body of ``carb transfer`` (its options, as keyword arguments)."""
+    import pandas as pd
+
+    from carb_lib.characterize.scaling_data import CONFIG_COLS
+    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.dataset.readers import load_measurements, read_configs
+    from carb_lib.transfer.pairwise import few_shot_predict
+
+    table_format(out, "--out")
+    from carb_lib.core.safe_io import check_output, table_with
+
+    if kernels is None and target_samples is None:
+        raise ValueError("give --target-samples FILE (k measured rows of the target) or "
+                         "--kernels FILE (its operator benchmark, carb kernels), or both")
+    if kernels is not None and target != "latency_ms":
+        raise ValueError(f"--kernels predicts latency_ms from operator times, not {target!r}")
+    if kernels is not None and len(source_kernels) == 0:
+        raise ValueError("--kernels needs the sources' operator benchmarks too: "
+                         "--source-kernels FILE per source platform")
+    backup = check_output(out, "--out", inputs=[*(("--source", p) for p in source),
+                                                ("--target-samples", target_samples),
+                                                ("--kernels", kernels),
+                                                *(("--source-kernels", p) for p in source_kernels),
+                                                ("--query", query)],
+                          own=table_with("config_id", f"{target}_pred", "method"), force=force,
+                          command="carb transfer")  # fmt: skip
+    src = pd.concat([load_measurements(p) for p in source], ignore_index=True)
+    samples = None if target_samples is None else load_measurements(target_samples)
+    if samples is not None:
+        from carb_lib.dataset.schema import check_repeats
+
+        check_repeats(samples, f"--target-samples {target_samples}")
+    q = read_configs(query, what="--query")
+    if "batch" not in q.columns:  # configs without a batch: the target samples' batch
+        if samples is None:
+            raise ValueError(f"--query {query}: no 'batch' column (give each config's batch)")
+        from carb_lib.families.space import add_config_ids
+
+        q = add_config_ids(q.assign(batch=int(samples["batch"].iloc[0])))
+    if kernels is None:
+        pred = few_shot_predict(src, samples, q, target=target, method=method)
+        platform = samples["platform"].iloc[0]
+    else:
+        from carb_lib.kernels.law import read_bench
+        from carb_lib.transfer.cpus import kernel_transfer_predict
+
+        tb = read_bench(kernels)
+        method = "zero_shot" if samples is None else method
+        pred = kernel_transfer_predict(src, [read_bench(p) for p in source_kernels], tb, q,
+                                       target_samples=samples,
+                                       method="offset" if samples is None else method)
+        platform = str(tb["platform"].iloc[0])
+    res = pd.DataFrame({"config_id": q["config_id"].to_numpy()})
+    for c in CONFIG_COLS:
+        if c in q.columns:
+            res[c] = q[c].to_numpy()
+    res["platform"] = platform
+    res[f"{target}_pred"] = pred
+    res["method"] = method
+    write_table(res, out, "--out", backup=backup)
+    echo(f"wrote {out}: {len(res)} predictions of {target} on "
+         f"{platform} ({method}, k={0 if samples is None else len(samples)})")
+
+
+def run_predict(
+        *, model, configs, out, coverage, module, input_shape, module_kwargs, batches,
+        precisions, timeout_s, trust, force, calibrate=False, calibrate_budget_s=60.0,
+        echo=typer.echo,
+) -> None:
+    """The body of ``carb predict`` (its options, as keyword arguments)."""
+    import numpy as np
+    import pandas as pd
+
+    from carb_lib.core.tables import read_table, table_format, write_table
+    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
+    from carb_lib.ensemble import STATIC_FEATURES, load_model
+    from carb_lib.families import DEFAULT_FAMILY
+    from carb_lib.families.space import validate_config_frame
+
+    table_format(out, "--out")
+    if not 0 < coverage < 1:
+        raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
+    from carb_lib.families import get_family
+
+    if not timeout_s > 0:
+        raise ValueError(f"--timeout-s must be > 0 seconds, got {timeout_s}")
+    from carb_lib.app.cli_checks import check_coverage, module_configs_capped
+
+    df = module_configs_capped(module, input_shape, module_kwargs, batches, precisions, timeout_s)
+    if (df is None) == (configs is None):
+        raise ValueError("give --configs FILE or --module SPEC --input-shape C,H,W (one of them)")
+    from carb_lib.core.safe_io import check_output, table_with
+
+    backup = check_output(out, "--out", inputs=[("--model", model), ("--configs", configs)],
+                          own=table_with("model_platform"), force=force,
+                          command="carb predict")  # fmt: skip
+    m = load_model(model, trust=trust)
+    if df is None:
+        df = read_table(configs, "--configs").reset_index(drop=True)
+    if "family" not in df.columns:
+        df["family"] = DEFAULT_FAMILY
+    validate_config_frame(df, f"--configs {configs}" if configs else f"--module {module}")
+    if configs is not None:  # an id copied from elsewhere is never carried into the output
+        from carb_lib.families.space import check_config_ids
+
+        check_config_ids(df, f"--configs {configs}")
+    known = getattr(m, "families_", None)
+    shared = getattr(m, "feature_set", None) == "shared"  # no family encoding: any family
+    if known and not shared:  # a family without config encoding (module): from its features
+        other = sorted(f for f in set(df["family"].astype(str)) - set(known)
+                       if not get_family(f).predict_unseen)
+        if other:
+            first = int(np.flatnonzero(df["family"].astype(str).isin(other).to_numpy())[0])
+            raise ValueError(f"--configs {configs}: row {first}: family {other[0]!r} was never "
+                             f"seen by this model (trained on {known}); fit one on that family")  # fmt: skip
+    need = (*STATIC_FEATURES, *(EXTRA_STATIC_FEATURES if shared else ()))
+    if not all(c in df.columns for c in need):
+        from carb_lib.dataset.features import with_static_features
+
+        df = with_static_features(df)
+    check_coverage(m, coverage, model)
+    cal = None
+    if calibrate:
+        from carb_lib.transfer.calibration import apply_calibration, calibrate_model
+
+        if not 0 < calibrate_budget_s <= 600:
+            raise ValueError(f"--calibrate-budget-s must be in (0, 600] seconds, got "
+                             f"{calibrate_budget_s}")
+        cal = calibrate_model(m, budget_s=calibrate_budget_s)
+        echo(f"calibration: {cal.reason}")
+    pred = m.predict_interval(df, coverage=coverage)
+    if cal is not None:  # the factor, its spread and whether it was applied, on every row
+        pred = apply_calibration(pred, cal)
+    # predictions never overwrite measured columns of the input: they are named *_pred
+    rename = {}
+    for t in m.targets_:
+        for suffix in ("", "_lo", "_hi"):
+            if f"{t}{suffix}" in pred.columns:
+                rename[f"{t}{suffix}"] = f"{t}_pred{suffix}"
+    pred = pred.rename(columns=rename)
+    pred["model_platform"] = str(m.platform_)
+    keep = [c for c in df.columns if c not in pred.columns]
+    write_table(pd.concat([df[keep], pred], axis=1), out, backup=backup)
+    n_ext = int(pred["extrapolated"].sum()) if "extrapolated" in pred.columns else 0
+    echo(f"wrote {out}: {len(pred)} rows, targets {m.targets_} (model platform "
+         f"{m.platform_}), coverage {coverage}, {n_ext} row(s) flagged extrapolated")  # fmt: skip

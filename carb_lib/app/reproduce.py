@@ -1,0 +1,732 @@
+"""The reproduce runner: execute the study's notebooks with papermill, in order.
+
+``papermill_runs.yaml`` lists, for each named profile (``quick``, ``full``, ``gpu``), the
+notebooks in order with their parameters; a ``defaults:`` block (top level, or in a profile)
+gives shared parameters once (see :func:`load_runs`). Executed notebooks go to a run folder
+(never over the sources).
+
+Where figures and tables go (:data:`OUTPUT_DIRS`): every notebook that has a ``fig_dir`` or
+``results_dir`` parameter gets it set by the runner, under one output root. Only the ``full``
+profile without parameter overrides writes the shipped ``figures/`` and ``results/``; any other
+run (the ``quick`` profile, ``-p name=value`` overrides) writes ``figures/`` and ``results/``
+inside its own run folder (``runs/<profile>-<time>/``, gitignored), and ``out_root`` puts them
+anywhere. A ``summary.json`` in the run folder holds every value each notebook recorded with
+:func:`carb_lib.app.record.glue`, and under ``"_run"`` the commit, the profile, the overrides and
+each notebook's parameters.
+
+Each executed notebook is also written as a self-contained HTML page (nbconvert, images
+inline; no progress bars or recorded-value printouts) beside it, with an ``index.html`` that
+leads with the commit and the paper's claims against ours (``claims_vs_paper.csv``, see
+:mod:`carb_lib.core.claims`) and links the pages: the results can be read in a browser without
+running anything. :func:`publish_run` copies a run's pages into the repository (``docs/run/``),
+shrinking the images so that the pages stay small; :func:`publication_state` says whether the
+published pages still match the checkout's notebooks and library.
+
+During a run the environment (:data:`RUN_ENV`) tells interactive cells
+(:mod:`carb_lib.app.explore`) to show static figures, as an executed notebook has no widget
+front-end, and tqdm to draw no progress bar.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import glob as globlib
+import html
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+logger = logging.getLogger("carb.reproduce")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Output-folder parameters and the folder each names under the output root. The runner sets
+#: them for every notebook that has them (a notebook's own default is a scratch folder,
+#: ``runs/lab/...``, for runs in JupyterLab).
+OUTPUT_DIRS = {"fig_dir": "figures", "results_dir": "results"}
+#: The profile whose run (without overrides) writes the shipped figures/ and results/.
+SHIPPED_PROFILE = "full"
+STATIC_ENV = "CARB_STATIC"  # carb_lib.app.explore.STATIC_ENV (not imported: explore is heavier)
+#: Environment of the notebooks' kernels during a run (static explorers, no tqdm bars).
+RUN_ENV = {STATIC_ENV: "1", "TQDM_DISABLE": "1"}
+#: Progress-bar text (tqdm) in a stream or a widget's text fallback.
+PROGRESS = re.compile(r"\d+%\|.*\||\d+it \[|it/s\]|s/it\]")
+
+
+class ReproduceError(RuntimeError):
+    """A notebook failed or the run list is invalid; the message names notebook and cell."""
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """One entry of a profile: the notebook and its parameters.
+
+    ``label`` names a run of an entry expanded over several files (``each``): the notebook's
+    stem and the file's, e.g. ``04_screening-gpu_a100``; its figures and tables go to a
+    subfolder ``subdir`` (the file's stem) of the output folders.
+    """
+
+    notebook: Path
+    parameters: dict[str, Any]
+    label: str | None = None
+    subdir: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.notebook.stem
+
+
+def notebook_parameters(notebook: str | Path) -> dict[str, Any]:
+    """The names and default values of the cell tagged ``parameters`` of ``notebook``.
+
+    A default that is not a Python literal is given as its source text; a notebook without
+    such a cell has none.
+
+    Raises
+    ------
+    ReproduceError
+        If that cell is not valid Python.
+    """
+    import nbformat
+
+    path = Path(notebook)
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    nb = nbformat.read(str(path), as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not cells:
+        return {}
+    try:
+        tree = ast.parse(cells[0].source)
+    except SyntaxError as exc:
+        raise ReproduceError(f"notebook {notebook}: parameters cell line {exc.lineno}: "
+                             f"{exc.msg}") from None
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                out[node.targets[0].id] = ast.get_source_segment(cells[0].source, node.value)
+    return out
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """Parse ``name=value`` strings (papermill's ``-p``; the value read as YAML, so ``0.25`` is
+    a float, ``[5, 10]`` a list, ``null`` None and ``abc`` a string).
+
+    Raises
+    ------
+    ReproduceError
+        If an item has no ``=``, an empty or non-identifier name, or a value that is not YAML.
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise ReproduceError(f"-p {item!r}: expected name=value (a parameter name, '=', "
+                                 "a YAML value)")
+        try:
+            out[name] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ReproduceError(f"-p {item!r}: the value is not YAML: "
+                                 f"{' '.join(str(exc).split())[:200]}") from None
+    return out
+
+
+def _expand_glob(pattern: str) -> list[str]:
+    """Files matching ``pattern`` (relative to the repository root unless absolute), sorted;
+    paths under the root are given relative to it."""
+    base = Path(pattern) if Path(pattern).is_absolute() else REPO_ROOT / pattern
+    found = sorted(Path(p) for p in globlib.glob(str(base)) if Path(p).is_file())
+    return [_display_path(p) for p in found]
+
+
+def _display_path(path: Path) -> str:
+    """``path`` relative to the repository root when inside it (pages name no machine path)."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(REPO_ROOT.resolve()).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+def _is_glob(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"glob"}
+
+
+def _resolve_value(value: Any) -> Any:
+    """A parameter value as written in the yaml: ``{glob: PATTERN}`` becomes the list of files."""
+    if _is_glob(value):
+        return _expand_glob(str(value["glob"]))
+    return value
+
+
+def load_runs(profile: str, runs_file: str | Path | None = None) -> list[NotebookRun]:
+    """Read the ordered notebook list of ``profile`` from ``runs_file``.
+
+    ``runs_file`` defaults to the repository's ``papermill_runs.yaml``; a relative path given
+    is read from the current working folder, as every other file a command is given.
+
+    The file has ``profiles: {name: ...}``; a profile is a list of entries, or a mapping with
+    ``notebooks:`` (that list) and ``defaults:``. Each entry has ``notebook:`` and optional
+    ``parameters:``. Shared parameters are written once: the top-level ``defaults:`` and the
+    profile's ``defaults:`` (which wins) are given to every entry whose notebook's parameters
+    cell names them; an entry's own parameters win over both.
+
+    A parameter written ``{glob: "data/*gpu*.parquet"}`` becomes the sorted list of matching
+    files (paths relative to the repository root). An entry with ``each: NAME`` runs once per
+    file of its parameter ``NAME`` (a glob or a list): ``NAME`` is then one file, ``{stem}`` in
+    any other string parameter is that file's stem, and the run is labelled
+    ``<notebook>-<stem>``, its outputs in a subfolder ``<stem>``. An entry with a glob that
+    matches no file is skipped with a warning (a machine without that data).
+
+    Raises
+    ------
+    ReproduceError
+        If the file, the profile or a notebook does not exist or an entry is malformed.
+    """
+    path = REPO_ROOT / "papermill_runs.yaml" if runs_file is None else Path(runs_file)
+    if not path.exists():
+        raise ReproduceError(f"--runs-file {path}: the run list does not exist")
+    if not path.is_file():
+        raise ReproduceError(f"--runs-file {path}: the run list is a folder, not a file")
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        first = " ".join(str(exc).split())[:300]
+        raise ReproduceError(f"run list {path} is not valid YAML: {first}") from None
+    if not isinstance(spec, dict):
+        raise ReproduceError(f"run list {path} must be a mapping with 'profiles', got "
+                             f"{type(spec).__name__}")  # fmt: skip
+    profiles = spec.get("profiles") or {}
+    if profile not in profiles:
+        raise ReproduceError(f"profile {profile!r} is not in {path.name}; profiles: {sorted(profiles)}")
+    body = profiles[profile]
+    defaults = dict(_mapping(spec.get("defaults"), f"{path.name}: 'defaults'"))
+    if isinstance(body, dict):
+        defaults.update(_mapping(body.get("defaults"), f"{path.name}: profile {profile!r} 'defaults'"))
+        entries = body.get("notebooks") or []
+    else:
+        entries = body or []
+    if not isinstance(entries, list):
+        raise ReproduceError(f"{path.name}: profile {profile!r} must list its notebooks")
+    runs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "notebook" not in entry:
+            raise ReproduceError(f"{path.name}: entry {i} of profile {profile!r} has no 'notebook'")
+        nb = Path(entry["notebook"])
+        if not (REPO_ROOT / nb).exists():
+            raise ReproduceError(f"{path.name}: notebook {nb} (profile {profile!r}) does not exist")
+        declared = notebook_parameters(nb)
+        own = _mapping(entry.get("parameters"), f"{path.name}: {nb} 'parameters'")
+        params = {k: v for k, v in defaults.items() if k in declared}
+        params.update(own)
+        params = {k: _resolve_value(v) for k, v in params.items()}
+        empty = [k for k, v in params.items() if _is_glob(own.get(k, defaults.get(k))) and not v]
+        if empty:
+            logger.warning("%s: profile %r: no file matches %s of %s: notebook skipped",
+                           path.name, profile, ", ".join(
+                               f"{k}={own.get(k, defaults.get(k))['glob']!r}" for k in empty),
+                           nb.stem)
+            continue
+        each = entry.get("each")
+        if each is None:
+            runs.append(NotebookRun(nb, params))
+            continue
+        files = params.get(each)
+        if each not in params or not isinstance(files, list):
+            raise ReproduceError(f"{path.name}: {nb} (profile {profile!r}): 'each: {each}' needs "
+                                 f"a parameter {each!r} given as a glob or a list")
+        for file in files:
+            stem = Path(str(file)).stem
+            one = {k: (v.replace("{stem}", stem) if isinstance(v, str) else v)
+                   for k, v in params.items()}
+            one[each] = file
+            runs.append(NotebookRun(nb, one, label=f"{nb.stem}-{stem}", subdir=stem))
+    return runs
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ReproduceError(f"{where} must be a mapping of parameter: value")
+    return dict(value)
+
+
+def output_parameters(run: NotebookRun, out_root: Path, keep: set[str] = frozenset()) -> dict[str, Any]:
+    """``run``'s parameters with every output folder (:data:`OUTPUT_DIRS`) its notebook has
+    placed under ``out_root``: an entry's relative value (or the default folder name) goes
+    under it, in the run's ``subdir`` if any; names in ``keep`` (explicit overrides) stay."""
+    declared = notebook_parameters(run.notebook)
+    out = dict(run.parameters)
+    for key, default in OUTPUT_DIRS.items():
+        if key not in declared or key in keep:
+            continue
+        given = Path(str(out.get(key) or default))
+        target = given if given.is_absolute() else Path(out_root) / given
+        if run.subdir:
+            target = target / run.subdir
+        out[key] = _display_path(target)
+    return out
+
+
+def git_state(root: str | Path = REPO_ROOT, paths: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The checkout's commit and whether tracked files (under ``paths``, default all) differ
+    from it (None when no git)."""
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  check=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", *paths)
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def _cell_head(notebook: Path, exec_count: int) -> str:
+    """First line of the cell with ``exec_count`` (for error messages), or '' if unreadable."""
+    try:
+        import nbformat
+
+        for cell in nbformat.read(str(notebook), as_version=4).cells:
+            if cell.get("execution_count") == exec_count:
+                return cell.source.splitlines()[0]
+    except Exception:  # noqa: BLE001 - best effort only
+        pass
+    return ""
+
+
+def run_profile(
+    profile: str = "full",
+    runs_file: str | Path | None = None,
+    only: list[str] | None = None,
+    run_dir: str | Path | None = None,
+    out_root: str | Path | None = None,
+    kernel_name: str = "python3",
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Execute every notebook of ``profile`` (or those whose name contains one of ``only``).
+
+    Parameters
+    ----------
+    profile, runs_file, only
+        Which notebooks: a profile of the run list, optionally filtered by name.
+    run_dir : str or Path, optional
+        Folder for the executed notebooks, their pages and ``summary.json`` (default
+        ``runs/<profile>-<UTC time>``).
+    out_root : str or Path, optional
+        Folder under which every notebook writes its figures and tables (``figures/``,
+        ``results/``). Default: the repository root for the ``full`` profile without
+        ``overrides`` (the shipped results), else ``run_dir``.
+    overrides : dict, optional
+        ``{parameter: value}`` given to every notebook of the run whose parameters cell names
+        the parameter (``carb reproduce -p name=value``).
+
+    Returns
+    -------
+    dict
+        ``{notebook name: {glued name: value}}``, also written to ``<run_dir>/summary.json``
+        with the run's provenance under ``"_run"``.
+
+    Raises
+    ------
+    ReproduceError
+        Naming the notebook, the cell and the error when a notebook fails, or the parameter
+        when an override names no parameter of the run's notebooks.
+    """
+    runs = load_runs(profile, runs_file)
+    if only:
+        runs = [r for r in runs if any(o in r.name for o in only)]
+        if not runs:
+            raise ReproduceError(f"no notebook of profile {profile!r} matches {only}")
+    overrides = dict(overrides or {})
+    declared = {r.name: notebook_parameters(r.notebook) for r in runs}
+    for key in overrides:
+        if not any(key in d for d in declared.values()):
+            raise ReproduceError(f"-p {key}: no notebook of this run has a parameter {key!r} "
+                                 f"(notebooks: {', '.join(declared)})")
+    runs = [NotebookRun(r.notebook, {**r.parameters,
+                                     **{k: v for k, v in overrides.items() if k in declared[r.name]}},
+                        r.label, r.subdir) for r in runs]
+    if run_dir is None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        run_dir = REPO_ROOT / "runs" / f"{profile}-{stamp}"
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out_root, shipped = output_root(profile, overrides, out_root, run_dir)
+    logger.info("figures and tables go under %s", _display_path(out_root))
+    summary: dict[str, dict[str, Any]] = {}
+    pages: list[dict[str, Any]] = []
+    executed: dict[str, dict[str, Any]] = {}
+    # the kernel inherits these: explorers show static figures, tqdm draws no progress bar
+    # the code the run executes, read before it writes its outputs (results/, figures/, pages)
+    state = git_state(paths=PUBLISHED_SOURCES)
+    saved_env = {k: os.environ.get(k) for k in RUN_ENV}
+    os.environ.update(RUN_ENV)
+    try:
+        for k, run in enumerate(runs, 1):
+            params = output_parameters(run, out_root, keep=set(overrides))
+            executed[run.name] = params
+            pages.append(_run_one(run, params, k, len(runs), run_dir, kernel_name, summary))
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    meta = {**state, "profile": profile, "only": list(only or []),
+            "overrides": overrides, "shipped_results": shipped,
+            "out_root": _display_path(out_root), "parameters": executed,
+            "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    (run_dir / "summary.json").write_text(json.dumps({"_run": meta, **summary}, indent=2,
+                                                     default=str))
+    _collect_claims(out_root / OUTPUT_DIRS["results_dir"], run_dir)
+    write_index(run_dir, pages, profile=profile)
+    return summary
+
+
+def output_root(profile: str, overrides: dict[str, Any] | None, out_root: str | Path | None,
+                run_dir: str | Path) -> tuple[Path, bool]:
+    """Where a run writes its figures and tables, and whether that is the shipped results:
+    ``out_root`` if given; else the repository root for the ``full`` profile without
+    overrides; else the run folder."""
+    shipped = out_root is None and profile == SHIPPED_PROFILE and not overrides
+    if out_root is None:
+        out_root = REPO_ROOT if shipped else run_dir
+    return Path(out_root).resolve(), shipped
+
+
+def _collect_claims(results_dir: Path, run_dir: Path) -> list[Path]:
+    """Rebuild the claims tables of ``results_dir`` (:func:`carb_lib.core.claims.build_claims`) and
+    copy the reviewer tables (``claims_vs_paper*.csv``) into the run folder for its index.
+
+    Claims of runs expanded over files (``each``: ``results/<stem>/claims/<notebook>.csv``)
+    join the run's table as ``claims/<notebook>-<stem>.csv``."""
+    from carb_lib.core.claims import CLAIMS_DIR, build_claims
+
+    copied = []
+    for synthetic in (False, True):
+        tag = "_synthetic" if synthetic else ""
+        for part in sorted(results_dir.glob(f"*/{CLAIMS_DIR + tag}/*.csv")):
+            sub = part.parent.parent.name
+            target = results_dir / (CLAIMS_DIR + tag) / f"{part.stem}-{sub}.csv"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(part, target)
+        if not (results_dir / (CLAIMS_DIR + tag)).is_dir():
+            continue
+        build_claims(results_dir, synthetic=synthetic)
+        src = results_dir / f"claims_vs_paper{tag}.csv"
+        copied.append(Path(shutil.copy2(src, run_dir / src.name)))
+    return copied
+
+
+def _run_one(run: NotebookRun, params: dict[str, Any], k: int, n: int, run_dir: Path,
+             kernel_name: str, summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Execute one notebook into ``run_dir``, record its glued values, write its HTML page."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    from carb_lib.app.record import read_glued
+
+    out_nb = run_dir / f"{run.name}.ipynb"
+    logger.info("[%d/%d] %s -> %s", k, n, run.notebook, out_nb)
+    fig_dir = Path(params["fig_dir"]) if params.get("fig_dir") else None
+    if fig_dir is not None and not fig_dir.is_absolute():
+        fig_dir = REPO_ROOT / fig_dir
+    before = _pngs(fig_dir)
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(REPO_ROOT / run.notebook), str(out_nb), parameters=params,
+            kernel_name=kernel_name, cwd=str(REPO_ROOT), progress_bar=False,
+        )
+    except PapermillExecutionError as exc:
+        raise ReproduceError(
+            f"notebook {run.notebook} failed in cell {exc.cell_index} of the executed "
+            f"notebook (execution count {exc.exec_count}; source: "
+            f"{_cell_head(out_nb, exc.exec_count)!r}): {exc.ename}: {exc.evalue}\n"
+            f"executed notebook with the traceback: {out_nb}"
+        ) from exc
+    except Exception as exc:  # kernel death, missing kernel, bad parameters
+        raise ReproduceError(f"notebook {run.notebook} could not run: {exc}") from exc
+    summary[run.name] = read_glued(out_nb)
+    seconds = time.perf_counter() - t0
+    after = _pngs(fig_dir)
+    saved = sorted(name for name, mtime in after.items() if before.get(name) != mtime)
+    page = write_html(out_nb, out_nb.with_suffix(".html"))
+    images = page_images(page)
+    logger.info("      done in %.0f s; recorded %d values; %d figures saved, %d shown; page %s",
+                seconds, len(summary[run.name]), len(saved), images, page.name)
+    if images < len(saved):
+        logger.warning("      %s saves %d figures but its page shows %d", run.name, len(saved),
+                       images)
+    return {"name": run.name, "notebook": str(run.notebook), "page": page.name,
+            "seconds": round(seconds, 1), "n_values": len(summary[run.name]),
+            "figures_saved": saved, "images": images, "parameters": params}
+
+
+def _pngs(folder: Path | None) -> dict[str, float]:
+    """``{file name: modification time}`` of the PNG files in ``folder`` (recursively)."""
+    if folder is None or not folder.is_dir():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime for p in folder.rglob("*.png")}
+
+
+def page_images(page: str | Path) -> int:
+    """Number of inline PNG images in an HTML page written by :func:`write_html`."""
+    return Path(page).read_text(encoding="utf-8").count('src="data:image/png;base64,')
+
+
+# --------------------------------------------------------------------------- HTML pages
+def write_html(notebook: str | Path, out: str | Path, max_image_width: int | None = None) -> Path:
+    """Write an executed notebook as one self-contained HTML page (JupyterLab look, images
+    inline as data URIs), without progress bars or recorded-value printouts
+    (:func:`clean_outputs`). ``max_image_width`` (pixels) shrinks wider PNG outputs first."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    clean_outputs(nb)
+    if max_image_width:
+        shrink_images(nb, max_image_width)
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    body, _ = exporter.from_notebook_node(nb)
+    out = Path(out)
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def clean_outputs(nb) -> int:
+    """Drop from ``nb`` (in place) the outputs a reader should not see on a page: values
+    recorded with :func:`carb_lib.app.record.glue` (listed in the run's index instead) and tqdm
+    progress bars (stderr text or widgets). Returns how many outputs were dropped."""
+    from carb_lib.app.record import MIME
+
+    def noise(output) -> bool:
+        if output.get("output_type") == "stream":
+            return output.get("name") == "stderr" and bool(PROGRESS.search(output.get("text", "")))
+        data = output.get("data", {})
+        if MIME in data:
+            return True
+        if "application/vnd.jupyter.widget-view+json" in data:
+            return bool(PROGRESS.search(str(data.get("text/plain", ""))))
+        return False
+
+    dropped = 0
+    for cell in nb.cells:
+        outputs = cell.get("outputs")
+        if not outputs:
+            continue
+        kept = [o for o in outputs if not noise(o)]
+        dropped += len(outputs) - len(kept)
+        cell["outputs"] = kept
+    return dropped
+
+
+def shrink_images(nb, max_width: int) -> int:
+    """Downscale every PNG output of ``nb`` wider than ``max_width`` pixels (in place, keeping
+    the aspect ratio; palette-quantised) and return how many were changed."""
+    from PIL import Image
+
+    changed = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            png = data.get("image/png")
+            if not png:
+                continue
+            img = Image.open(io.BytesIO(base64.b64decode(png)))
+            if img.width <= max_width:
+                continue
+            img = img.convert("RGB").resize(
+                (max_width, round(img.height * max_width / img.width)), Image.LANCZOS)
+            img = img.quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+            buf = io.BytesIO()
+            img.save(buf, format="PNG", optimize=True)
+            data["image/png"] = base64.b64encode(buf.getvalue()).decode("ascii")
+            output.setdefault("metadata", {}).pop("image/png", None)
+            changed += 1
+    return changed
+
+
+def _claims_html(run_dir: Path) -> str:
+    """The reviewer claims tables of a run folder as HTML (empty when there is none)."""
+    import pandas as pd
+
+    esc = html.escape
+    parts = []
+    for tag, title in (("", "The paper's claims against ours"),
+                       ("_synthetic", "SYNTHETIC demo data, not measured: the paper's claims")):
+        path = run_dir / f"claims_vs_paper{tag}.csv"
+        if not path.is_file():
+            continue
+        table = pd.read_csv(path, keep_default_na=False)
+        counts = table["verdict"].value_counts()
+        head = ", ".join(f"{int(counts.get(v, 0))} {v}"
+                         for v in ("supported", "not supported", "not testable"))
+        cols = [c for c in table.columns if c not in ("claim_id", "source")]
+        body = "\n".join(
+            f"<tr class='{esc(str(r['verdict']).replace(' ', '-'))}'>"
+            + "".join(f"<td>{esc(str(r[c]))}</td>" for c in cols) + "</tr>"
+            for _, r in table.iterrows())
+        parts.append(
+            f"<h2>{esc(title)}</h2>\n<p>{esc(head)}. <i>paper (reported)</i> is the number the "
+            "paper reports (arXiv 2608.10506; HELP's for the HELP rows), never ours; <i>n</i> "
+            "counts what <i>n counts</i> says; <i>why</i> gives the rule of the verdict or the "
+            f"reason a claim cannot be tested here (<code>{esc(path.name)}</code>).</p>\n"
+            "<table class='claims'><tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols)
+            + f"</tr>\n{body}\n</table>")
+    return "\n".join(parts)
+
+
+def write_index(run_dir: str | Path, pages: list[dict[str, Any]], profile: str = "",
+                run_name: str | None = None) -> Path:
+    """Write ``index.html`` in ``run_dir``: the commit and parameters of the run, the paper's
+    claims against ours (``claims_vs_paper.csv`` of the run), one row per notebook page (link,
+    run time, number of recorded values) and every recorded value from ``summary.json``."""
+    run_dir = Path(run_dir)
+    run_name = run_name or run_dir.name
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    meta = summary.get("_run", {})
+    esc = html.escape
+    rows = "\n".join(
+        f"<tr><td><a href='{esc(p['page'])}'>{esc(p['name'])}</a></td>"
+        f"<td>{esc(str(p.get('seconds', '')))}</td><td>{p.get('n_values', '')}</td>"
+        f"<td>{len(p['figures_saved']) if 'figures_saved' in p else ''}</td>"
+        f"<td>{p.get('images', '')}</td>"
+        f"<td><details><summary>parameters</summary><code>"
+        f"{esc(json.dumps(p.get('parameters', {})))}</code></details></td></tr>"
+        for p in pages)
+    values = "\n".join(
+        f"<details><summary>{esc(name)}: {len(vals)} recorded values</summary><table>"
+        + "".join(f"<tr><td><code>{esc(k)}</code></td><td>{esc(json.dumps(v))}</td></tr>"
+                  for k, v in vals.items())
+        + "</table></details>"
+        for name, vals in summary.items() if not name.startswith("_"))
+    commit = meta.get("commit") or "unknown"
+    dirty = " (with uncommitted changes)" if meta.get("dirty") else ""
+    overrides = meta.get("overrides") or {}
+    varied = (f" Parameters changed from the profile: <code>{esc(json.dumps(overrides))}</code>."
+              if overrides else "")
+    written = meta.get("written") or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>CARB run {esc(run_name)}</title>
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;
+vertical-align:top}}code{{font-size:85%}}table.claims td{{font-size:90%}}
+tr.supported td:nth-child(8){{color:#1a7f37}}tr.not-supported td:nth-child(8){{color:#cf222e}}
+tr.not-testable td{{color:#555}}</style></head><body>
+<h1>CARB: the study's notebooks, executed</h1>
+<p>Commit <code class="commit">{esc(commit)}</code>{esc(dirty)}; profile <b>{esc(profile or meta.get("profile") or "?")}</b>;
+run <code>{esc(run_name)}</code>, written {esc(written)} by <code>carb reproduce</code>.{varied}</p>
+{_claims_html(run_dir)}
+<h2>Notebooks</h2>
+<p>Each page is one notebook as executed by papermill (inputs, tables, figures); nothing needs
+to run to read it. The values each notebook recorded (<code>summary.json</code>) are listed
+below.</p>
+<table><tr><th>notebook</th><th>run time (s)</th><th>recorded values</th><th>figures saved</th>
+<th>images on the page</th><th>parameters</th></tr>
+{rows}
+</table>
+<h2>Recorded values</h2>
+{values}
+</body></html>
+"""
+    out = run_dir / "index.html"
+    out.write_text(page, encoding="utf-8")
+    (run_dir / "pages.json").write_text(json.dumps(pages, indent=2, default=str))
+    return out
+
+
+def publish_run(run_dir: str | Path, dest: str | Path = "docs/run",
+                max_image_width: int = 900, max_mb: float = 10.0) -> list[Path]:
+    """Copy a run's pages into ``dest`` (replacing what is there): every executed notebook as a
+    self-contained HTML page with PNG outputs shrunk to ``max_image_width`` pixels, the index
+    and ``summary.json``.
+
+    Raises
+    ------
+    ReproduceError
+        If the run has no executed notebook, a page shows fewer images than its notebook
+        saved figures, or the pages exceed ``max_mb`` megabytes.
+    """
+    run_dir, dest = Path(run_dir), Path(dest)
+    notebooks = sorted(run_dir.glob("*.ipynb"))
+    if not notebooks:
+        raise ReproduceError(f"{run_dir} has no executed notebook")
+    pages_path = run_dir / "pages.json"
+    pages = json.loads(pages_path.read_text()) if pages_path.exists() else [
+        {"name": nb.stem, "page": nb.with_suffix(".html").name} for nb in notebooks]
+    short = [f"{p['name']} ({p['images']} of {len(p['figures_saved'])})" for p in pages
+             if "figures_saved" in p and p.get("images", 0) < len(p["figures_saved"])]
+    if short:
+        raise ReproduceError("pages show fewer images than their notebooks save: "
+                             + ", ".join(short))
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    written = [write_html(nb, dest / nb.with_suffix(".html").name, max_image_width)
+               for nb in notebooks]
+    for name in ("summary.json", "claims_vs_paper.csv", "claims_vs_paper_synthetic.csv"):
+        if (run_dir / name).exists():
+            shutil.copy2(run_dir / name, dest / name)
+    profile = run_dir.name.split("-", 1)[0]
+    written.append(write_index(dest, pages, profile=profile, run_name=run_dir.name))
+    size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file()) / 1e6
+    if size > max_mb:
+        raise ReproduceError(f"published pages take {size:.1f} MB > {max_mb} MB; "
+                             f"lower max_image_width ({max_image_width})")
+    return written
+
+
+#: What a published run must match: the notebooks and the library that made its numbers.
+PUBLISHED_SOURCES = ("notebooks", "carb_lib", "papermill_runs.yaml")
+
+
+def publication_state(dest: str | Path = "docs/run", root: str | Path = REPO_ROOT) -> str | None:
+    """Why the published pages in ``dest`` are not those of the checkout's notebooks and
+    library, or None when they are: the pages name no commit, were run from uncommitted
+    changes, name a commit this checkout lacks, or a commit whose :data:`PUBLISHED_SOURCES`
+    differ from ``HEAD``'s."""
+    dest = Path(dest) if Path(dest).is_absolute() else Path(root) / dest
+    path = dest / "summary.json"
+    if not path.is_file():
+        return f"{dest.name}/summary.json does not exist"
+    meta = json.loads(path.read_text()).get("_run") or {}
+    commit = meta.get("commit")
+    if not commit:
+        return f"{dest.name}/summary.json names no commit"
+    if meta.get("dirty"):
+        return f"the pages were run at {commit[:12]} with uncommitted changes"
+    try:
+        diff = subprocess.run(["git", "diff", "--name-only", commit, "HEAD", "--",
+                               *PUBLISHED_SOURCES], cwd=root, capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"git cannot compare {commit[:12]} with HEAD: {exc}"
+    if diff.returncode != 0:
+        return f"commit {commit[:12]} of the pages is not in this checkout"
+    changed = diff.stdout.split()
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        return (f"the pages were run at {commit[:12]}; since then {', '.join(changed[:3])}{more} "
+                "changed (make reproduce, then carb publish)")
+    return None

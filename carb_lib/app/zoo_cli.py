@@ -1,0 +1,163 @@
+"""``carb zoo``: the torchvision model zoo's commands (registered by :mod:`carb_lib.app.cli`, which
+routes them through its one error path). Each command imports its stage lazily."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from carb_lib.core.vocab import DEFAULT_COVERAGE
+
+zoo_app = typer.Typer(no_args_is_help=True, help="The torchvision model zoo's classification "
+                      "CNNs: list them, predict and screen them with a fitted model, write the "
+                      "measurement campaign's config list (needs torchvision: the zoo extra).")
+_ZOO_NETS = typer.Option("all", "--networks", help="Comma-separated zoo networks (carb zoo "
+                         "list), or all.")
+_ZOO_BATCHES = typer.Option("1", "--batches", help="Batch sizes, e.g. 1,8,32.")
+_ZOO_PRECISIONS = typer.Option("fp32", "--precisions", help="fp32,fp16.")
+_ZOO_RES = typer.Option("224", "--resolutions", help="Input resolutions (px), e.g. 160,224.")
+_ZOO_CACHE = typer.Option(None, "--cache-dir", help="Feature cache folder (default "
+                          "$CARB_CACHE_DIR or ~/.cache/carb).")
+_ZOO_MODEL = typer.Option(..., "--model", help="Model written by `carb fit`.")
+
+
+def _zoo_candidates(networks: str, batches: str, precisions: str, resolutions: str,
+                    cache_dir: Path | None):
+    from carb_lib.families import zoo
+
+    cands = zoo.zoo_candidates(networks, batches, precisions, resolutions, cache_dir=cache_dir)
+    for line in cands.failure_lines():
+        typer.secho(f"warning: {line}", fg=typer.colors.YELLOW, err=True)
+    if not len(cands.table):
+        raise ValueError("no zoo network could be described at the given shapes")
+    return cands.table
+
+
+@zoo_app.command("list")
+def zoo_list(
+    out: Path | None = typer.Option(None, "--out", help="Also write the table (.csv/.parquet)."),
+) -> None:
+    """List the zoo: network, kind, published ImageNet acc@1, parameters and GFLOPs."""
+    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.families import zoo
+
+    if out is not None:
+        table_format(out, "--out")
+    t = zoo.zoo_table()
+    for _, r in t.iterrows():
+        typer.echo(f"{r['network']:<20} {r['network_kind']:<16} acc@1 {r[zoo.ACC1]:6.2f}  "
+                   f"{r['published_params'] / 1e6:7.1f} M params  "
+                   f"{r['published_gflops']:7.2f} GFLOPs (multiply-adds)")
+    typer.echo(f"{len(t)} classification CNNs of torchvision (ViT, Swin, MaxViT left out)")
+    if out is not None:
+        write_table(t, out, "--out")
+        typer.echo(f"wrote {out}")
+
+
+@zoo_app.command("predict")
+def zoo_predict(
+    model: Path = _ZOO_MODEL,
+    networks: str = _ZOO_NETS,
+    batches: str = _ZOO_BATCHES,
+    precisions: str = _ZOO_PRECISIONS,
+    resolutions: str = _ZOO_RES,
+    coverage: float = typer.Option(DEFAULT_COVERAGE, "--coverage", help="Nominal coverage of the conformal intervals."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the predictions (.csv/.parquet)."),
+    cache_dir: Path | None = _ZOO_CACHE,
+) -> None:
+    """Predict latency and peak memory of zoo networks with intervals and the extrapolated flag."""
+    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.ensemble import load_model
+    from carb_lib.families import zoo
+
+    if out is not None:
+        table_format(out, "--out")
+    zoo.resolve_names(networks)  # bad names before anything is loaded
+    m = load_model(model)
+    pred = zoo.predict_zoo(m, _zoo_candidates(networks, batches, precisions, resolutions,
+                                              cache_dir), coverage)
+    typer.echo(zoo.format_predictions(pred))
+    n_ext = int(pred["extrapolated"].sum()) if "extrapolated" in pred.columns else 0
+    typer.echo(f"{len(pred)} rows, model platform {m.platform_}, coverage {coverage}, "
+               f"{n_ext} flagged extrapolated")
+    if out is not None:
+        write_table(pred, out, "--out")
+        typer.echo(f"wrote {out}")
+
+
+@zoo_app.command("screen")
+def zoo_screen(
+    model: Path = _ZOO_MODEL,
+    networks: str = _ZOO_NETS,
+    batches: str = _ZOO_BATCHES,
+    precisions: str = _ZOO_PRECISIONS,
+    resolutions: str = _ZOO_RES,
+    budget: list[str] | None = typer.Option(None, "--budget", help="e.g. 'latency_ms<=10', 'peak_mem_mib<=200' (repeatable)."),
+    objective: list[str] | None = typer.Option(None, "--objective", help="Cost to minimise, or max:COLUMN (repeatable; default latency_ms, peak_mem_mib)."),
+    quality: str = typer.Option("imagenet_acc1", "--quality", help="Column to maximise: the published ImageNet acc@1 (imagenet_acc1), or imagenet_acc5."),
+    coverage: float = typer.Option(DEFAULT_COVERAGE, help="Conformal coverage of the upper bounds."),
+    k: int = typer.Option(10, help="Shortlist size."),
+    method: str = typer.Option("crowding", help="Shortlist ranking: crowding | knee."),
+    out: Path = typer.Option(Path("results/screening/zoo_shortlist.csv"), "--out", help="Shortlist table (.csv/.parquet); _front and _summary.json are written beside it."),
+    cache_dir: Path | None = _ZOO_CACHE,
+) -> None:
+    """Screen zoo networks against budgets into a Pareto shortlist, accuracy an objective."""
+    from carb_lib import screening as scr
+    from carb_lib.ensemble import load_model
+    from carb_lib.families.zoo import resolve_names
+
+    resolve_names(networks)  # bad names before anything is loaded
+    m = load_model(model)
+    spec = scr.DeploymentSpec(
+        platform=getattr(m, "platform_", None), budgets=budget or [],
+        objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
+        coverage=coverage, k=k, shortlist_method=method,
+    )
+    cands = _zoo_candidates(networks, batches, precisions, resolutions, cache_dir)
+    result = scr.screen(m, cands, spec)
+    paths = result.write(out)
+    typer.echo(result.summary_text())
+    cols = [c for c in ("network", "resolution", "batch", "precision", "latency_ms_hi",
+                        "peak_mem_mib_hi", quality) if c in result.shortlist.columns]
+    if len(result.shortlist):
+        typer.echo(result.shortlist[cols].to_string(index=False))
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+@zoo_app.command("configs")
+def zoo_configs(
+    out: Path = typer.Option(..., "--out", help="Config list for `carb profile --configs` (.csv/.parquet)."),
+    phase: int | None = typer.Option(None, "--phase", help="1: batches 1 and 16 (measure first); 2: the rest; default both."),
+    networks: str | None = typer.Option(None, "--networks", help="Comma-separated zoo networks (default: the campaign's 46)."),
+    resolutions: str = typer.Option("224,160", "--resolutions", help="Input resolutions (px)."),
+    cache_dir: Path | None = _ZOO_CACHE,
+) -> None:
+    """Write the zoo measurement campaign's config list (module-family rows)."""
+    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.families import zoo
+
+    table_format(out, "--out")
+    df = zoo.campaign_configs(phase, networks, zoo.parse_ints(resolutions, "--resolutions"),
+                              cache_dir=cache_dir)
+    write_table(df.drop(columns="flops"), out, "--out")
+    typer.echo(f"wrote {out}: {len(df)} configs of {df['module'].nunique()} networks, "
+               f"{df['flops'].sum() / 1e12:.1f} TFLOP in all (one forward each); measure with "
+               f"carb profile --configs {out} --threads 1 --out DIR")
+
+
+@zoo_app.command("rss")
+def zoo_rss(
+    configs: Path = typer.Option(..., "--configs", help="Config list (carb zoo configs --out, or any list carb profile reads)."),
+    out: Path = typer.Option(..., "--out", help="Table of the probe's rows (.parquet/.csv); configs already in it are skipped."),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
+    timeout_s: float = typer.Option(300.0, "--timeout-s", help="Per-config wall-clock cap in seconds."),
+) -> None:
+    """Measure each config's peak RSS growth during its first forward, in a fresh process, beside the allocator's peak."""
+    from carb_lib.measure.campaign import read_config_list
+    from carb_lib.measure.rss_probe import probe_configs
+
+    if threads < 1 or not timeout_s > 0:
+        raise ValueError(f"--threads must be >= 1 and --timeout-s > 0, got {threads}, {timeout_s}")
+    df = probe_configs(read_config_list(configs), out, threads, timeout_s, echo=typer.echo)
+    typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")

@@ -1,0 +1,166 @@
+"""CARB's vocabulary: the one place where targets, column groups, units and axis labels are
+defined. Every module (and every notebook) imports them from here.
+
+This module imports nothing from the project (and nothing but the standard library), so any
+module can import it without a cycle.
+
+Examples
+--------
+>>> from carb_lib.core.vocab import TARGETS, label
+>>> TARGETS
+('energy_j', 'latency_ms', 'peak_mem_mib')
+>>> label("latency_ms")
+'latency per batch (ms)'
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AXIS_LABELS",
+    "BATCH_TIER_EDGES",
+    "BATCH_TIER_LABELS",
+    "COMMON_CONFIG_COLUMNS",
+    "DEFAULT_COVERAGE",
+    "ALLOC_FEATURE",
+    "ALLOC_FEATURES",
+    "DEFAULT_ALLOC_BLOCK",
+    "FP16_ONEDNN_VARIANT",
+    "EXTRA_STATIC_FEATURES",
+    "FLOAT_STATIC_FEATURES",
+    "KEY_COLUMNS",
+    "LOG_FEATURES",
+    "NB201_FEATURE_COLUMNS",
+    "PRECISIONS",
+    "QUALITIES",
+    "SMALL_BATCH_MAX",
+    "STATIC_FEATURES",
+    "STATUSES",
+    "TARGETS",
+    "TARGET_SHORT",
+    "TARGET_UNITS",
+    "TELEMETRY_FEATURES",
+    "label",
+]
+
+#: Measured costs, in the paper's order (energy, latency, memory); per batch.
+TARGETS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
+#: Unit of each target.
+TARGET_UNITS: dict[str, str] = {"energy_j": "J", "latency_ms": "ms", "peak_mem_mib": "MiB"}
+#: Short names of the targets (budgets, objectives: ``latency<=5ms``).
+TARGET_SHORT: dict[str, str] = {"energy_j": "energy", "latency_ms": "latency",
+                                "peak_mem_mib": "memory"}
+
+#: Row status of a measurement.
+STATUSES: tuple[str, ...] = ("ok", "oom", "error", "skipped")
+#: Measurement quality flag (``carb_lib.measure.interference``).
+QUALITIES: tuple[str, ...] = ("clean", "retried", "disturbed")
+#: Numeric precisions of the design space.
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16")
+
+#: Key of a measured row.
+KEY_COLUMNS: tuple[str, ...] = ("platform", "config_id")
+#: Config columns every family has (a family adds its own: ``carb_lib.families``).
+COMMON_CONFIG_COLUMNS: tuple[str, ...] = ("family", "resolution", "batch", "precision",
+                                          "num_classes")
+
+#: Static (analytic) features every family provides, per batch.
+STATIC_FEATURES: tuple[str, ...] = (
+    "n_conv", "n_bn", "n_act", "n_fc", "max_channels", "flops", "params", "param_bytes",
+    "activation_bytes", "peak_act_bytes", "arith_intensity_flop_per_byte",
+)  # fmt: skip
+#: Further family-agnostic static features (layer types and memory-bound traffic that tell
+#: mobile-style networks apart: depthwise convs, squeeze-and-excitation, pooling, residual adds;
+#: definitions in ``carb_lib.families._layers``). Every family fills those it computes exactly;
+#: the paper's models read :data:`STATIC_FEATURES` only.
+EXTRA_STATIC_FEATURES: tuple[str, ...] = (
+    "n_dwconv", "n_pool", "n_add", "n_se", "dw_flops_share", "se_flops", "memory_bound_bytes",
+)  # fmt: skip
+#: The allocator model's peak (bytes): what an eager forward pass asks the CPU allocator for at
+#: its peak, parameters, buffers and input included (``carb_lib.families._alloc``; NaN for a
+#: family without the model). Read by the memory base law, not by the learners.
+ALLOC_FEATURE: str = "alloc_peak_bytes"
+#: The kernel characterization's estimate (ms) of a row's network: its convolutions and linear
+#: layers, each timed alone on the platform by ``carb kernels bench`` and predicted by the
+#: platform's kernel model, summed (:mod:`carb_lib.kernels.law`). Read by the ``kernel`` latency
+#: law (``CARBRegressor(latency_law="kernel")``), not by the learners.
+KERNEL_FEATURE: str = "kernel_ms"
+#: The allocator variant of an AVX-512 CPU whose oneDNN also runs float16 convolutions
+#: (AVX512-FP16: Intel Sapphire Rapids and later; ``torch.ops.mkldnn._is_mkldnn_fp16_supported()``):
+#: fp32 as on any AVX-512 CPU (16-channel blocks), fp16 convolutions through oneDNN instead of
+#: PyTorch's slow path (``carb_lib.families._alloc``).
+FP16_ONEDNN_VARIANT: str = "16+fp16"
+#: The allocator model's peak per variant: oneDNN channel blocks of 8 (AVX2 CPUs,
+#: :data:`ALLOC_FEATURE`) and 16 (AVX-512 CPUs), both with fp16 convolutions on the slow path,
+#: and :data:`FP16_ONEDNN_VARIANT`. The memory base law learns from its training rows which
+#: one its platform follows (``BaseLaw.alloc_block``).
+ALLOC_FEATURES: dict[int | str, str] = {8: ALLOC_FEATURE, 16: "alloc_peak_bytes_b16",
+                                        FP16_ONEDNN_VARIANT: "alloc_peak_bytes_b16_fp16dnn"}
+#: The channel block of :data:`ALLOC_FEATURE` (AVX2): the default where none is learned.
+DEFAULT_ALLOC_BLOCK: int = 8
+#: Static features stored as floats (the others are integer counts, FLOPs or bytes).
+FLOAT_STATIC_FEATURES: tuple[str, ...] = ("arith_intensity_flop_per_byte", "dw_flops_share")
+#: Extra static features of family nb201 (operation counts); optional elsewhere.
+NB201_FEATURE_COLUMNS: tuple[str, ...] = (
+    "n_op_none", "n_op_skip", "n_op_conv1x1", "n_op_conv3x3", "n_op_avgpool", "longest_conv_path",
+)  # fmt: skip
+#: Heavy-tailed static features (entered as log1p by the learners).
+LOG_FEATURES: tuple[str, ...] = (
+    "max_channels", "flops", "params", "param_bytes", "activation_bytes", "peak_act_bytes",
+    "arith_intensity_flop_per_byte",
+)  # fmt: skip
+#: Telemetry features (GPU runs).
+TELEMETRY_FEATURES: tuple[str, ...] = ("sm_util_pct", "mem_util_pct", "temp_c_before",
+                                       "kernel_launches")
+
+#: Small-batch regime: ``batch <= SMALL_BATCH_MAX`` (corrector, Mondrian intervals, the
+#: leave-small-batches-out split, the edge scenario).
+SMALL_BATCH_MAX: int = 8
+#: The paper's batch tiers: ``<=4``, ``<=16``, ``<=128``, above.
+BATCH_TIER_EDGES: tuple[int, ...] = (4, 16, 128)
+BATCH_TIER_LABELS: tuple[str, ...] = ("b<=4", "b<=16", "b<=128", "b>128")
+#: Default nominal coverage of prediction intervals.
+DEFAULT_COVERAGE: float = 0.9
+
+#: Axis / table labels with units, one per column name.
+AXIS_LABELS: dict[str, str] = {
+    "energy_j": "energy per batch (J)",
+    "latency_ms": "latency per batch (ms)",
+    "peak_mem_mib": "peak memory (MiB)",
+    "energy_j_per_sample": "energy per sample (J)",
+    "latency_ms_per_sample": "latency per sample (ms)",
+    "energy_j_per_gflop": "energy per GFLOP (J/GFLOP)",
+    "latency_ms_per_gflop": "latency per GFLOP (ms/GFLOP)",
+    "energy_over_latency": "energy growth / latency growth",
+    "flops": "FLOPs per batch (2 x MAC)",
+    "params": "parameters",
+    "param_bytes": "parameter bytes (B)",
+    "activation_bytes": "activation bytes per batch (B)",
+    "peak_act_bytes": "peak activation estimate (B)",
+    "arith_intensity_flop_per_byte": "arithmetic intensity (FLOP/B)",
+    "max_channels": "widest layer (channels)",
+    "n_conv": "convolutions",
+    "n_dwconv": "depthwise convolutions",
+    "n_pool": "pooling layers",
+    "n_add": "residual additions",
+    "n_se": "squeeze-and-excitation blocks",
+    "dw_flops_share": "depthwise share of FLOPs",
+    "se_flops": "squeeze-and-excitation FLOPs per batch",
+    "memory_bound_bytes": "memory-bound op bytes per batch (B)",
+    "batch": "batch size",
+    "resolution": "input resolution (px)",
+    "depth": "depth (layers)",
+    "width": "width multiplier",
+    "avg_power_w": "mean power (W)",
+    "sm_util_pct": "SM utilisation (%)",
+    "mem_util_pct": "memory-controller utilisation (%)",
+    "latency_cv": "latency CV (std / mean)",
+    "latency_window_cv": "latency CV across timed windows",
+    "minor_faults_per_call": "minor page faults per inference",
+    "latency_p90_p10_rel": "(p90 - p10) / median latency",
+    "latency_drift_rel": "|drift-normalised / raw latency - 1|",
+}
+
+
+def label(column: str) -> str:
+    """Axis label of ``column`` with its unit; the column name itself when none is defined."""
+    return AXIS_LABELS.get(column, column)

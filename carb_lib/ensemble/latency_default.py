@@ -1,0 +1,203 @@
+"""The latency law ``carb fit`` uses by default: the kernel law where the platform has an
+operator benchmark in the repository's ``data/``, the roofline law otherwise.
+
+The project keeps each platform's operators timed alone (``carb kernels --out``) under
+``data/kernels/``, named by platform and, when a CPU was measured more than once, by campaign
+(``data/kernels/<platform>[_<campaign>].parquet``, the same name as the network file they go
+with; ``*.anchors.parquet`` are host-speed anchors, not benchmarks). A read-bandwidth probe of
+the machine (``carb kernels --cache-probe``, ``scripts/read_bandwidth_probe.py``) sits beside a
+benchmark as ``<bench stem>_cache_probe.csv`` (or ``<platform>_cache_probe.csv``: one probe per
+CPU kind).
+
+:func:`choose_latency_law` finds, for the training rows' platform, the benchmark of the same
+campaign as the rows' file (same file name) if there is one, else the platform's own
+(``<platform>.parquet``), and checks that it was timed on the rows' CPU (``cpu_id``): a
+benchmark of another CPU is refused (one ``ValueError`` naming both ids); rows or a benchmark
+without a CPU model in ``cpu_id`` (no column, ``"unknown"``, or an id of the first campaigns
+such as ``"AMD EPYC"``) cannot be checked, and the choice says so. The choice of this default
+on validation rows of the five CPUs: ``benchmarks/choose_latency_law.py``
+(``results/benchmarks/latency_law_choice.csv``).
+
+Examples
+--------
+>>> from carb_lib.ensemble.latency_default import choose_latency_law
+>>> choice = choose_latency_law(rows, "cpu_epyc_zen4_2c")  # doctest: +SKIP
+>>> choice.law, choice.reason  # doctest: +SKIP
+('kernel', 'operator benchmark data/kernels/cpu_epyc_zen4_2c.parquet of platform ...')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["DATA_DIR", "LATENCY_LAWS", "LatencyLawChoice", "choose_latency_law", "cpu_ids",
+           "find_benchmark", "find_cache_probe"]
+
+#: The repository's data folder (the benchmarks are looked up under its ``kernels/``).
+DATA_DIR: Path = Path(__file__).resolve().parents[2] / "data"
+#: ``carb fit --latency-law`` choices; ``auto`` is the default.
+LATENCY_LAWS: tuple[str, ...] = ("auto", "roofline", "kernel")
+
+
+@dataclass(frozen=True)
+class LatencyLawChoice:
+    """A latency law and why: ``law`` (``"kernel"`` or ``"roofline"``), ``reason`` (one line),
+    the benchmark and read-bandwidth probe used (None: none), and ``root`` (the folder the
+    paths are stored relative to: the repository)."""
+
+    law: str
+    reason: str
+    kernel_bench: Path | None = None
+    cache_probe: Path | None = None
+    root: Path | None = None
+
+    def _rel(self, path: Path | None) -> str | None:
+        if path is None:
+            return None
+        if self.root is not None:
+            try:
+                return Path(path).resolve().relative_to(Path(self.root).resolve()).as_posix()
+            except ValueError:
+                pass
+        return str(path)
+
+    def metadata(self) -> dict[str, Any]:
+        """The model metadata's keys: ``latency_law``, ``latency_law_reason``,
+        ``kernel_bench`` and ``cache_probe`` (paths relative to the repository)."""
+        return {"latency_law": self.law, "latency_law_reason": self.reason,
+                "kernel_bench": self._rel(self.kernel_bench),
+                "cache_probe": self._rel(self.cache_probe)}
+
+
+def cpu_ids(frame: pd.DataFrame) -> list[str]:
+    """The CPU models named in ``frame``'s ``cpu_id`` (sorted): ids without a family number
+    (``"unknown"``, the first campaigns' ``"AMD EPYC"``) name no CPU model and are left out."""
+    if "cpu_id" not in frame.columns:
+        return []
+    return sorted({str(v) for v in frame["cpu_id"].dropna().unique() if "family" in str(v)})
+
+
+def _bench_platforms(path: Path) -> set[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+        if "platform" not in names:
+            return set()
+        col = pq.read_table(path, columns=["platform"]).column("platform").to_pylist()
+    except Exception as exc:  # a broken file is not silently skipped
+        raise ValueError(f"{path}: not a readable operator benchmark "
+                         f"({type(exc).__name__}: {exc})") from None
+    return {str(v) for v in col if v is not None}
+
+
+def find_benchmark(platform: str, data_dir: str | Path | None = None, *,
+                   campaign: str | None = None) -> Path | None:
+    """The operator benchmark of ``platform`` under ``<data_dir>/kernels/`` (None: none):
+    ``<campaign>.parquet`` when ``campaign`` (the rows' file name, without suffix) starts with
+    the platform and that file exists, else ``<platform>.parquet``. A file whose ``platform``
+    column names another platform is not that platform's benchmark."""
+    folder = Path(DATA_DIR if data_dir is None else data_dir) / "kernels"
+    names = [f"{platform}.parquet"]
+    if campaign and campaign != platform and campaign.startswith(f"{platform}_"):
+        names.insert(0, f"{campaign}.parquet")
+    for name in names:
+        path = folder / name
+        if path.is_file() and _bench_platforms(path) in (set(), {platform}):
+            return path
+    return None
+
+
+def find_cache_probe(bench: Path, platform: str) -> Path | None:
+    """The read-bandwidth probe beside ``bench``: ``<bench stem>_cache_probe.csv``, else the
+    platform's ``<platform>_cache_probe.csv`` (None: none)."""
+    for name in (f"{bench.stem}_cache_probe.csv", f"{platform}_cache_probe.csv"):
+        path = bench.with_name(name)
+        if path.is_file():
+            return path
+    return None
+
+
+def _check_cpu(rows_ids: list[str], other: pd.DataFrame, what: Path, platform: str,
+               rel: str) -> str:
+    """Refuse ``other`` (a benchmark or probe) timed on another CPU than the rows; the words
+    on the check otherwise."""
+    theirs = cpu_ids(other)
+    if rows_ids and theirs and set(theirs) != set(rows_ids):
+        raise ValueError(f"{rel} was timed on cpu_id {' / '.join(theirs)!r} but the rows of "
+                         f"platform {platform} were measured on cpu_id "
+                         f"{' / '.join(rows_ids)!r}: time the operators on the rows' CPU "
+                         "(carb kernels --out), or fit with --latency-law roofline")
+    if not rows_ids:
+        return "rows name no CPU model (cpu_id), cannot be checked"
+    if not theirs:
+        return f"{Path(what).name} names no CPU model (cpu_id), cannot be checked"
+    return "cpu_id checked"
+
+
+def choose_latency_law(rows: pd.DataFrame, platform: str, *,
+                       data_dir: str | Path | None = None, campaign: str | None = None,
+                       kernel_bench: str | Path | None = None,
+                       cache_probe: str | Path | None = None) -> LatencyLawChoice:
+    """The latency law to fit ``rows`` (network rows of ``platform``) with, and why.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        The training rows (their ``cpu_id`` when present).
+    platform : str
+        Their platform.
+    data_dir : str or Path, optional
+        The repository's ``data/`` (default :data:`DATA_DIR`).
+    campaign : str, optional
+        The rows' file name without suffix: a benchmark of the same campaign comes first.
+    kernel_bench, cache_probe : str or Path, optional
+        A benchmark (and probe) chosen by the user: checked against the rows' CPU the same way.
+
+    Returns
+    -------
+    LatencyLawChoice
+        ``kernel`` with the benchmark (and probe, if one is there) where one exists;
+        ``roofline`` otherwise, with the reason ``"no operator benchmark of platform P in
+        data/: roofline law"``.
+
+    Raises
+    ------
+    ValueError
+        The benchmark or probe names another CPU (``cpu_id``) than the rows: both ids named.
+    """
+    data_dir = Path(DATA_DIR if data_dir is None else data_dir)
+    root = data_dir.parent
+    if kernel_bench is None:
+        bench = find_benchmark(platform, data_dir, campaign=campaign)
+        if bench is None:
+            return LatencyLawChoice("roofline", f"no operator benchmark of platform {platform} "
+                                    f"in {data_dir.name}/: roofline law", root=root)
+        probe = find_cache_probe(bench, platform)
+        how = "found by platform"
+    else:
+        bench, probe, how = Path(kernel_bench), cache_probe, "--kernel-bench"
+        probe = None if probe is None else Path(probe)
+    choice = LatencyLawChoice("kernel", "", bench, probe, root)
+    from carb_lib.kernels.law import read_bench
+
+    rows_ids = cpu_ids(rows)
+    bench_ids = read_bench(bench)
+    notes = [_check_cpu(rows_ids, bench_ids, bench, platform, choice._rel(bench) or str(bench))]
+    if probe is not None and Path(probe).suffix == ".csv" and Path(probe).is_file():
+        try:
+            probe_ids = pd.read_csv(probe)
+        except Exception:  # noqa: BLE001 - the fit reads the probe and names what is wrong
+            probe_ids = pd.DataFrame()
+        if "cpu_id" in probe_ids.columns:
+            note = _check_cpu(rows_ids, probe_ids, probe, platform, choice._rel(probe) or "")
+            if note not in notes:
+                notes.append(note)
+    with_probe = "" if probe is None else f" and read-bandwidth probe {choice._rel(probe)}"
+    reason = (f"operator benchmark {choice._rel(bench)}{with_probe} of platform {platform} "
+              f"({how}; {'; '.join(notes)}): kernel law")
+    return LatencyLawChoice("kernel", reason, bench, probe, root)

@@ -1,0 +1,239 @@
+"""How well CARB predicts the torchvision model zoo, on measured zoo rows.
+
+Every zoo network (:mod:`carb_lib.families.zoo`) is a ``module``-family config; ``carb profile`` measures
+it like any other row. :func:`evaluate_zoo` predicts each measured zoo row by four methods, each
+of which never saw the row's network:
+
+``leave_network_out``
+    A ``feature_set="shared"`` :class:`~carb_lib.ensemble.CARBRegressor` fitted on the
+    design-space rows of the platform and the zoo rows of the *other* networks (grouped folds
+    by network: a network's rows are predicted by the fold that held all of them out).
+``zero_zoo``
+    The same model fitted on the design-space rows only: no zoo network measured.
+``flops_only``
+    Baseline: log-log regression of each target on FLOPs alone, on the training rows of the
+    ``leave_network_out`` fold.
+``operators_summed``
+    Baseline (latency only): the network's operators, each predicted from the platform's
+    operator benchmark (``carb kernels``, :class:`~carb_lib.kernels.law.KernelModel`) as if timed
+    alone, summed; no network row is used.
+
+:func:`zoo_scores` scores them by method and network kind: memory exactness (to the byte),
+latency median absolute percentage error, share within ±10 %, and Spearman's rank correlation
+within each batch size. :func:`remeasurement_ceiling` scores a second measurement of the same
+rows (``carb audit``) the same way: the scale on which a model's latency error is read.
+
+Examples
+--------
+>>> from carb_lib.evaluation.zoo import exact_share
+>>> exact_share([1.0, 2.0], [1.0, 2.0 + 2.0 ** -21])  # 0.5 byte off: exact
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from carb_lib.evaluation.models import fit_quiet, flops_baseline
+from carb_lib.evaluation.splits import prepare_dataset
+
+TARGETS: tuple[str, ...] = ("latency_ms", "peak_mem_mib")
+METHODS: tuple[str, ...] = ("leave_network_out", "zero_zoo", "flops_only", "operators_summed")
+#: One byte, in MiB: a predicted peak within half of it is exact.
+BYTE_MIB: float = 2.0 ** -20
+FACTORY_PREFIX = "torchvision.models:"
+
+
+def exact_share(measured: Sequence[float], predicted: Sequence[float]) -> float:
+    """Share of rows whose predicted peak memory (MiB) is within half a byte of the measured."""
+    m, p = np.asarray(measured, float), np.asarray(predicted, float)
+    return float(np.mean(np.abs(m - p) <= 0.5 * BYTE_MIB)) if m.size else float("nan")
+
+
+def zoo_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ``status == "ok"`` zoo rows of a measured file with ``network`` and ``kind`` columns
+    and every static feature of the shared feature set (computed on the ``meta`` device where
+    the file does not hold them). The allocator model's peaks (:data:`ALLOC_FEATURES`) are always
+    computed by the current model: a file holds those of the model of the day it was measured.
+
+    Raises
+    ------
+    ValueError
+        Rows that are not zoo networks (``module`` not ``torchvision.models:NAME``).
+    """
+    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES
+    from carb_lib.dataset.features import fill_static_features
+    from carb_lib.families.zoo import network_kind
+
+    ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
+    module = ok["module"].astype(str)
+    bad = module[~module.str.startswith(FACTORY_PREFIX)]
+    if len(bad):
+        raise ValueError(f"{len(bad)} rows are not torchvision zoo networks, e.g. module "
+                         f"{bad.iloc[0]!r} (row {bad.index[0]})")
+    ok = ok.drop(columns=[c for c in ALLOC_FEATURES.values() if c in ok.columns])
+    out = fill_static_features(prepare_dataset(ok), EXTRA_STATIC_FEATURES)
+    net = out["module"].astype(str).str.slice(len(FACTORY_PREFIX))
+    return out.assign(network=net.to_numpy(), kind=net.map(network_kind).to_numpy())
+
+
+def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Design-space rows (ResNet grid and the other families) ready for a shared model."""
+    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
+    from carb_lib.dataset.features import fill_static_features
+
+    return fill_static_features(prepare_dataset(rows), EXTRA_STATIC_FEATURES)
+
+
+@dataclass
+class ZooEvaluation:
+    """Predictions of every measured zoo row by every method, and how they were made."""
+
+    predictions: pd.DataFrame
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def network_folds(networks: pd.Series, n_folds: int, seed: int) -> np.ndarray:
+    """Fold number of each row: networks shuffled with ``seed`` and dealt round-robin into
+    ``n_folds`` groups (every row of a network in one fold)."""
+    names = np.array(sorted(networks.unique()))
+    if n_folds < 2 or n_folds > len(names):
+        raise ValueError(f"n_folds must be in 2..{len(names)} (the networks), got {n_folds}")
+    order = np.random.default_rng(seed).permutation(len(names))
+    fold_of = {names[i]: j % n_folds for j, i in enumerate(order)}
+    return networks.map(fold_of).to_numpy()
+
+
+def _long(test: pd.DataFrame, method: str, pred: dict[str, np.ndarray]) -> list[pd.DataFrame]:
+    keep = ["config_id", "network", "kind", "resolution", "batch", "precision"]
+    return [test[keep].assign(method=method, target=t, measured=test[t].to_numpy(float),
+                              predicted=np.asarray(p, float))
+            for t, p in pred.items()]
+
+
+def evaluate_zoo(design: pd.DataFrame, zoo: pd.DataFrame, *, n_folds: int = 8,
+                 preset: str = "fast", kernel_model: Any = None, seed: int = 0,
+                 progress: bool = False) -> ZooEvaluation:
+    """Predict every zoo row by every method of :data:`METHODS` (see the module docstring).
+
+    Parameters
+    ----------
+    design : pandas.DataFrame
+        Design-space rows of the platform (:func:`design_rows`).
+    zoo : pandas.DataFrame
+        Measured zoo rows of the same platform (:func:`zoo_rows`).
+    n_folds : int, default=8
+        Folds grouped by network for ``leave_network_out``.
+    preset : str, default="fast"
+        Model size (:data:`carb_lib.ensemble.PRESETS`).
+    kernel_model : KernelModel, optional
+        Fitted on the platform's operator benchmark, for ``operators_summed`` (skipped without).
+    seed : int, default=0
+    progress : bool, default=False
+        A tqdm bar over the folds.
+
+    Returns
+    -------
+    ZooEvaluation
+        ``predictions``: one row per zoo row, method and target (``measured``, ``predicted``).
+    """
+    from carb_lib.ensemble import preset as model_preset
+
+    plats = set(design["platform"].astype(str)) | set(zoo["platform"].astype(str))
+    if len(plats) != 1:
+        raise ValueError(f"design and zoo rows must be of one platform, got {sorted(plats)}")
+    params = model_preset(preset, targets=TARGETS, feature_set="shared", random_state=seed)
+    parts: list[pd.DataFrame] = []
+    zero = fit_quiet(params, design)
+    p0 = zero.predict(zoo)
+    parts += _long(zoo, "zero_zoo", {t: p0[t].to_numpy() for t in TARGETS})
+    folds = network_folds(zoo["network"], n_folds, seed)
+    it = range(n_folds)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="zoo folds", unit="fold")
+    for f in it:
+        test, rest = zoo[folds == f], zoo[folds != f]
+        train = pd.concat([design, rest], ignore_index=True)
+        model = fit_quiet(params, train)
+        p = model.predict(test)
+        parts += _long(test, "leave_network_out", {t: p[t].to_numpy() for t in TARGETS})
+        parts += _long(test, "flops_only",
+                       {t: flops_baseline(train, test, t).to_numpy() for t in TARGETS})
+    if kernel_model is not None:
+        from carb_lib.core.vocab import KERNEL_FEATURE
+        from carb_lib.kernels.law import with_kernel_column
+
+        k = with_kernel_column(zoo, kernel_model)
+        parts += _long(zoo, "operators_summed", {"latency_ms": k[KERNEL_FEATURE].to_numpy()})
+    pred = pd.concat(parts, ignore_index=True)
+    return ZooEvaluation(pred, dict(n_folds=n_folds, preset=preset, seed=seed,
+                                    platform=plats.pop(), n_design=len(design),
+                                    n_zoo=len(zoo), n_networks=int(zoo["network"].nunique())))
+
+
+def _scores(g: pd.DataFrame, target: str) -> dict[str, float]:
+    m, p = g["measured"].to_numpy(float), g["predicted"].to_numpy(float)
+    ape = np.abs(p - m) / m * 100.0
+    rhos = [spearmanr(b["measured"], b["predicted"])[0]
+            for _, b in g.groupby("batch") if len(b) >= 3]
+    return dict(n=len(g), median_ape_pct=float(np.median(ape)),
+                mape_pct=float(np.mean(ape)), within_10pct=float(np.mean(ape <= 10.0)),
+                exact_share=exact_share(m, p) if target == "peak_mem_mib" else np.nan,
+                spearman_within_batch=float(np.mean(rhos)) if rhos else np.nan,
+                spearman_within_batch_min=float(np.min(rhos)) if rhos else np.nan)
+
+
+def zoo_scores(predictions: pd.DataFrame, *, by_kind: bool = True) -> pd.DataFrame:
+    """Scores per method and target, over all rows (``kind == "all"``) and per network kind.
+
+    ``median_ape_pct``, ``mape_pct``, ``within_10pct``; ``exact_share`` for peak memory (within
+    half a byte); ``spearman_within_batch`` is the mean over batch sizes (with at least three
+    rows) of the rank correlation among the rows of that batch, ``_min`` the lowest.
+    """
+    frames = [predictions.assign(kind="all")]
+    if by_kind:
+        frames.append(predictions)
+    both = pd.concat(frames, ignore_index=True)
+    rows = []
+    for key, g in both.groupby(["method", "target", "kind"], sort=True):
+        rows.append({"method": key[0], "target": key[1], "kind": key[2],
+                     **_scores(g, key[1])})
+    out = pd.DataFrame(rows)
+    order = {m: i for i, m in enumerate(METHODS)}
+    return (out.assign(_o=out["method"].map(order), _a=out["kind"] != "all")
+            .sort_values(["target", "_a", "kind", "_o"]).drop(columns=["_o", "_a"])
+            .reset_index(drop=True))
+
+
+def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
+    """A second measurement of zoo rows (``carb audit``: fresh processes, later) scored as a
+    prediction of the stored rows, with the columns of :func:`zoo_scores` (method
+    ``remeasurement``, kind ``all``).
+
+    ``audit_rows`` holds the stored values in the target columns and the second measurement
+    in :data:`carb_lib.measure.audit.REMEASURED_COLUMNS` (``latency_ms_new``, ``peak_mem_mib_new``).
+    """
+    from carb_lib.families.zoo import network_kind
+    from carb_lib.measure.audit import REMEASURED_COLUMNS
+
+    missing = [c for t in TARGETS for c in (t, REMEASURED_COLUMNS[t]) if c not in audit_rows]
+    if missing:
+        raise ValueError(f"the audit rows lack column(s) {missing} (carb audit writes them)")
+    ok = audit_rows.dropna(subset=[REMEASURED_COLUMNS[t] for t in TARGETS])
+    net = ok["module"].astype(str).str.slice(len(FACTORY_PREFIX))
+    parts = [pd.DataFrame({
+        "config_id": ok["config_id"].to_numpy(), "network": net.to_numpy(),
+        "kind": net.map(network_kind).to_numpy(), "resolution": ok["resolution"].to_numpy(),
+        "batch": ok["batch"].to_numpy(), "precision": ok["precision"].to_numpy(),
+        "method": "remeasurement", "target": t, "measured": ok[t].to_numpy(float),
+        "predicted": ok[REMEASURED_COLUMNS[t]].to_numpy(float)}) for t in TARGETS]
+    return zoo_scores(pd.concat(parts, ignore_index=True), by_kind=False)
+
