@@ -2,11 +2,13 @@
 
 The public API is the twelve names of :data:`__all__` (the README's Python example uses them);
 each is imported on first use, so ``import carb_lib`` loads neither PyTorch nor scikit-learn.
-Everything else is reachable from its stage's module or package, lowest first: ``families``
-(design spaces, registry) -> ``dataset`` / ``features`` (schema, validator, static features)
--> ``profiling`` / ``campaign`` / ``kernels`` (measurement) -> ``scaling`` / ``transfer`` /
-``ensemble`` / ``evaluation`` (analysis and prediction) -> ``screening`` -> ``plots`` -> the
-command line. Shared by all: ``vocab`` (names, units, labels), ``metrics`` and ``tables``.
+Everything else lives in the package of its stage, lowest first: ``families`` (design spaces,
+registry, the allocator model) -> ``dataset`` (schema, readers, static features, synthetic
+data) -> ``measure`` / ``kernels`` (the profiler, campaigns, the operator benchmark) ->
+``characterize`` / ``transfer`` / ``ensemble`` / ``evaluation`` (analysis and prediction) ->
+``screening`` -> ``plots`` -> ``app`` (command line, reproduce, widgets). Shared by all:
+``core`` (names and units, metrics, tables, safe file writing); ``distributed`` runs the
+profiler and the screening on a Dask cluster.
 ``tests/test_import_graph.py`` holds the stage of every module and checks that no import runs
 up the stages.
 
