@@ -331,10 +331,15 @@ def test_cost_widget_in_jupyterlab_rounds_and_shows_no_warning(browser_tools, la
                 _cost_settled(page)
                 chosen = select.evaluate("s => s.options[s.selectedIndex].text")
                 assert chosen == value, (name, chosen)
-            # the last report, rendered to its end, is the extrapolating config's
+            # the last report (224 px: outside the training range in resolution), drawn whole
             page.wait_for_function(
-                "sel => (document.querySelector(sel) || {innerText: ''})"
-                ".innerText.includes('EXTRAPOLATION')", arg=".carb-cost", timeout=60_000)
+                "sel => { const e = document.querySelector(sel); if (!e) return false;"
+                " const t = e.innerText, i = t.indexOf('EXTRAPOLATION');"
+                " return i >= 0 && t.slice(i, i + 300).includes('resolution')"
+                " && e.querySelectorAll('table').length >= 3"
+                " && t.includes('against the training range'); }",
+                arg=".carb-cost", timeout=120_000)
+            _cost_settled(page)
             text = widget.inner_text()
             assert "EXTRAPOLATION" in text and "resolution" in text, text[:2000]
             tables = widget.locator("table")
