@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
                     reason="no measured zoo rows")
 def test_notebook_07_quick_scores_every_method_and_the_ceiling(run_notebook):
     rec, out = run_notebook(NOTEBOOK, {"quick": True, "n_folds": 2, "preset": "test",
-                                       "max_design_rows": 300, "max_networks": 12,
+                                       "max_design_rows": 300, "max_networks": 6,
                                        "results_dir": "results"})
     assert rec["have_data"] is True and rec["platform"] == "cpu_epyc_zen5_2c"
-    assert rec["n_networks"] == 12 and rec["n_design_rows"] == 300
+    assert rec["n_networks"] == 6 and rec["n_design_rows"] == 300
     d = out / "results" / "zoo"
     pred = pd.read_csv(d / "predictions.csv")
     scores = pd.read_csv(d / "scores.csv")
