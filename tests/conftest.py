@@ -65,15 +65,22 @@ def _compare_chunk(configs):
 def compare_features_in_processes():
     """``compare(configs, processes=2)``: :func:`carb_lib.dataset.features.compare_features` on the
     rows split across fresh processes (``spawn``), concatenated in the original row order of
-    each part. The exact-feature checks of 300+ configs are CPU-bound and serial: two
-    processes halve their time on the two cores of CI. Rows of one architecture stay together
-    so that each process reuses its meta models."""
+    each part. The exact-feature checks are CPU-bound and serial: two processes halve their
+    time on the two cores of CI when pytest runs alone. Under pytest-xdist the other worker
+    already holds the second core, so the rows are compared in this process (spawning would
+    only add two imports of torch). Rows of one architecture stay together so that each
+    process reuses its meta models."""
     import concurrent.futures as cf
     import multiprocessing as mp
+    import os
 
     import pandas as pd
 
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
     def compare(configs, processes: int = 2):
+        if processes <= 1 or workers > 1:
+            return _compare_chunk(configs)
         arch = [c for c in configs.columns if c not in ("config_id", "batch", "resolution")]
         code = configs.groupby(arch, sort=False, dropna=False).ngroup().to_numpy()
         parts = [configs[code % processes == i] for i in range(processes)]

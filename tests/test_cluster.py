@@ -283,33 +283,33 @@ def _same_result(local, dist) -> None:
 def test_screening_on_the_cluster_equals_the_local_path(client, model, tmp_path):
     spec = scr.DeploymentSpec(platform=model.platform_, objectives=["latency_ms", "peak_mem_mib"],
                               budgets=["latency_ms<=5", "peak_mem_mib<=1500"], k=8)
-    parts = extended_partitions(20_000, seed=1, partition_size=6_000)
-    assert [p.n for p in parts] == [6_000, 6_000, 6_000, 2_000]
+    parts = extended_partitions(11_000, seed=1, partition_size=4_000)
+    assert [p.n for p in parts] == [4_000, 4_000, 3_000]
     cands = pd.concat([p.load() for p in parts], ignore_index=True)
     local = scr.screen(model, cands[~cands["config_id"].duplicated()], spec)
     assert 0 < local.counts["survivors"] < local.counts["candidates"] < len(cands)  # duplicates
-    dist = screen_on_cluster(model, "extended", spec, client, n_extended=20_000, seed=1,
-                             partition_size=6_000, progress=False)
+    dist = screen_on_cluster(model, "extended", spec, client, n_extended=11_000, seed=1,
+                             partition_size=4_000, progress=False)
     _same_result(local, dist)
     assert len(dist.table) < local.counts["survivors"]  # only stage-2 candidates came back
     # a file read in partitions (row groups) equals load_candidates + screen on that file
     f = tmp_path / "cands.parquet"
-    cands.iloc[:10_000].to_parquet(f, row_group_size=1_500)
+    cands.iloc[:6_000].to_parquet(f, row_group_size=1_500)
     local_f = scr.screen(model, scr.load_candidates(f), spec)
-    dist_f = screen_on_cluster(model, str(f), spec, client, partition_size=4_000, progress=False)
+    dist_f = screen_on_cluster(model, str(f), spec, client, partition_size=2_500, progress=False)
     _same_result(local_f, dist_f)
     # one partition is exactly the local command's candidate set
-    one = screen_on_cluster(model, "extended", spec, client, n_extended=5_000, seed=2,
+    one = screen_on_cluster(model, "extended", spec, client, n_extended=3_000, seed=2,
                             progress=False)
-    _same_result(scr.screen(model, scr.load_candidates("extended", 5_000, seed=2), spec), one)
+    _same_result(scr.screen(model, scr.load_candidates("extended", 3_000, seed=2), spec), one)
     # the dense space, in partitions generated on the workers, equals the local path too
-    dense = extended_partitions(9_000, seed=3, partition_size=4_000, source="extended-dense")
+    dense = extended_partitions(5_000, seed=3, partition_size=2_000, source="extended-dense")
     assert [p.source for p in dense] == ["extended-dense"] * 3
     cands = pd.concat([p.load() for p in dense], ignore_index=True)
     local_d = scr.screen(model, cands[~cands["config_id"].duplicated()], spec)
-    assert local_d.counts["candidates"] >= 8_990  # 94.8M configs: repeats are rare
-    dist_d = screen_on_cluster(model, "extended-dense", spec, client, n_extended=9_000, seed=3,
-                               partition_size=4_000, progress=False)
+    assert local_d.counts["candidates"] >= 4_990  # 94.8M configs: repeats are rare
+    dist_d = screen_on_cluster(model, "extended-dense", spec, client, n_extended=5_000, seed=3,
+                               partition_size=2_000, progress=False)
     _same_result(local_d, dist_d)
 
 

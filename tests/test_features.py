@@ -10,7 +10,13 @@ from carb_lib.dataset.features import (
     measured_features,
     static_features,
 )
-from carb_lib.families.space import ConfigError, ResNetConfig, paper_grid, stratified_sample
+from carb_lib.families.space import (
+    ConfigError,
+    ResNetConfig,
+    paper_grid,
+    strata,
+    stratified_sample,
+)
 
 
 def _frame(*configs):
@@ -84,10 +90,16 @@ def test_columns_and_scaling_with_batch_and_precision():
 
 def _exact_sample() -> pd.DataFrame:
     grid = paper_grid()
-    sample = stratified_sample(grid, 150, seed=11)
+    # two configs of each of the 32 strata (block, depth tier, batch tier, precision); the
+    # exhaustive check over the whole grid is `make check-features`
+    sample = stratified_sample(grid, 2 * strata(grid).nunique(), seed=11)
+    assert strata(sample).value_counts().min() == 2
+    for col in ("resolution", "width"):  # every resolution and width of the grid
+        assert set(sample[col]) == set(grid[col]), col
+    ends = grid.resolution.isin([grid.resolution.min(), grid.resolution.max()])
     extremes = grid[
-        ((grid.depth == 200) & (grid.width == 4.0) & (grid.batch == 1))
-        | ((grid.width == 0.1) & (grid.batch == 256) & (grid.depth == 8))
+        ((grid.depth == 200) & (grid.width == 4.0) & (grid.batch == 1) & ends)
+        | ((grid.width == 0.1) & (grid.batch == 256) & (grid.depth == 8) & ends)
         | ((grid.resolution == 32) & grid.early_downsample & (grid.batch == 2)
            & (grid.depth == 34) & (grid.width == 1.0))
         | ((grid.resolution == 128) & ~grid.early_downsample & (grid.batch == 1)
@@ -101,7 +113,7 @@ def _exact_sample() -> pd.DataFrame:
 @pytest.mark.slow
 def test_analytic_equals_measured_on_stratified_sample(compare_features_in_processes):
     cmp = compare_features_in_processes(_exact_sample())
-    assert cmp["config_id"].nunique() >= 150
+    assert cmp["config_id"].nunique() >= 64
     assert set(cmp["column"]) >= {*EXACT_COLUMNS, *EXTRA_STATIC_FEATURES}
     bad = cmp[~cmp["match"]]
     assert bad.empty, bad.head(10).to_string()

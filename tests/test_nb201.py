@@ -129,20 +129,20 @@ def test_op_count_features():
                                     "none")) == 0
 
 
-def test_exact_features_on_125_archs(compare_features_in_processes):
-    """Analytic == measured (FlopCounterMode, parameter count, forward hooks) on 125 archs (the
-    five uniform cells and 120 drawn)."""
+def test_exact_features_on_45_archs(compare_features_in_processes):
+    """Analytic == measured (FlopCounterMode, parameter count, forward hooks) on 45 archs (the
+    five uniform cells, which put every operation on every edge, and 40 drawn)."""
     torch.set_num_threads(1)
     rng = random.Random(0)
     archs = [ALL_CONV3, ALL_NONE, arch_from_ops(["skip_connect"] * 6),
              arch_from_ops(["avg_pool_3x3"] * 6), arch_from_ops(["nor_conv_1x1"] * 6)]
-    archs += rng.sample(all_archs(), 120)
+    archs += rng.sample(all_archs(), 40)
     grid = nb201_grid(archs)
     # the family dispatch of compare_features: nb201_static_features against
     # measured_nb201_features, every column the latter measures, in two processes
     cmp = compare_features_in_processes(grid)
     cols = set(measured_nb201_features(NB201Config(ALL_NONE)))
-    assert cmp["config_id"].nunique() == len(grid) == 125
+    assert cmp["config_id"].nunique() == len(grid) == 45
     assert set(cmp["column"]) == cols
     bad = cmp[~cmp["match"]]
     assert bad.empty, bad.head(5).to_string()
