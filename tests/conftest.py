@@ -9,6 +9,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Two pytest-xdist workers share the two cores: an OpenMP thread that waits for work sleeps
+# instead of spinning on the core the other worker needs (libgomp of torch, LightGBM, XGBoost;
+# read when they load, so set before any test imports them; kernels and subprocesses inherit
+# it). Results do not change, only how idle threads wait.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +33,8 @@ def _torch_threads():
 
 @pytest.fixture(autouse=True)
 def _the_test_process_keeps_its_own_heap(monkeypatch):
-    """The study's protocol keeps the CPU heap (``cpu_keep_heap``, the default since session
-    30), and :func:`carb_lib.measure.heap.keep_heap` changes the calling process's allocator for good.
+    """The study's protocol keeps the CPU heap (``cpu_keep_heap``, the default), and
+    :func:`carb_lib.measure.heap.keep_heap` changes the calling process's allocator for good.
     In this process a test that measures gets a stand-in that only marks the heap kept, for
     that test: otherwise every later test would run on a kept heap, and what it sees would
     depend on the order of the tests. Measuring subprocesses keep theirs for real; a test that
