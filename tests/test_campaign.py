@@ -201,7 +201,7 @@ def test_gpu_script_runs_on_cpu_with_tiny_budget(tmp_path, capsys):
     out = tmp_path / "gpu_out"
     rc = gpu_campaign.main([
         "--out", str(out), "--device", "cpu", "--platform", "synthetic_cpu",
-        "--time-budget-s", "22", "--reserve-s", "2", "--quick", "--noise-configs", "2",
+        "--time-budget-s", "30", "--reserve-s", "2", "--quick", "--noise-configs", "2",
         "--noise-repeats", "2", "--noise-max-gflops", "0.02", "--max-gflops", "1",
         "--families", "resnet,vgg", "--n-per-family", "1", "--selfcheck-s", "0.1",
         "--threads", "1", "--no-progress", "--ref-every", "0",
