@@ -174,3 +174,15 @@ def fake(monkeypatch):
         return mod
 
     return install
+
+
+# ---------------------------------------------------------------------------- test order
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a ``slow`` or ``browser`` test run first, each module kept whole (its
+    module fixtures are built once) and in its own order. pytest-xdist hands the tests out
+    from the front: the long notebook and browser runs start early and the short tests fill
+    the cores at the end, instead of one long test keeping a single worker busy after the
+    other has finished."""
+    heavy = {item.module.__name__ for item in items if item.get_closest_marker("slow")
+             or item.get_closest_marker("browser")}
+    items.sort(key=lambda item: item.module.__name__ not in heavy)  # stable: order otherwise

@@ -195,6 +195,7 @@ def test_noise_summary_spread_order_and_cv():
     assert s.loc["energy_j", "n_configs"] == 0
 
 
+@pytest.mark.slow
 def test_gpu_script_runs_on_cpu_with_tiny_budget(tmp_path, capsys):
     from carb_lib.measure import gpu_campaign
 

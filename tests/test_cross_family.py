@@ -305,6 +305,7 @@ def test_one_pareto_front_across_families(rows):
     assert res.front["family"].nunique() >= 2  # families compete on one front
 
 
+@pytest.mark.slow
 def test_cli_fits_a_shared_model_that_predicts_a_new_family(tmp_path, rows):
     src, tgt = rows
     data = tmp_path / "resnet.parquet"

@@ -115,6 +115,7 @@ def test_published_metadata_without_downloading():
     assert t.loc["resnet50", "network_kind"] == "resnet"
 
 
+@pytest.mark.slow
 def test_every_zoo_network_builds_and_is_described_on_meta():
     """Every classification CNN (RegNet included: its factory computes with tensors and falls
     back to a CPU build with parameters on meta) is measured at 96 px; its parameter count is

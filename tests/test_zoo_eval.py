@@ -89,6 +89,7 @@ def test_zoo_rows_compute_the_allocator_peaks_with_the_current_model():
 
 
 @pytest.mark.skipif(not ZOO.is_file(), reason="no measured zoo rows")
+@pytest.mark.slow
 def test_every_zoo_row_is_predicted_by_models_that_never_saw_its_network():
     from carb_lib.characterize.scaling import load_measured
 
