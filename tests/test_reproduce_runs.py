@@ -123,7 +123,7 @@ def test_a_run_with_a_changed_parameter_leaves_the_checkout_untouched(tmp_path):
     change in the checkout."""
     before = _git("status", "--porcelain", "--untracked-files=all")
     run_dir = tmp_path / "runs" / "quick-q_low"
-    overrides = {"q_low": 0.25, "data_paths": TWO_CPU_FILES}  # two of the measured files
+    overrides = {"q_low": 0.25, "data_paths": TWO_CPU_FILES, "n_boot": 10}  # two measured files
     summary = run_profile("quick", only=["01_char"], run_dir=run_dir, overrides=overrides)
     assert _git("status", "--porcelain", "--untracked-files=all") == before
     rec = summary["01_characterization"]
@@ -227,17 +227,18 @@ def _papermill_from_notebooks(nb: str, out: Path, params: dict, monkeypatch
 @pytest.mark.slow
 def test_a_plain_kernel_started_in_notebooks_reads_data(tmp_path, monkeypatch):
     """Jupyter starts a kernel in the notebook's folder: notebook 01 still finds data/ (the
-    measured files, not the SYNTHETIC demo)."""
+    measured files, not the SYNTHETIC demo). One file at 5 resamples: few enough that a
+    median can fall outside its bootstrap interval, which the effects figure draws."""
     from carb_lib.app.record import read_glued
 
     out = tmp_path / "01.ipynb"
     _papermill_from_notebooks("notebooks/01_characterization.ipynb", out, {
-        "quick": True, "n_boot": 20, "data_paths": TWO_CPU_FILES,
+        "quick": True, "n_boot": 5, "data_paths": TWO_CPU_FILES[1:],
         "fig_dir": str(tmp_path / "figures"),
         "results_dir": str(tmp_path / "results")}, monkeypatch)
     rec = read_glued(out)
     assert rec["synthetic"] is False
-    assert {"cpu_epyc_zen3_2c", "cpu_epyc_2c"} <= set(rec["platforms"])
+    assert rec["platforms"] == ["cpu_epyc_zen3_2c"]
     assert (tmp_path / "results/characterization/scaling.csv").is_file()
 
 

@@ -347,3 +347,24 @@ def test_characterization_plots_name_the_synthetic_data(tmp_path, synth_gpu, syn
             plt.close(fig)
         plots.save_figure(figs[0], f"scaling_{plat}_synthetic", tmp_path)
     assert (tmp_path / "scaling_synthetic_cpu_synthetic.png").exists()
+
+
+def test_an_effect_outside_its_interval_is_drawn_with_its_own_interval():
+    """A bootstrap of few resamples can leave the median ratio outside its percentile interval
+    (notebook 01 at n_boot=5 on one CPU file stopped on matplotlib's "'xerr' must not contain
+    negative values"): each interval is drawn from its ends and the point where it is."""
+    import matplotlib.pyplot as plt
+
+    from carb_lib import plots
+
+    eff = pd.DataFrame({
+        "effect": ["precision", "batch"], "comparison": ["fp16 / fp32", "b2 / b1"],
+        "metric": ["latency_ms", "latency_ms"], "median_ratio": [0.8, 1.9],
+        "ci_low": [0.85, float("nan")], "ci_high": [0.95, float("nan")], "n_pairs": [12, 3],
+        "testable": [True, True], "reason": ["", ""], "platform": ["p", "p"]})
+    fig = plots.plot_effects(eff, platform="p", dataset_label="demo")
+    lines = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "-"]
+    assert [list(ln.get_xdata()) for ln in lines][0] == [0.85, 0.95]  # the CI, not the point
+    points = [ln.get_xdata()[0] for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"]
+    assert points == [0.8, 1.9]
+    plt.close(fig)
