@@ -25,8 +25,9 @@ from carb_lib.app.reproduce import (
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-#: Two measured files, paths relative to the repository root as a user writes them: the notebook
-#: runs from notebooks/ (a plain kernel) or the root (the runner) and finds them either way.
+#: Two measured files (one per notebook run below), paths relative to the repository root as a
+#: user writes them: the notebook runs from notebooks/ (a plain kernel) or the root (the
+#: runner) and finds them either way.
 TWO_CPU_FILES = ["data/cpu_epyc_2c.parquet", "data/cpu_epyc_zen3_2c.parquet"]
 
 
@@ -123,16 +124,16 @@ def test_a_run_with_a_changed_parameter_leaves_the_checkout_untouched(tmp_path):
     change in the checkout."""
     before = _git("status", "--porcelain", "--untracked-files=all")
     run_dir = tmp_path / "runs" / "quick-q_low"
-    overrides = {"q_low": 0.25, "data_paths": TWO_CPU_FILES, "n_boot": 10}  # two measured files
+    overrides = {"q_low": 0.25, "data_paths": TWO_CPU_FILES[:1], "n_boot": 10}  # one file
     summary = run_profile("quick", only=["01_char"], run_dir=run_dir, overrides=overrides)
     assert _git("status", "--porcelain", "--untracked-files=all") == before
     rec = summary["01_characterization"]
-    assert rec["synthetic"] is False and "cpu_epyc_zen3_2c" in rec["platforms"]
+    assert rec["synthetic"] is False
     meta = json.loads((run_dir / "summary.json").read_text())["_run"]
     assert meta["commit"] == _git("rev-parse", "HEAD").strip()
     assert meta["overrides"] == overrides and meta["shipped_results"] is False
     params = meta["parameters"]["01_characterization"]
-    assert rec["platforms"] == ["cpu_epyc_2c", "cpu_epyc_zen3_2c"]  # the files asked for only
+    assert rec["platforms"] == ["cpu_epyc_2c"]  # the file asked for only
     assert params["q_low"] == 0.25 and params["results_dir"] == str((run_dir / "results").resolve())
     assert (run_dir / "results/characterization/scaling.csv").is_file()
     assert (run_dir / "results/claims.csv").is_file()
