@@ -139,7 +139,8 @@ def test_exact_features_on_45_archs(compare_features_in_processes):
     archs += rng.sample(all_archs(), 40)
     grid = nb201_grid(archs)
     # the family dispatch of compare_features: nb201_static_features against
-    # measured_nb201_features, every column the latter measures, in two processes
+    # measured_nb201_features, every column the latter measures (two processes when pytest
+    # runs alone, the worker's own under xdist)
     cmp = compare_features_in_processes(grid)
     cols = set(measured_nb201_features(NB201Config(ALL_NONE)))
     assert cmp["config_id"].nunique() == len(grid) == 45

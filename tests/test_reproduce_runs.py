@@ -25,10 +25,6 @@ from carb_lib.app.reproduce import (
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-#: Two measured files (one per notebook run below), paths relative to the repository root as a
-#: user writes them: the notebook runs from notebooks/ (a plain kernel) or the root (the
-#: runner) and finds them either way.
-TWO_CPU_FILES = ["data/cpu_epyc_2c.parquet", "data/cpu_epyc_zen3_2c.parquet"]
 
 
 def _git(*args: str) -> str:
@@ -124,7 +120,7 @@ def test_a_run_with_a_changed_parameter_leaves_the_checkout_untouched(tmp_path):
     change in the checkout."""
     before = _git("status", "--porcelain", "--untracked-files=all")
     run_dir = tmp_path / "runs" / "quick-q_low"
-    overrides = {"q_low": 0.25, "data_paths": TWO_CPU_FILES[:1], "n_boot": 10}  # one file
+    overrides = {"q_low": 0.25, "data_paths": ["data/cpu_epyc_2c.parquet"], "n_boot": 10}
     summary = run_profile("quick", only=["01_char"], run_dir=run_dir, overrides=overrides)
     assert _git("status", "--porcelain", "--untracked-files=all") == before
     rec = summary["01_characterization"]
@@ -133,7 +129,7 @@ def test_a_run_with_a_changed_parameter_leaves_the_checkout_untouched(tmp_path):
     assert meta["commit"] == _git("rev-parse", "HEAD").strip()
     assert meta["overrides"] == overrides and meta["shipped_results"] is False
     params = meta["parameters"]["01_characterization"]
-    assert rec["platforms"] == ["cpu_epyc_2c"]  # the file asked for only
+    assert rec["platforms"] == ["cpu_epyc_2c"]  # the measured file asked for only
     assert params["q_low"] == 0.25 and params["results_dir"] == str((run_dir / "results").resolve())
     assert (run_dir / "results/characterization/scaling.csv").is_file()
     assert (run_dir / "results/claims.csv").is_file()
@@ -228,13 +224,14 @@ def _papermill_from_notebooks(nb: str, out: Path, params: dict, monkeypatch
 @pytest.mark.slow
 def test_a_plain_kernel_started_in_notebooks_reads_data(tmp_path, monkeypatch):
     """Jupyter starts a kernel in the notebook's folder: notebook 01 still finds data/ (the
-    measured files, not the SYNTHETIC demo). One file at 5 resamples: few enough that a
-    median can fall outside its bootstrap interval, which the effects figure draws."""
+    measured files, not the SYNTHETIC demo), given as a user writes it, relative to the
+    repository root. One file at 5 resamples: few enough that a median can fall outside its
+    bootstrap interval, which the effects figure draws."""
     from carb_lib.app.record import read_glued
 
     out = tmp_path / "01.ipynb"
     _papermill_from_notebooks("notebooks/01_characterization.ipynb", out, {
-        "quick": True, "n_boot": 5, "data_paths": TWO_CPU_FILES[1:],
+        "quick": True, "n_boot": 5, "data_paths": ["data/cpu_epyc_zen3_2c.parquet"],
         "fig_dir": str(tmp_path / "figures"),
         "results_dir": str(tmp_path / "results")}, monkeypatch)
     rec = read_glued(out)
