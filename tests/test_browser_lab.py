@@ -110,13 +110,15 @@ def _cost_notebook(dest: Path, out: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def lab_server(tmp_path):
-    """JupyterLab on 127.0.0.1 serving a small copy of notebook 01; yields (url, token)."""
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """JupyterLab on 127.0.0.1 serving small copies of notebooks 01 and 03; yields (url, token).
+    One server for the module's tests (each opens its own notebook)."""
     pytest.importorskip("jupyterlab")
     pytest.importorskip("ipywidgets")
     from carb_lib.app.lab import kernel_spec
 
+    tmp_path = tmp_path_factory.mktemp("lab_server")
     root = tmp_path / "lab"
     root.mkdir()
     _small_notebook(root, tmp_path / "out")
@@ -200,7 +202,7 @@ def _new_figure(page, old_src: str | None) -> str:
     return src
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser_tools():
     """(Chromium's path, playwright.sync_api); skips before any server starts if one is missing."""
     chromium = _chromium()

@@ -65,6 +65,70 @@ def test_the_ceiling_scores_the_second_measurement_against_the_stored_one():
         ez.remeasurement_ceiling(audit.drop(columns="latency_ms_new"))
 
 
+def test_platform_scores_are_given_over_all_rows_and_per_batch_with_the_ceiling_once():
+    m = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+    b = [1, 1, 1, 4, 4, 4]
+    lat = _pred("leave_network_out", "latency_ms", m, m * [1.05, 1.2, 0.7, 1.0, 1.0, 1.3], b)
+    mem = _pred("leave_network_out", "peak_mem_mib", m, m, b)
+    flops = _pred("flops_only", "latency_ms", m, m * 2, b)
+    ceiling = pd.DataFrame({"method": "remeasurement", "target": ["latency_ms", "peak_mem_mib"],
+                            "kind": "all", "n": 2, "median_ape_pct": [1.5, 0.0],
+                            "within_10pct": [1.0, 1.0], "exact_share": [np.nan, 1.0],
+                            "spearman_within_batch": [1.0, 1.0]})
+    t = ez.zoo_platform_scores(pd.concat([lat, mem, flops]), ceiling, platform="cpu_x")
+    assert (t["platform"] == "cpu_x").all()
+    assert list(t["batch"].unique()) == ["all", "1", "4"]
+    assert t.groupby("batch")["method"].apply(list).to_dict() == {
+        "all": ["leave_network_out", "flops_only", "remeasurement"],
+        "1": ["leave_network_out", "flops_only"], "4": ["leave_network_out", "flops_only"]}
+    lno = t[t["method"] == "leave_network_out"].set_index("batch")
+    assert lno.loc["all", "latency_median_ape_pct"] == pytest.approx(12.5)  # of 5 20 30 0 0 30
+    assert lno.loc["1", "latency_median_ape_pct"] == pytest.approx(20.0)
+    assert lno.loc["4", "latency_within_10pct"] == pytest.approx(2 / 3)
+    assert lno.loc["1", "latency_spearman"] == pytest.approx(0.5)  # 10.5, 24, 21
+    assert (lno["peak_mem_exact_share"] == 1.0).all() and (lno["n"] == [6, 3, 3]).all()
+    fl = t[t["method"] == "flops_only"].set_index("batch")
+    assert fl["peak_mem_exact_share"].isna().all() and (fl["latency_median_ape_pct"] == 100).all()
+    rm = t[t["method"] == "remeasurement"].iloc[0]
+    assert rm["latency_median_ape_pct"] == 1.5 and rm["n"] == 2
+
+
+def test_the_per_cpu_block_has_a_column_per_batch_and_a_dash_where_a_cpu_lacks_one(tmp_path):
+    from carb_lib.app.readme_zoo import zoo_platforms_block
+
+    m = np.array([10.0, 20.0, 30.0, 40.0])
+    a = ez.zoo_platform_scores(pd.concat([
+        _pred("leave_network_out", "latency_ms", m, m * 1.1, [1, 1, 16, 16]),
+        _pred("leave_network_out", "peak_mem_mib", m, m, [1, 1, 16, 16])]), platform="cpu_a")
+    b = ez.zoo_platform_scores(
+        _pred("zero_zoo", "latency_ms", m, m * 0.8, [1, 4, 4, 64]), platform="cpu_b")
+    (tmp_path / "zoo").mkdir()
+    pd.concat([a, b]).to_csv(tmp_path / "zoo" / "platforms.csv", index=False)
+    lines = zoo_platforms_block(tmp_path).splitlines()
+    assert lines[0].endswith("| batch 1 | batch 4 | batch 16 | batch 64 | peak memory exact to "
+                             "the byte |")
+    assert lines[2] == ("| `cpu_a` | network left out of the fit (CARB, shared features) | 4 "
+                        "| 10.0 % | 10.0 % | – | 10.0 % | – | 100.0 % |")
+    assert lines[3] == ("| `cpu_b` | no zoo network in the fit (CARB, design space only) | 4 "
+                        "| 20.0 % | 20.0 % | 20.0 % | – | 20.0 % | – |")
+    assert len(lines) == 4
+    assert "no per-CPU zoo scores" in zoo_platforms_block(tmp_path / "none")
+
+
+def test_sibling_files_find_a_platforms_design_rows_audit_and_operators(tmp_path):
+    for f in ("zoo/cpu_x.parquet", "other_cpus/cpu_x.parquet", "new_families/cpu_x.parquet",
+              "audit/zoo/cpu_x.parquet", "other_cpus/cpu_y.parquet"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_bytes(b"")
+    got = ez.sibling_files(tmp_path / "zoo" / "cpu_x.parquet")
+    assert got == {"design_datasets": [(tmp_path / "new_families/cpu_x.parquet").as_posix(),
+                                       (tmp_path / "other_cpus/cpu_x.parquet").as_posix()],
+                   "audit": (tmp_path / "audit/zoo/cpu_x.parquet").as_posix(),
+                   "kernel_bench": None}
+    with pytest.raises(FileNotFoundError, match="cpu_z.parquet: no design-space rows"):
+        ez.evaluate_zoo_file(tmp_path / "zoo" / "cpu_z.parquet")
+
+
 def test_zoo_rows_refuse_a_row_that_is_not_a_zoo_network():
     rows = pd.DataFrame({"status": ["ok"], "module": ["mypkg.nets:Net"]})
     with pytest.raises(ValueError, match="not torchvision zoo networks.*mypkg.nets:Net"):

@@ -24,7 +24,7 @@ import pandas as pd
 from carb_lib.app.readme_allocator import allocator_precision_block
 from carb_lib.app.readme_cli import cli_reference
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
-from carb_lib.app.readme_zoo import zoo_block
+from carb_lib.app.readme_zoo import zoo_block, zoo_platforms_block
 from carb_lib.core.vocab import TARGET_SHORT
 
 MARK = re.compile(r"(<!-- carb:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /carb:(?P=name) -->)",
@@ -682,6 +682,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "cli": cli_reference,
     "gpu-energy": gpu_energy,
     "zoo": zoo_block,
+    "zoo-platforms": zoo_platforms_block,
     "platforms": platforms_block,
     "platforms-splits": platforms_splits_block,
 }

@@ -1,5 +1,6 @@
-"""The ``carb:zoo`` block of the docs (:mod:`carb_lib.app.readme`): notebook 07's scores of the
-measured torchvision zoo, beside the re-measurement ceiling."""
+"""The ``carb:zoo`` and ``carb:zoo-platforms`` blocks of the docs (:mod:`carb_lib.app.readme`):
+notebook 07's scores of the measured torchvision zoo, beside the re-measurement ceiling, on
+each CPU with measured zoo rows."""
 
 from __future__ import annotations
 
@@ -44,4 +45,30 @@ def zoo_block(results: Path) -> str:
         rows.append(f"| {label} | {int(r['n'])} | {r['median_ape_pct']:.1f} % "
                     f"| {_pct(r['within_10pct'])} | {r['spearman_within_batch']:.3f} "
                     f"({r['spearman_within_batch_min']:.3f}) | {_pct(exact)} |")
+    return "\n".join(rows) + "\n"
+
+
+def zoo_platforms_block(results: Path) -> str:
+    """A markdown table: per CPU and method, the latency median error over all rows and per
+    batch size, and the share of peaks exact to the byte (``results/zoo/platforms.csv``,
+    written by notebook 07)."""
+    path = Path(results) / "zoo" / "platforms.csv"
+    if not path.is_file():
+        return "*(no per-CPU zoo scores: run `make reproduce` with measured zoo rows)*\n"
+    s = pd.read_csv(path, dtype={"batch": str})
+    batches = sorted((b for b in s["batch"].unique() if b != "all"), key=int)
+    head = ["CPU", "method", "rows", "latency median error, all rows",
+            *(f"batch {b}" for b in batches), "peak memory exact to the byte"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for plat, p in s.groupby("platform", sort=False):
+        for m, label in _METHODS.items():
+            g = p[p["method"] == m].set_index("batch")
+            if "all" not in g.index:
+                continue
+            by_b = [f"{g.loc[b, 'latency_median_ape_pct']:.1f} %" if b in g.index else "–"
+                    for b in batches]
+            r = g.loc["all"]
+            rows.append(f"| `{plat}` | {label} | {int(r['n'])} "
+                        f"| {r['latency_median_ape_pct']:.1f} % | " + " | ".join(by_b)
+                        + f" | {_pct(r['peak_mem_exact_share'])} |")
     return "\n".join(rows) + "\n"

@@ -22,6 +22,9 @@ of which never saw the row's network:
 latency median absolute percentage error, share within ±10 %, and Spearman's rank correlation
 within each batch size. :func:`remeasurement_ceiling` scores a second measurement of the same
 rows (``carb audit``) the same way: the scale on which a model's latency error is read.
+:func:`evaluate_zoo_file` does all of it for one measured zoo file and the files of ``data/`` that
+go with its platform (:func:`sibling_files`); :func:`zoo_platform_scores` scores it per batch
+size, so that CPUs can be set side by side.
 
 Examples
 --------
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -237,3 +241,142 @@ def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
         "predicted": ok[REMEASURED_COLUMNS[t]].to_numpy(float)}) for t in TARGETS]
     return zoo_scores(pd.concat(parts, ignore_index=True), by_kind=False)
 
+
+
+#: Where ``data/`` keeps a platform's design-space rows, beside ``zoo/<platform>.parquet``.
+DESIGN_FILES: tuple[str, ...] = ("{stem}.parquet", "new_families/{stem}.parquet",
+                                 "other_cpus/{stem}.parquet",
+                                 "other_cpus/new_families/{stem}.parquet")
+
+
+def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
+    """The files of the data folder that go with a measured zoo file ``<data>/zoo/<stem>.parquet``.
+
+    Returns
+    -------
+    dict
+        ``design_datasets``: the platform's design-space files that exist
+        (:data:`DESIGN_FILES` under ``<data>``); ``audit``: ``<data>/audit/zoo/<stem>.parquet``
+        and ``kernel_bench``: ``<data>/kernels/<stem>.parquet``, each ``None`` where absent.
+
+    Examples
+    --------
+    >>> sibling_files("no/such/zoo/cpu_x.parquet")
+    {'design_datasets': [], 'audit': None, 'kernel_bench': None}
+    """
+    path = Path(zoo_dataset)
+    data, stem = path.parent.parent, path.stem
+
+    def present(p: Path) -> str | None:
+        return p.as_posix() if p.is_file() else None
+
+    design = [present(data / f.format(stem=stem)) for f in DESIGN_FILES]
+    return {"design_datasets": [d for d in design if d],
+            "audit": present(data / "audit" / "zoo" / f"{stem}.parquet"),
+            "kernel_bench": present(data / "kernels" / f"{stem}.parquet")}
+
+
+@dataclass
+class ZooFileEvaluation:
+    """:func:`evaluate_zoo_file`'s result: one platform's zoo and design rows, every prediction
+    and the re-measurement ceiling (``None`` without an audit file)."""
+
+    platform: str
+    zoo: pd.DataFrame
+    design: pd.DataFrame
+    evaluation: ZooEvaluation
+    ceiling: pd.DataFrame | None
+    files: dict[str, Any]
+
+
+def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str | Path] | None = None,
+                      audit: str | Path | None = None, kernel_bench: str | Path | None = None,
+                      n_folds: int = 8, preset: str = "fast", seed: int = 0,
+                      max_networks: int | None = None, max_design_rows: int | None = None,
+                      progress: bool = False) -> ZooFileEvaluation:
+    """Read a measured zoo file and the platform's other files and run :func:`evaluate_zoo`.
+
+    Parameters
+    ----------
+    zoo_dataset : path
+        Measured zoo rows of one platform (``carb profile`` of ``carb zoo configs``).
+    design_datasets : sequence of paths, optional
+        The platform's design-space rows; default those :func:`sibling_files` finds.
+    audit : path, optional
+        ``carb audit`` of zoo rows, for :func:`remeasurement_ceiling` (no ceiling without).
+    kernel_bench : path, optional
+        The platform's operator benchmark (``carb kernels``), for ``operators_summed``.
+    n_folds, preset, seed, progress
+        As :func:`evaluate_zoo`.
+    max_networks : int, optional
+        Evaluate this many of the file's networks, drawn with ``seed`` (smoke runs).
+    max_design_rows : int, optional
+        Subsample the design-space rows with ``seed`` (smoke runs).
+
+    Raises
+    ------
+    FileNotFoundError
+        A named file is missing, or the platform has no design-space rows.
+    """
+    from carb_lib.characterize.scaling_data import load_measured
+
+    files = dict(design_datasets=None if design_datasets is None else
+                 [Path(p).as_posix() for p in design_datasets], audit=audit,
+                 kernel_bench=kernel_bench)
+    if design_datasets is None:
+        files["design_datasets"] = sibling_files(zoo_dataset)["design_datasets"]
+    if not files["design_datasets"]:
+        raise FileNotFoundError(f"{zoo_dataset}: no design-space rows of its platform "
+                                f"({', '.join(DESIGN_FILES)} under the data folder)")
+    raw = load_measured([zoo_dataset])
+    raw = raw[raw["status"] == "ok"]
+    if max_networks is not None and raw["module"].nunique() > max_networks:
+        keep = pd.Series(raw["module"].unique()).sample(n=max_networks, random_state=seed)
+        raw = raw[raw["module"].isin(set(keep))]
+    zoo = zoo_rows(raw).reset_index(drop=True)  # allocator peaks by the current model
+    design = design_rows(load_measured(list(files["design_datasets"])))
+    if max_design_rows is not None and len(design) > max_design_rows:
+        design = design.sample(n=max_design_rows, random_state=seed)
+    design = design.reset_index(drop=True)
+    kernel_model = None
+    if kernel_bench:
+        from carb_lib.kernels import law as kernels
+
+        kernel_model = kernels.KernelModel(random_state=seed).fit(kernels.read_bench(kernel_bench))
+    ev = evaluate_zoo(design, zoo, n_folds=n_folds, preset=preset, kernel_model=kernel_model,
+                      seed=seed, progress=progress)
+    ceiling = None
+    if audit:
+        ceiling = remeasurement_ceiling(pd.read_parquet(audit))
+    return ZooFileEvaluation(str(zoo["platform"].iloc[0]), zoo, design, ev, ceiling, files)
+
+
+def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None = None, *,
+                        platform: str | None = None) -> pd.DataFrame:
+    """One platform's scores over all rows and per batch size, one row per method (the
+    re-measurement too, over all rows, where ``ceiling`` is given), targets side by side.
+
+    Columns: ``platform``, ``batch`` ("all" or the batch size), ``method``, ``n``,
+    ``latency_median_ape_pct``, ``latency_within_10pct``, ``latency_spearman``,
+    ``peak_mem_exact_share``. ``latency_spearman`` over all rows is the mean of the within-batch
+    correlations (:func:`zoo_scores`).
+    """
+    groups = [("all", predictions)] + [(str(int(b)), g) for b, g in
+                                       predictions.groupby("batch", sort=True)]
+    rows = []
+    for batch, g in groups:
+        s = zoo_scores(g, by_kind=False)
+        if ceiling is not None and batch == "all":
+            s = pd.concat([s, ceiling], ignore_index=True)
+        for method, m in s.groupby("method", sort=False):
+            by_t = m.set_index("target")
+            lat = by_t.loc["latency_ms"] if "latency_ms" in by_t.index else None
+            mem = by_t.loc["peak_mem_mib"] if "peak_mem_mib" in by_t.index else None
+            rows.append({"platform": platform, "batch": batch, "method": method,
+                         "n": int((lat if lat is not None else mem)["n"]),
+                         "latency_median_ape_pct": np.nan if lat is None else lat["median_ape_pct"],
+                         "latency_within_10pct": np.nan if lat is None else lat["within_10pct"],
+                         "latency_spearman": (np.nan if lat is None
+                                              else lat["spearman_within_batch"]),
+                         "peak_mem_exact_share": np.nan if mem is None else mem["exact_share"]})
+    return pd.DataFrame(rows)
