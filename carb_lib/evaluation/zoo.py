@@ -242,7 +242,6 @@ def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
     return zoo_scores(pd.concat(parts, ignore_index=True), by_kind=False)
 
 
-
 #: Where ``data/`` keeps a platform's design-space rows, beside ``zoo/<platform>.parquet``.
 DESIGN_FILES: tuple[str, ...] = ("{stem}.parquet", "new_families/{stem}.parquet",
                                  "other_cpus/{stem}.parquet",
@@ -320,12 +319,10 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     """
     from carb_lib.characterize.scaling_data import load_measured
 
-    files = dict(design_datasets=None if design_datasets is None else
-                 [Path(p).as_posix() for p in design_datasets], audit=audit,
-                 kernel_bench=kernel_bench)
-    if design_datasets is None:
-        files["design_datasets"] = sibling_files(zoo_dataset)["design_datasets"]
-    if not files["design_datasets"]:
+    design_files = (sibling_files(zoo_dataset)["design_datasets"] if design_datasets is None
+                    else [Path(p).as_posix() for p in design_datasets])
+    files = dict(design_datasets=design_files, audit=audit, kernel_bench=kernel_bench)
+    if not design_files:
         raise FileNotFoundError(f"{zoo_dataset}: no design-space rows of its platform "
                                 f"({', '.join(DESIGN_FILES)} under the data folder)")
     raw = load_measured([zoo_dataset])
@@ -334,7 +331,7 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
         keep = pd.Series(raw["module"].unique()).sample(n=max_networks, random_state=seed)
         raw = raw[raw["module"].isin(set(keep))]
     zoo = zoo_rows(raw).reset_index(drop=True)  # allocator peaks by the current model
-    design = design_rows(load_measured(list(files["design_datasets"])))
+    design = design_rows(load_measured(design_files))
     if max_design_rows is not None and len(design) > max_design_rows:
         design = design.sample(n=max_design_rows, random_state=seed)
     design = design.reset_index(drop=True)
@@ -369,14 +366,12 @@ def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None 
         if ceiling is not None and batch == "all":
             s = pd.concat([s, ceiling], ignore_index=True)
         for method, m in s.groupby("method", sort=False):
-            by_t = m.set_index("target")
-            lat = by_t.loc["latency_ms"] if "latency_ms" in by_t.index else None
-            mem = by_t.loc["peak_mem_mib"] if "peak_mem_mib" in by_t.index else None
+            # a target the method does not predict reads as NaN
+            lat, mem = m.set_index("target").reindex(list(TARGETS)).to_dict("records")
             rows.append({"platform": platform, "batch": batch, "method": method,
-                         "n": int((lat if lat is not None else mem)["n"]),
-                         "latency_median_ape_pct": np.nan if lat is None else lat["median_ape_pct"],
-                         "latency_within_10pct": np.nan if lat is None else lat["within_10pct"],
-                         "latency_spearman": (np.nan if lat is None
-                                              else lat["spearman_within_batch"]),
-                         "peak_mem_exact_share": np.nan if mem is None else mem["exact_share"]})
+                         "n": int(m["n"].iloc[0]),
+                         "latency_median_ape_pct": lat["median_ape_pct"],
+                         "latency_within_10pct": lat["within_10pct"],
+                         "latency_spearman": lat["spearman_within_batch"],
+                         "peak_mem_exact_share": mem["exact_share"]})
     return pd.DataFrame(rows)
