@@ -299,15 +299,35 @@ def test_a_module_the_simulator_cannot_follow_gets_nan_and_a_warning(monkeypatch
     def boom(*a, **k):
         raise RuntimeError("unsupported op")
 
-    monkeypatch.setattr(A, "simulate_peak", boom)
-    M._alloc_peak.cache_clear()
+    monkeypatch.setattr(A, "simulate_peaks", boom)
+    M._alloc_peak_cases.cache_clear()
     nets = f"{ROOT / 'tests' / 'fixtures' / 'user_module' / 'nets.py'}:tiny"
     df = M.module_configs(nets, "3,32,32", batches=(2,))
     with caplog.at_level("WARNING", logger="carb_lib.families.module"):
         f = M.module_static_features(df)
-    M._alloc_peak.cache_clear()
+    M._alloc_peak_cases.cache_clear()
     assert f[list(ALLOC_FEATURES.values())].isna().all().all() and f["flops"].gt(0).all()
     assert caplog.text.count("unsupported op") == 1  # simulated once, not once per block
+
+
+@pytest.mark.parametrize("kind", ["plain", "pointwise", "mobile"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_one_pass_over_several_variants_equals_one_pass_each(kind, precision):
+    """simulate_peaks feeds each variant its own events from one forward: every variant's
+    peak and event count are those of its own simulate_peak, and the variants differ."""
+    from carb_lib.families.allocator import simulate_peaks
+
+    model = _net(kind)
+    variants = tuple(ALLOC_FEATURES)
+    together = simulate_peaks(model, (16, 3, 24, 24), precision=precision, blocks=variants)
+    assert list(together) == list(variants)
+    for v in variants:
+        assert together[v] == simulate_peak(model, (16, 3, 24, 24), precision=precision, block=v)
+    if kind == "plain" or precision == "fp16":
+        lane = 16 if precision == "fp32" else "16+fp16"
+        assert together[8].peak_bytes != together[lane].peak_bytes
+    with pytest.raises(ValueError, match="blocks is empty"):
+        simulate_peaks(model, (1, 3, 24, 24), blocks=())
 
 
 def test_a_memory_law_saved_without_the_allocator_term_still_predicts():

@@ -152,6 +152,27 @@ def test_zoo_rows_compute_the_allocator_peaks_with_the_current_model():
         np.testing.assert_array_equal(got[c].to_numpy(float), want[c].to_numpy(float))
 
 
+def test_design_rows_from_files_that_store_the_allocator_peaks_and_files_that_do_not():
+    """Rows of two files, one storing the allocator peaks (an older model's values) and one
+    without them: every row gets the current model's peaks, none is left NaN."""
+    from carb_lib.core.vocab import ALLOC_FEATURES
+    from carb_lib.dataset.features import static_features
+    from carb_lib.dataset.synthetic import make_synthetic_dataset
+
+    cols = list(ALLOC_FEATURES.values())
+    a = make_synthetic_dataset(n=36, seed=0, error_rate=0.0)
+    b = make_synthetic_dataset(n=36, seed=1, error_rate=0.0)
+    a = a.drop(columns=[c for c in cols if c in a.columns])
+    b = b.drop(columns=[c for c in cols if c in b.columns]).assign(**{c: 1.0 for c in cols})
+    both = pd.concat([a, b], ignore_index=True)
+    assert both[cols[0]].isna().sum() == len(a)  # what concatenating the two files gives
+    got = ez.design_rows(both)
+    want = static_features(both.drop(columns=cols))
+    for c in cols:
+        assert got[c].notna().all() and (got[c] > 1.0).all(), c
+        np.testing.assert_array_equal(got[c].to_numpy(float), want[c].to_numpy(float))
+
+
 @pytest.mark.skipif(not ZOO.is_file(), reason="no measured zoo rows")
 @pytest.mark.slow
 def test_every_zoo_row_is_predicted_by_models_that_never_saw_its_network():

@@ -88,10 +88,17 @@ def zoo_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Design-space rows (ResNet grid and the other families) ready for a shared model."""
-    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
+    """Design-space rows (ResNet grid and the other families) ready for a shared model.
+
+    The allocator model's peaks (:data:`ALLOC_FEATURES`) are computed by the current model for
+    every row, as in :func:`zoo_rows`: rows read from several files, only some of which store
+    them, would otherwise hold NaN in the others' rows, and the memory law would fall back to
+    its byte terms there.
+    """
+    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES
     from carb_lib.dataset.features import fill_static_features
 
+    rows = rows.drop(columns=[c for c in ALLOC_FEATURES.values() if c in rows.columns])
     return fill_static_features(prepare_dataset(rows), EXTRA_STATIC_FEATURES)
 
 

@@ -134,6 +134,16 @@ def variant_parts(variant: int | str) -> tuple[int, bool]:
     return int(variant), False
 
 
+def variant_case(variant: int | str, precision: str) -> int | str:
+    """The variant whose simulation gives ``variant``'s peak at ``precision``: the channel block
+    alone for fp32 (``"16+fp16"`` runs fp32 as 16), the fp16 path alone for other precisions
+    (8 and 16 run fp16 convs on the same slow path)."""
+    channels, fp16_onednn = variant_parts(variant)
+    if precision == "fp32":
+        return channels
+    return variant if fp16_onednn else BLOCK
+
+
 def parse_variant(text: str) -> int | str:
     """An allocator variant (:data:`BLOCKS`) from its text, e.g. ``"16"`` or ``"16+fp16"`` as a
     file column or a command line holds it; ``ValueError`` for one that is not modelled."""

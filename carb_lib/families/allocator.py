@@ -38,7 +38,7 @@ from carb_lib.families._alloc import (
     variant_parts,
 )
 
-__all__ = ["AllocatorPeak", "simulate_peak"]
+__all__ = ["AllocatorPeak", "simulate_peak", "simulate_peaks"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +129,9 @@ class _Simulator:
         weakref.finalize(t, self._dead, key)
 
 
-def _mode(sim: _Simulator):
+def _mode(sims: list[_Simulator]):
+    """A dispatch mode that feeds every op's allocations and frees to each of ``sims`` (one
+    forward pass simulates several allocator variants)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -154,23 +156,30 @@ def _mode(sim: _Simulator):
                     a = list(args) + [None] * (7 - len(args))
                     stride, padding, groups = a[3], a[4], a[6] if a[6] is not None else 1
                 n, cin, h, wd = x.shape
-                sim.events(n, conv_events(
-                    prec, n, cin, w.shape[0], (w.shape[2], w.shape[3]), _pair(stride, 1),
-                    _pair(padding, 0), int(groups), h * wd, first.shape[2] * first.shape[3],
-                    bias=len(args) > 2 and args[2] is not None, threads=sim.threads,
-                    block=sim.block, fp16_onednn=sim.fp16_onednn), first)
+                for sim in sims:
+                    sim.events(n, conv_events(
+                        prec, n, cin, w.shape[0], (w.shape[2], w.shape[3]), _pair(stride, 1),
+                        _pair(padding, 0), int(groups), h * wd,
+                        first.shape[2] * first.shape[3],
+                        bias=len(args) > 2 and args[2] is not None, threads=sim.threads,
+                        block=sim.block, fp16_onednn=sim.fp16_onednn), first)
             elif func in bns and prec is not None and x.dim() >= 2:
-                n = x.shape[0]
-                sim.events(n, bn_events(prec, x.shape[1], x[0].numel()), first)
+                events = bn_events(prec, x.shape[1], x[0].numel())
+                for sim in sims:
+                    sim.events(x.shape[0], events, first)
             elif func in pools and prec is not None:
-                n = first.shape[0]
-                sim.events(n, maxpool_events(prec, first[0].numel()), first)
+                events = maxpool_events(prec, first[0].numel())
+                for sim in sims:
+                    sim.events(first.shape[0], events, first)
             elif (func in means and prec == "fp16" and x.dim() == 4
                   and first.numel() == x.shape[0] * x.shape[1]):
-                sim.events(x.shape[0], global_pool_events(prec, x.shape[1], x[0].numel()), first)
+                events = global_pool_events(prec, x.shape[1], x[0].numel())
+                for sim in sims:
+                    sim.events(x.shape[0], events, first)
             else:
                 for t in (out if isinstance(out, (tuple, list)) else (out,)):
-                    sim.track(t)
+                    for sim in sims:
+                        sim.track(t)
             return out
 
     return Mode()
@@ -200,21 +209,57 @@ def simulate_peak(model: Any, input_shape: tuple[int, ...], *, precision: str = 
     -------
     AllocatorPeak
     """
+    return simulate_peaks(model, input_shape, precision=precision, threads=threads,
+                          blocks=(block,))[block]
+
+
+def simulate_peaks(model: Any, input_shape: tuple[int, ...], *, precision: str = "fp32",
+                   threads: int = 1, blocks: tuple[int | str, ...] = (BLOCK,)
+                   ) -> dict[int | str, AllocatorPeak]:
+    """:func:`simulate_peak` of several allocator variants from one forward pass.
+
+    The meta forward (PyTorch's dispatch) is the cost of a simulation; the variants differ only
+    in the events they add, so one pass feeds them all.
+
+    Parameters
+    ----------
+    model, input_shape, precision, threads
+        As for :func:`simulate_peak`.
+    blocks : tuple of int or str, default=(8,)
+        Allocator variants (:data:`carb_lib.families._alloc.BLOCKS`), each simulated apart.
+
+    Returns
+    -------
+    dict
+        The :class:`AllocatorPeak` of each variant of ``blocks``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = torch.nn.Conv2d(3, 24, 3)
+    >>> peaks = simulate_peaks(net, (2, 3, 32, 32), blocks=(8, 16))
+    >>> peaks[8] == simulate_peak(net, (2, 3, 32, 32), block=8)
+    True
+    """
     import copy
 
     import torch
 
     if precision not in ("fp32", "fp16"):
         raise ValueError(f"precision must be 'fp32' or 'fp16', got {precision!r}")
+    blocks = tuple(dict.fromkeys(blocks))
+    if not blocks:
+        raise ValueError("blocks is empty: give at least one allocator variant")
     dtype = torch.float16 if precision == "fp16" else torch.float32
     # a copy (cheap on meta): .to() works in place and the caller's model must not change
     model = copy.deepcopy(model).to(device="meta", dtype=dtype).eval()
     x = torch.empty(*input_shape, dtype=dtype, device="meta")
     resident = sum(t.numel() * t.element_size() for t in [*model.parameters(),
                                                           *model.buffers(), x])
-    sim = _Simulator(threads, block)
-    with torch.inference_mode(), _mode(sim):
+    sims = [_Simulator(threads, b) for b in blocks]
+    with torch.inference_mode(), _mode(sims):
         y = model(x)
     del y
-    return AllocatorPeak(peak_bytes=resident + sim.peak, resident_bytes=resident,
-                         peak_increment_bytes=sim.peak, n_events=sim.n_events)
+    return {b: AllocatorPeak(peak_bytes=resident + sim.peak, resident_bytes=resident,
+                             peak_increment_bytes=sim.peak, n_events=sim.n_events)
+            for b, sim in zip(blocks, sims, strict=True)}

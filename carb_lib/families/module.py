@@ -71,7 +71,6 @@ import pandas as pd
 from carb_lib.core.vocab import (
     ALLOC_FEATURES,
     COMMON_CONFIG_COLUMNS,
-    DEFAULT_ALLOC_BLOCK,
     PRECISIONS,
     STATIC_FEATURES,
 )
@@ -705,43 +704,40 @@ def module_static_features(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @lru_cache(maxsize=4096)
-def _alloc_peak(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int, batch: int,
-                precision: str, block: int | str = DEFAULT_ALLOC_BLOCK) -> float:
-    from carb_lib.families.allocator import simulate_peak
+def _alloc_peak_cases(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp: int,
+                      batch: int, precision: str, cases: tuple) -> tuple[float, ...]:
+    """The allocator model's peak of each variant of ``cases`` from one meta forward; NaN
+    for a module the simulator cannot follow."""
+    from carb_lib.families import allocator
 
-    model = _meta_model(spec, kwargs_json, stamp)
     try:
-        return float(simulate_peak(model, (batch, *shape), precision=precision,
-                                   block=block).peak_bytes)
+        peaks = allocator.simulate_peaks(_meta_model(spec, kwargs_json, stamp), (batch, *shape),
+                                         precision=precision, blocks=cases)
     except Exception as exc:  # an op the simulator cannot follow: the law's fallback
         logger.warning("allocator simulation of %s failed (%s: %s); alloc_peak_bytes is NaN",
                        spec, type(exc).__name__, exc)
-        return float("nan")
+        return tuple(float("nan") for _ in cases)
+    return tuple(float(peaks[c].peak_bytes) for c in cases)
 
 
 def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> dict[str, np.ndarray]:
     """The allocator model's peak of every row, per allocator variant
-    (:data:`~carb_lib.core.vocab.ALLOC_FEATURES`; :func:`carb_lib.families.allocator.simulate_peak`, cached
-    per module, input shape, batch, precision and variant; NaN for other precisions). A
+    (:data:`~carb_lib.core.vocab.ALLOC_FEATURES`; :func:`carb_lib.families.allocator.simulate_peaks`,
+    cached per module, input shape, batch and precision; NaN for other precisions). A
     variant's channel block matters for fp32 rows only and its fp16 path for fp16 rows only,
-    so each row is simulated once per distinct case; a module the simulator cannot follow
-    once."""
-    from carb_lib.families._alloc import variant_parts
+    so each row simulates its distinct cases, all in one forward pass."""
+    from carb_lib.families._alloc import variant_case
 
     rows = list(zip(_keys(df), batch.astype(int).tolist(), df["precision"].tolist(),
                     strict=True))
     peaks: dict[tuple, dict[int | str, float]] = {}  # once per module, shape, batch, precision
     for key, b, p in dict.fromkeys(rows):
-        spec, kw, shape = key
-        args = (spec, parse_kwargs(kw), parse_input_shape(shape), _stamp(spec), b, p)
-        first = _alloc_peak(*args) if p in ("fp32", "fp16") else float("nan")
-        peaks[(key, b, p)] = {}
-        for variant in ALLOC_FEATURES:
-            channels, fp16_dnn = variant_parts(variant)
-            case = channels if p == "fp32" else (variant if fp16_dnn else DEFAULT_ALLOC_BLOCK)
-            peaks[(key, b, p)][variant] = (
-                first if (case == DEFAULT_ALLOC_BLOCK or not np.isfinite(first))
-                else _alloc_peak(*args, case))
+        case_of = {v: variant_case(v, p) for v in ALLOC_FEATURES}
+        cases = tuple(dict.fromkeys(case_of.values()))
+        values = dict(zip(cases, _alloc_peak_cases(
+            key[0], parse_kwargs(key[1]), parse_input_shape(key[2]), _stamp(key[0]), b, p,
+            cases) if p in ("fp32", "fp16") else [float("nan")] * len(cases), strict=True))
+        peaks[(key, b, p)] = {v: values[c] for v, c in case_of.items()}
     return {name: np.array([peaks[r][block] for r in rows], dtype=float)
             for block, name in ALLOC_FEATURES.items()}
 
