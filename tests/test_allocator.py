@@ -314,7 +314,8 @@ def test_a_module_the_simulator_cannot_follow_gets_nan_and_a_warning(monkeypatch
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_one_pass_over_several_variants_equals_one_pass_each(kind, precision):
     """simulate_peaks feeds each variant its own events from one forward: every variant's
-    peak and event count are those of its own simulate_peak, and the variants differ."""
+    peak and event count are those of its own simulate_peak (the plain net's fp32 peaks and
+    every fp16 peak differ between variants, so state shared between them would show)."""
     from carb_lib.families.allocator import simulate_peaks
 
     model = _net(kind)
