@@ -78,6 +78,7 @@ def test_platform_scores_are_given_over_all_rows_and_per_batch_with_the_ceiling_
     t = ez.zoo_platform_scores(pd.concat([lat, mem, flops]), ceiling, platform="cpu_x")
     assert (t["platform"] == "cpu_x").all()
     assert list(t["batch"].unique()) == ["all", "1", "4"]
+    assert list(t["precision"].unique()) == ["all", "fp32"]
     assert t.groupby("batch")["method"].apply(list).to_dict() == {
         "all": ["leave_network_out", "flops_only", "remeasurement"],
         "1": ["leave_network_out", "flops_only"], "4": ["leave_network_out", "flops_only"]}
@@ -93,6 +94,24 @@ def test_platform_scores_are_given_over_all_rows_and_per_batch_with_the_ceiling_
     assert rm["latency_median_ape_pct"] == 1.5 and rm["n"] == 2
 
 
+def test_platform_scores_tell_precisions_apart_and_rank_within_one_precision():
+    m = np.array([10.0, 20.0, 30.0, 100.0, 200.0, 300.0])
+    lat = _pred("leave_network_out", "latency_ms", m, m * [1.0, 1.0, 1.0, 1.2, 1.2, 1.2],
+                [1] * 6).assign(precision=["fp32"] * 3 + ["fp16"] * 3)
+    # predicted fp16 ranks reversed within fp16 (the fp32 ranks right): across both
+    # precisions the ranks would look fine, within each they are not
+    lat.loc[3:, "predicted"] = [360.0, 240.0, 120.0]
+    t = ez.zoo_platform_scores(lat, platform="cpu_x")
+    assert list(zip(t["precision"], t["batch"])) == [("all", "all"), ("fp32", "1"),
+                                                     ("fp16", "1")]
+    s = t.set_index("precision")
+    assert s.loc["fp32", "latency_spearman"] == pytest.approx(1.0)
+    assert s.loc["fp16", "latency_spearman"] == pytest.approx(-1.0)
+    assert s.loc["all", "latency_spearman"] == pytest.approx(0.0)  # mean of the two settings
+    assert s.loc["fp16", "latency_median_ape_pct"] == pytest.approx(60.0)  # 260, 20, 60
+    assert (s["n"] == [6, 3, 3]).all()
+
+
 def test_the_per_cpu_block_has_a_column_per_batch_and_a_dash_where_a_cpu_lacks_one(tmp_path):
     from carb_lib.app.readme_zoo import zoo_platforms_block
 
@@ -101,17 +120,23 @@ def test_the_per_cpu_block_has_a_column_per_batch_and_a_dash_where_a_cpu_lacks_o
         _pred("leave_network_out", "latency_ms", m, m * 1.1, [1, 1, 16, 16]),
         _pred("leave_network_out", "peak_mem_mib", m, m, [1, 1, 16, 16])]), platform="cpu_a")
     b = ez.zoo_platform_scores(
-        _pred("zero_zoo", "latency_ms", m, m * 0.8, [1, 4, 4, 64]), platform="cpu_b")
+        _pred("zero_zoo", "latency_ms", m, m * 0.8, [1, 4, 4, 64]).assign(
+            precision=["fp32", "fp32", "fp16", "fp32"]), platform="cpu_b")
     (tmp_path / "zoo").mkdir()
     pd.concat([a, b]).to_csv(tmp_path / "zoo" / "platforms.csv", index=False)
     lines = zoo_platforms_block(tmp_path).splitlines()
-    assert lines[0].endswith("| batch 1 | batch 4 | batch 16 | batch 64 | peak memory exact to "
-                             "the byte |")
+    assert lines[0].endswith("| batch 1 | batch 4 | batch 16 | batch 64 | fp16 batch 4 "
+                             "| peak memory exact to the byte |")
     assert lines[2] == ("| `cpu_a` | network left out of the fit (CARB, shared features) | 4 "
-                        "| 10.0 % | 10.0 % | – | 10.0 % | – | 100.0 % |")
+                        "| 10.0 % | 10.0 % | – | 10.0 % | – | – | 100.0 % |")
     assert lines[3] == ("| `cpu_b` | no zoo network in the fit (CARB, design space only) | 4 "
-                        "| 20.0 % | 20.0 % | 20.0 % | – | 20.0 % | – |")
+                        "| 20.0 % | 20.0 % | 20.0 % | – | 20.0 % | 20.0 % | – |")
     assert len(lines) == 4
+    # a file written before precisions were told apart reads as fp32
+    pd.concat([a, b]).drop(columns="precision").to_csv(tmp_path / "zoo" / "platforms.csv",
+                                                       index=False)
+    assert zoo_platforms_block(tmp_path).splitlines()[0].endswith(
+        "| batch 1 | batch 4 | batch 16 | batch 64 | peak memory exact to the byte |")
     assert "no per-CPU zoo scores" in zoo_platforms_block(tmp_path / "none")
 
 

@@ -20,8 +20,8 @@ def _pct(v: float) -> str:
 
 
 def zoo_block(results: Path) -> str:
-    """A markdown table: per method, latency median error, share within ±10 %, Spearman within
-    batch, and the share of peaks exact to the byte (``results/zoo/scores.csv`` and
+    """A markdown table: per method, latency median error, share within ±10 %, Spearman within a
+    setting (one batch size at one precision), and the share of peaks exact to the byte (``results/zoo/scores.csv`` and
     ``remeasurement_ceiling.csv``, written by notebook 07)."""
     d = Path(results) / "zoo"
     path = d / "scores.csv"
@@ -35,7 +35,7 @@ def zoo_block(results: Path) -> str:
     lat = s[s["target"] == "latency_ms"].set_index("method")
     mem = s[s["target"] == "peak_mem_mib"].set_index("method")
     rows = ["| method | rows | latency median error | latency within ±10 % "
-            "| latency Spearman within batch (lowest) | peak memory exact to the byte |",
+            "| latency Spearman within a setting (lowest) | peak memory exact to the byte |",
             "|---|---|---|---|---|---|"]
     for m, label in _METHODS.items():
         if m not in lat.index:
@@ -48,27 +48,35 @@ def zoo_block(results: Path) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _setting(precision: str, batch: str) -> str:
+    return f"batch {batch}" if precision == "fp32" else f"{precision} batch {batch}"
+
+
 def zoo_platforms_block(results: Path) -> str:
     """A markdown table: per CPU and method, the latency median error over all rows and per
-    batch size, and the share of peaks exact to the byte (``results/zoo/platforms.csv``,
-    written by notebook 07)."""
+    setting (a batch size at fp32, then the other precisions), and the share of peaks exact to
+    the byte (``results/zoo/platforms.csv``, written by notebook 07)."""
     path = Path(results) / "zoo" / "platforms.csv"
     if not path.is_file():
         return "*(no per-CPU zoo scores: run `make reproduce` with measured zoo rows)*\n"
-    s = pd.read_csv(path, dtype={"batch": str})
-    batches = sorted((b for b in s["batch"].unique() if b != "all"), key=int)
+    s = pd.read_csv(path, dtype={"batch": str, "precision": str})
+    if "precision" not in s.columns:  # written before precisions were told apart
+        s["precision"] = "fp32"
+    s.loc[s["batch"] == "all", "precision"] = "all"
+    settings = sorted({(p, b) for p, b in zip(s["precision"], s["batch"]) if b != "all"},
+                      key=lambda k: (k[0] != "fp32", k[0], int(k[1])))
     head = ["CPU", "method", "rows", "latency median error, all rows",
-            *(f"batch {b}" for b in batches), "peak memory exact to the byte"]
+            *(_setting(p, b) for p, b in settings), "peak memory exact to the byte"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for plat, p in s.groupby("platform", sort=False):
         for m, label in _METHODS.items():
-            g = p[p["method"] == m].set_index("batch")
-            if "all" not in g.index:
+            g = {(r["precision"], r["batch"]): r for r in p[p["method"] == m].to_dict("records")}
+            if ("all", "all") not in g:
                 continue
-            by_b = [f"{g.loc[b, 'latency_median_ape_pct']:.1f} %" if b in g.index else "–"
-                    for b in batches]
-            r = g.loc["all"]
+            by_s = [f"{g[k]['latency_median_ape_pct']:.1f} %" if k in g else "–"
+                    for k in settings]
+            r = g[("all", "all")]
             rows.append(f"| `{plat}` | {label} | {int(r['n'])} "
-                        f"| {r['latency_median_ape_pct']:.1f} % | " + " | ".join(by_b)
+                        f"| {r['latency_median_ape_pct']:.1f} % | " + " | ".join(by_s)
                         + f" | {_pct(r['peak_mem_exact_share'])} |")
     return "\n".join(rows) + "\n"

@@ -20,11 +20,11 @@ of which never saw the row's network:
 
 :func:`zoo_scores` scores them by method and network kind: memory exactness (to the byte),
 latency median absolute percentage error, share within ±10 %, and Spearman's rank correlation
-within each batch size. :func:`remeasurement_ceiling` scores a second measurement of the same
+within each batch size and precision. :func:`remeasurement_ceiling` scores a second measurement of the same
 rows (``carb audit``) the same way: the scale on which a model's latency error is read.
 :func:`evaluate_zoo_file` does all of it for one measured zoo file and the files of ``data/`` that
-go with its platform (:func:`sibling_files`); :func:`zoo_platform_scores` scores it per batch
-size, so that CPUs can be set side by side.
+go with its platform (:func:`sibling_files`); :func:`zoo_platform_scores` scores it per
+precision and batch size, so that CPUs can be set side by side.
 
 Examples
 --------
@@ -193,8 +193,9 @@ def evaluate_zoo(design: pd.DataFrame, zoo: pd.DataFrame, *, n_folds: int = 8,
 def _scores(g: pd.DataFrame, target: str) -> dict[str, float]:
     m, p = g["measured"].to_numpy(float), g["predicted"].to_numpy(float)
     ape = np.abs(p - m) / m * 100.0
+    setting = [c for c in ("batch", "precision") if c in g.columns]
     rhos = [spearmanr(b["measured"], b["predicted"])[0]
-            for _, b in g.groupby("batch") if len(b) >= 3]
+            for _, b in g.groupby(setting) if len(b) >= 3]
     return dict(n=len(g), median_ape_pct=float(np.median(ape)),
                 mape_pct=float(np.mean(ape)), within_10pct=float(np.mean(ape <= 10.0)),
                 exact_share=exact_share(m, p) if target == "peak_mem_mib" else np.nan,
@@ -206,8 +207,9 @@ def zoo_scores(predictions: pd.DataFrame, *, by_kind: bool = True) -> pd.DataFra
     """Scores per method and target, over all rows (``kind == "all"``) and per network kind.
 
     ``median_ape_pct``, ``mape_pct``, ``within_10pct``; ``exact_share`` for peak memory (within
-    half a byte); ``spearman_within_batch`` is the mean over batch sizes (with at least three
-    rows) of the rank correlation among the rows of that batch, ``_min`` the lowest.
+    half a byte); ``spearman_within_batch`` is the mean over settings (a batch size at one
+    precision, with at least three rows) of the rank correlation among the rows of that
+    setting, ``_min`` the lowest.
     """
     frames = [predictions.assign(kind="all")]
     if by_kind:
@@ -357,26 +359,33 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
 
 def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None = None, *,
                         platform: str | None = None) -> pd.DataFrame:
-    """One platform's scores over all rows and per batch size, one row per method (the
-    re-measurement too, over all rows, where ``ceiling`` is given), targets side by side.
+    """One platform's scores over all rows and per setting (precision and batch size), one row
+    per method (the re-measurement too, over all rows, where ``ceiling`` is given), targets side
+    by side.
 
-    Columns: ``platform``, ``batch`` ("all" or the batch size), ``method``, ``n``,
+    Columns: ``platform``, ``precision`` and ``batch`` ("all" and "all" over all rows, else the
+    setting's precision and batch size; fp32 first), ``method``, ``n``,
     ``latency_median_ape_pct``, ``latency_within_10pct``, ``latency_spearman``,
-    ``peak_mem_exact_share``. ``latency_spearman`` over all rows is the mean of the within-batch
-    correlations (:func:`zoo_scores`).
+    ``peak_mem_exact_share``. ``latency_spearman`` over all rows is the mean of the
+    within-setting correlations (:func:`zoo_scores`).
     """
-    groups = [("all", predictions)] + [(str(int(b)), g) for b, g in
-                                       predictions.groupby("batch", sort=True)]
+    prec = (predictions["precision"].astype(str) if "precision" in predictions.columns
+            else pd.Series("fp32", index=predictions.index))
+    keys = sorted({(p, int(b)) for p, b in zip(prec, predictions["batch"])},
+                  key=lambda k: (k[0] != "fp32", k[0], k[1]))
+    groups = [("all", "all", predictions)] + [
+        (p, str(b), predictions[(prec == p).to_numpy() & (predictions["batch"] == b).to_numpy()])
+        for p, b in keys]
     rows = []
-    for batch, g in groups:
+    for precision, batch, g in groups:
         s = zoo_scores(g, by_kind=False)
         if ceiling is not None and batch == "all":
             s = pd.concat([s, ceiling], ignore_index=True)
         for method, m in s.groupby("method", sort=False):
             # a target the method does not predict reads as NaN
             lat, mem = m.set_index("target").reindex(list(TARGETS)).to_dict("records")
-            rows.append({"platform": platform, "batch": batch, "method": method,
-                         "n": int(m["n"].iloc[0]),
+            rows.append({"platform": platform, "precision": precision, "batch": batch,
+                         "method": method, "n": int(m["n"].iloc[0]),
                          "latency_median_ape_pct": lat["median_ape_pct"],
                          "latency_within_10pct": lat["within_10pct"],
                          "latency_spearman": lat["spearman_within_batch"],
