@@ -21,8 +21,8 @@ def _pct(v: float) -> str:
 
 def zoo_block(results: Path) -> str:
     """A markdown table: per method, latency median error, share within ±10 %, Spearman within a
-    setting (one batch size at one precision), and the share of peaks exact to the byte (``results/zoo/scores.csv`` and
-    ``remeasurement_ceiling.csv``, written by notebook 07)."""
+    setting (one batch size at one precision), and the share of peaks exact to the byte
+    (``results/zoo/scores.csv`` and ``remeasurement_ceiling.csv``, written by notebook 07)."""
     d = Path(results) / "zoo"
     path = d / "scores.csv"
     if not path.is_file():
@@ -56,6 +56,8 @@ def zoo_platforms_block(results: Path) -> str:
     """A markdown table: per CPU and method, the latency median error over all rows and per
     setting (a batch size at fp32, then the other precisions), and the share of peaks exact to
     the byte (``results/zoo/platforms.csv``, written by notebook 07)."""
+    from carb_lib.evaluation.zoo import setting_order
+
     path = Path(results) / "zoo" / "platforms.csv"
     if not path.is_file():
         return "*(no per-CPU zoo scores: run `make reproduce` with measured zoo rows)*\n"
@@ -64,7 +66,7 @@ def zoo_platforms_block(results: Path) -> str:
         s["precision"] = "fp32"
     s.loc[s["batch"] == "all", "precision"] = "all"
     settings = sorted({(p, b) for p, b in zip(s["precision"], s["batch"]) if b != "all"},
-                      key=lambda k: (k[0] != "fp32", k[0], int(k[1])))
+                      key=lambda k: setting_order(*k))
     head = ["CPU", "method", "rows", "latency median error, all rows",
             *(_setting(p, b) for p, b in settings), "peak memory exact to the byte"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -20,8 +20,9 @@ of which never saw the row's network:
 
 :func:`zoo_scores` scores them by method and network kind: memory exactness (to the byte),
 latency median absolute percentage error, share within ±10 %, and Spearman's rank correlation
-within each batch size and precision. :func:`remeasurement_ceiling` scores a second measurement of the same
-rows (``carb audit``) the same way: the scale on which a model's latency error is read.
+within each batch size and precision. :func:`remeasurement_ceiling` scores a second measurement
+of the same rows (``carb audit``) the same way: the scale on which a model's latency error is
+read.
 :func:`evaluate_zoo_file` does all of it for one measured zoo file and the files of ``data/`` that
 go with its platform (:func:`sibling_files`); :func:`zoo_platform_scores` scores it per
 precision and batch size, so that CPUs can be set side by side.
@@ -357,6 +358,11 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     return ZooFileEvaluation(str(zoo["platform"].iloc[0]), zoo, design, ev, ceiling, files)
 
 
+def setting_order(precision: str, batch: int | str) -> tuple[bool, str, int]:
+    """Sort key of a setting (precision, batch size): fp32 first, then by precision and batch."""
+    return (precision != "fp32", precision, int(batch))
+
+
 def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None = None, *,
                         platform: str | None = None) -> pd.DataFrame:
     """One platform's scores over all rows and per setting (precision and batch size), one row
@@ -369,13 +375,10 @@ def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None 
     ``peak_mem_exact_share``. ``latency_spearman`` over all rows is the mean of the
     within-setting correlations (:func:`zoo_scores`).
     """
-    prec = (predictions["precision"].astype(str) if "precision" in predictions.columns
-            else pd.Series("fp32", index=predictions.index))
-    keys = sorted({(p, int(b)) for p, b in zip(prec, predictions["batch"])},
-                  key=lambda k: (k[0] != "fp32", k[0], k[1]))
-    groups = [("all", "all", predictions)] + [
-        (p, str(b), predictions[(prec == p).to_numpy() & (predictions["batch"] == b).to_numpy()])
-        for p, b in keys]
+    by_setting = sorted(predictions.groupby(["precision", "batch"]),
+                        key=lambda kv: setting_order(*kv[0]))
+    groups = [("all", "all", predictions)] + [(str(p), str(int(b)), g)
+                                              for (p, b), g in by_setting]
     rows = []
     for precision, batch, g in groups:
         s = zoo_scores(g, by_kind=False)
