@@ -15,7 +15,8 @@ NOTEBOOK = "notebooks/06_steady_campaign.ipynb"
 @pytest.mark.slow
 def test_notebook_06_quick_judges_both_targets_from_the_comparison(run_notebook):
     rec, out = run_notebook(NOTEBOOK, {"quick": True, "splits": ["random", "batch_small"],
-                                       "n_seeds": 2, "max_rows": 500, "results_dir": "results"})
+                                       "n_seeds": 2, "preset": "test", "max_rows": 500,
+                                       "results_dir": "results"})
     assert rec["have_data"] is True and rec["platform"] == "cpu_xeon_gnr_2c"
     assert rec["n_rows"] == 500 and rec["n_operators"] == 3000 and rec["probe"] is True
     assert 0 < rec["reference_cv"] < 0.05

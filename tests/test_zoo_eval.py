@@ -102,7 +102,7 @@ def test_platform_scores_tell_precisions_apart_and_rank_within_one_precision():
     # precisions the ranks would look fine, within each they are not
     lat.loc[3:, "predicted"] = [360.0, 240.0, 120.0]
     t = ez.zoo_platform_scores(lat, platform="cpu_x")
-    assert list(zip(t["precision"], t["batch"])) == [("all", "all"), ("fp32", "1"),
+    assert list(zip(t["precision"], t["batch"], strict=True)) == [("all", "all"), ("fp32", "1"),
                                                      ("fp16", "1")]
     s = t.set_index("precision")
     assert s.loc["fp32", "latency_spearman"] == pytest.approx(1.0)

@@ -65,8 +65,8 @@ def zoo_platforms_block(results: Path) -> str:
     if "precision" not in s.columns:  # written before precisions were told apart
         s["precision"] = "fp32"
     s.loc[s["batch"] == "all", "precision"] = "all"
-    settings = sorted({(p, b) for p, b in zip(s["precision"], s["batch"]) if b != "all"},
-                      key=lambda k: setting_order(*k))
+    pairs = zip(s["precision"], s["batch"], strict=True)
+    settings = sorted({(p, b) for p, b in pairs if b != "all"}, key=lambda k: setting_order(*k))
     head = ["CPU", "method", "rows", "latency median error, all rows",
             *(_setting(p, b) for p, b in settings), "peak memory exact to the byte"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

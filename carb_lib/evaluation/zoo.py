@@ -302,7 +302,7 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
                       audit: str | Path | None = None, kernel_bench: str | Path | None = None,
                       n_folds: int = 8, preset: str = "fast", seed: int = 0,
                       max_networks: int | None = None, max_design_rows: int | None = None,
-                      progress: bool = False) -> ZooFileEvaluation:
+                      kernel_model: Any = None, progress: bool = False) -> ZooFileEvaluation:
     """Read a measured zoo file and the platform's other files and run :func:`evaluate_zoo`.
 
     Parameters
@@ -321,6 +321,9 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
         Evaluate this many of the file's networks, drawn with ``seed`` (smoke runs).
     max_design_rows : int, optional
         Subsample the design-space rows with ``seed`` (smoke runs).
+    kernel_model : carb_lib.kernels.law.KernelModel, optional
+        The unfitted kernel model whose parameters the fit on ``kernel_bench`` uses (a clone;
+        default ``KernelModel(random_state=seed)``), e.g. fewer trees for a smoke run.
 
     Raises
     ------
@@ -345,12 +348,16 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     if max_design_rows is not None and len(design) > max_design_rows:
         design = design.sample(n=max_design_rows, random_state=seed)
     design = design.reset_index(drop=True)
-    kernel_model = None
+    fitted = None
     if kernel_bench:
+        from sklearn.base import clone
+
         from carb_lib.kernels import law as kernels
 
-        kernel_model = kernels.KernelModel(random_state=seed).fit(kernels.read_bench(kernel_bench))
-    ev = evaluate_zoo(design, zoo, n_folds=n_folds, preset=preset, kernel_model=kernel_model,
+        template = (kernels.KernelModel(random_state=seed) if kernel_model is None
+                    else kernel_model)
+        fitted = clone(template).fit(kernels.read_bench(kernel_bench))
+    ev = evaluate_zoo(design, zoo, n_folds=n_folds, preset=preset, kernel_model=fitted,
                       seed=seed, progress=progress)
     ceiling = None
     if audit:

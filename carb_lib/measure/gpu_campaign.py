@@ -409,7 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--noise-max-gflops", type=float, default=50.0)
     ap.add_argument("--selfcheck-s", type=float, default=2.0,
                     help="length of the energy-counter and idle-power checks (s)")
-    ap.add_argument("--quick", action="store_true", help="tiny windows (tests only)")
+    ap.add_argument("--quick", action="store_true",
+                    help="tiny windows, interference detector off (tests only)")
     ap.add_argument("--anchor", choices=("auto", "on", "off"), default="auto",
                     help="measure the ResNet-50 224 px b256 fp16 anchor (auto: on CUDA only)")
     ap.add_argument("--pytest", action="store_true",
@@ -473,7 +474,8 @@ def _run(a: argparse.Namespace) -> int:
                           "cooldown_s": a.cooldown_s}
     if a.quick:
         kw.update(gpu_warmup_iters=2, gpu_min_iters=5, gpu_min_window_s=0.02, cpu_warmup_iters=1,
-                  cpu_min_iters=2, cpu_min_window_s=0.01, cooldown_s=0.0, count_kernels=False)  # fmt: skip
+                  cpu_min_iters=2, cpu_min_window_s=0.01, cooldown_s=0.0, count_kernels=False,
+                  min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)  # fmt: skip
     protocol = Protocol(**kw)
     dev = get_device(a.device, platform=a.platform)
     dev.setup(protocol)

@@ -38,12 +38,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from carb_lib.core import metrics as _m
 from carb_lib.families._base import DEFAULT_FAMILY
+
+if TYPE_CHECKING:
+    from carb_lib.kernels.law import KernelModel
 
 __all__ = ["CPU_FILES", "ZERO_SHOT_LAWS", "check_bench_cpu", "cross_cpu_slopes",
            "kernel_transfer_predict",
@@ -129,11 +133,21 @@ def load_cpu_rows(files: Mapping[str, Sequence[str]] | None = None, *,
 
 
 def kernel_times(rows: pd.DataFrame, files: Mapping[str, Sequence[str]] | None = None, *,
-                 random_state: int = 0) -> pd.Series:
+                 random_state: int = 0,
+                 kernel_model: KernelModel | None = None) -> pd.Series:
     """Summed predicted operator time (``kernel_ms``) of every row, from a kernel model fitted
-    on its own platform's operator benchmark (:class:`carb_lib.kernels.law.KernelModel`)."""
+    on its own platform's operator benchmark (:class:`carb_lib.kernels.law.KernelModel`).
+
+    ``kernel_model`` is the unfitted model whose parameters every platform's fit uses (a clone
+    of it; default ``KernelModel(random_state=random_state)``): e.g. fewer trees for a smoke run.
+    """
+    from sklearn.base import clone
+
     from carb_lib.core.vocab import KERNEL_FEATURE
     from carb_lib.kernels import law as kernels
+
+    template = (kernels.KernelModel(random_state=random_state) if kernel_model is None
+                else kernel_model)
 
     files = CPU_FILES if files is None else files
     out = pd.Series(np.nan, index=rows.index, name=KERNEL_FEATURE)
@@ -143,8 +157,7 @@ def kernel_times(rows: pd.DataFrame, files: Mapping[str, Sequence[str]] | None =
         bench = kernels.read_bench(files[plat][1])
         sub = rows.loc[idx]
         check_bench_cpu(sub, bench, what=f"operator benchmark {files[plat][1]}")
-        model = kernels.KernelModel(random_state=random_state).fit(
-            bench.assign(platform=plat))
+        model = clone(template).fit(bench.assign(platform=plat))
         out.loc[idx] = kernels.with_kernel_column(sub, model)[KERNEL_FEATURE].to_numpy()
     return out
 
