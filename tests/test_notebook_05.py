@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 NOTEBOOK = "notebooks/05_cross_family.ipynb"
 NEW = ("efficientnet", "mobilenetv2", "vgg")
-PARAMS = {"quick": True, "ks": [10], "n_seeds": 1, "preset": "test", "kernel_trees": 50, "max_source_rows": 500,
-          "max_rows_per_family": 200, "n_candidates_per_family": 200, "fig_dir": "figures",
-          "results_dir": "results"}
+PARAMS = {"quick": True, "ks": [10], "n_seeds": 1, "preset": "test", "kernel_trees": 50,
+          "max_source_rows": 500, "max_rows_per_family": 200, "n_candidates_per_family": 200,
+          "fig_dir": "figures", "results_dir": "results"}
 
 
 @pytest.mark.slow

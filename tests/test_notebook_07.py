@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
                     reason="no measured zoo rows")
 def test_notebook_07_quick_scores_every_method_and_the_ceiling(run_notebook):
     rec, out = run_notebook(NOTEBOOK, {"quick": True, "n_folds": 2, "preset": "test",
-                                       "kernel_trees": 50, "max_design_rows": 300, "max_networks": 3,
+                                       "kernel_trees": 50, "max_design_rows": 300,
+                                       "max_networks": 3,
                                        "more_zoo_datasets": ["data/zoo/cpu_epyc_zen4_2c.parquet"],
                                        "results_dir": "results"})
     assert rec["have_data"] is True and rec["platform"] == "cpu_epyc_zen5_2c"

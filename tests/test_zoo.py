@@ -3,9 +3,10 @@
 torchvision is imported through its one place (``carb_lib.families._torchvision``), which
 survives a torchvision whose C++ operators do not match torch (simulated here); every
 classification CNN of the zoo builds on the ``meta`` device (RegNet through the fallback for
-factories that compute with tensors) and one of each kind is described there; names are checked (nearest names,
-detection and transformers refused); features are cached on disk; predictions and screening
-run from the command line with the published ImageNet accuracy as a ``max:`` objective."""
+factories that compute with tensors) and one of each kind is described there; names are
+checked (nearest names, detection and transformers refused); features are cached on disk;
+predictions and screening run from the command line with the published ImageNet accuracy as a
+``max:`` objective."""
 
 from __future__ import annotations
 
