@@ -6,8 +6,10 @@ Short windows (one warm-up, two timed iterations, 10 ms), and the interference d
 ``carb profile --protocol``.
 """
 
+from carb_lib.measure.protocol import DETECTOR_OFF
+
 #: The interference detector's thresholds, set so that no window is ever rejected.
-NO_DETECTOR = {"min_cpu_share": 0.0, "max_other_busy": 1e9, "max_window_spread": 1e9}
+NO_DETECTOR = dict(DETECTOR_OFF)
 #: Short windows with the detector off.
 FAST_SETTINGS = {"cpu_warmup_iters": 1, "cpu_min_iters": 2, "cpu_min_window_s": 0.01,
                  **NO_DETECTOR}

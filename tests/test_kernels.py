@@ -167,6 +167,17 @@ def test_kernel_model_refuses_too_few_operators_and_bad_parameters():
             kernels.KernelModel(**{name: bad}).fit(synthetic_bench(30))
 
 
+def test_fit_kernel_model_fits_a_clone_of_its_template_or_the_default():
+    bench = synthetic_bench(60)
+    template = kernels.KernelModel(20, num_leaves=7, random_state=3)
+    fitted = kernels.fit_kernel_model(bench, template, random_state=9)
+    assert fitted is not template and not hasattr(template, "model_")  # the template unfitted
+    assert fitted.get_params() == template.get_params()  # random_state is the template's
+    default = kernels.fit_kernel_model(bench, random_state=5)
+    assert default.get_params() == kernels.KernelModel(random_state=5).get_params()
+    assert default.n_ops_ == 60
+
+
 def test_aligned_draws_recover_each_hosts_speed_and_predict_at_one_reference():
     bench = two_draws(1.5)
     aligned = kernels.KernelModel(n_estimators=200).fit(bench)  # draws="aligned": the default

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from carb_lib.core.metrics import regression_metrics
 from carb_lib.ensemble import preset as model_preset
@@ -152,8 +151,8 @@ def kernel_law_comparison(
     if len(plats) != 1:
         raise ValueError(f"the network rows and the operators must be one platform, got {plats}")
     df = df.reset_index(drop=True)
-    template = kernels.KernelModel() if kernel_model is None else kernel_model
-    full = kernels.with_kernel_column(df, clone(template).fit(bench), n_jobs=n_jobs)
+    full = kernels.with_kernel_column(df, kernels.fit_kernel_model(bench, kernel_model),
+                                      n_jobs=n_jobs)
     rows: list[dict] = []
 
     def score(split, held, law, seed, train, test):
@@ -180,7 +179,8 @@ def kernel_law_comparison(
     for kind, held, test in extrapolation_splits(df, batch_kinds):
         test = np.asarray(test, dtype=bool)
         train_b = set(df.loc[~test, "batch"].astype(int))
-        strict_model = clone(template).fit(bench[bench["batch"].astype(int).isin(train_b)])
+        strict_model = kernels.fit_kernel_model(
+            bench[bench["batch"].astype(int).isin(train_b)], kernel_model)
         strict = kernels.with_kernel_column(df, strict_model, n_jobs=n_jobs)
         logger.info("%s (%s held out): %d train, %d test rows", kind, held, (~test).sum(),
                     test.sum())

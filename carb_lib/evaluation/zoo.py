@@ -350,13 +350,10 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     design = design.reset_index(drop=True)
     fitted = None
     if kernel_bench:
-        from sklearn.base import clone
-
         from carb_lib.kernels import law as kernels
 
-        template = (kernels.KernelModel(random_state=seed) if kernel_model is None
-                    else kernel_model)
-        fitted = clone(template).fit(kernels.read_bench(kernel_bench))
+        fitted = kernels.fit_kernel_model(kernels.read_bench(kernel_bench), kernel_model,
+                                          random_state=seed)
     ev = evaluate_zoo(design, zoo, n_folds=n_folds, preset=preset, kernel_model=fitted,
                       seed=seed, progress=progress)
     ceiling = None

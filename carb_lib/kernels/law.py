@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -71,7 +71,7 @@ from carb_lib.kernels.operators import (  # the operator vocabulary, sampler and
 __all__ = [
     "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
     "TAPS_FEATURE", "KernelCheck", "KernelModel", "bench_kernels", "check_append", "faults_per_call",
-    "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
+    "fit_kernel_model", "holdout_check", "kernel_features", "network_ops", "read_bench", "recorded_ops",
     "sample_kernels", "with_kernel_column"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -577,6 +577,15 @@ class KernelCheck:
     n_test: int
     metrics: Any
     by_kind: pd.DataFrame
+
+
+def fit_kernel_model(bench: pd.DataFrame, template: KernelModel | None = None, *,
+                     random_state: int = 0) -> KernelModel:
+    """A clone of ``template`` (an unfitted :class:`KernelModel`; default
+    ``KernelModel(random_state=random_state)``) fitted on ``bench``: the fits of one study
+    take their parameters (e.g. fewer trees for a smoke run) from one model."""
+    model = KernelModel(random_state=random_state) if template is None else clone(template)
+    return model.fit(bench)
 
 
 def holdout_check(bench: pd.DataFrame, *, test_fraction: float = 0.2, random_state: int = 0,

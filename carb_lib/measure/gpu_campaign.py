@@ -467,6 +467,7 @@ def _run(a: argparse.Namespace) -> int:
         run_campaign,
     )
     from carb_lib.measure.profiling import Protocol, get_device
+    from carb_lib.measure.protocol import DETECTOR_OFF
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -475,7 +476,7 @@ def _run(a: argparse.Namespace) -> int:
     if a.quick:
         kw.update(gpu_warmup_iters=2, gpu_min_iters=5, gpu_min_window_s=0.02, cpu_warmup_iters=1,
                   cpu_min_iters=2, cpu_min_window_s=0.01, cooldown_s=0.0, count_kernels=False,
-                  min_cpu_share=0.0, max_other_busy=1e9, max_window_spread=1e9)  # fmt: skip
+                  **DETECTOR_OFF)  # fmt: skip
     protocol = Protocol(**kw)
     dev = get_device(a.device, platform=a.platform)
     dev.setup(protocol)

@@ -19,10 +19,14 @@ from carb_lib.families._base import ConfigTimeoutError
 from carb_lib.measure.interference import WindowPolicy
 from carb_lib.measure.telemetry import NAN
 
-__all__ = ["MIB", "ConfigTimeoutError", "Protocol", "deadline_check", "latency_stats",
-           "protocol_settings"]
+__all__ = ["DETECTOR_OFF", "MIB", "ConfigTimeoutError", "Protocol", "deadline_check",
+           "latency_stats", "protocol_settings"]
 
 MIB = 2**20
+#: Interference-detector thresholds that never reject a window (``Protocol(**DETECTOR_OFF)``),
+#: for runs that check bookkeeping, memory or energy rather than timing (tests).
+DETECTOR_OFF: dict[str, float] = {"min_cpu_share": 0.0, "max_other_busy": 1e9,
+                                  "max_window_spread": 1e9}
 
 
 @dataclass(frozen=True)

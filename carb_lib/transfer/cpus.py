@@ -141,13 +141,8 @@ def kernel_times(rows: pd.DataFrame, files: Mapping[str, Sequence[str]] | None =
     ``kernel_model`` is the unfitted model whose parameters every platform's fit uses (a clone
     of it; default ``KernelModel(random_state=random_state)``): e.g. fewer trees for a smoke run.
     """
-    from sklearn.base import clone
-
     from carb_lib.core.vocab import KERNEL_FEATURE
     from carb_lib.kernels import law as kernels
-
-    template = (kernels.KernelModel(random_state=random_state) if kernel_model is None
-                else kernel_model)
 
     files = CPU_FILES if files is None else files
     out = pd.Series(np.nan, index=rows.index, name=KERNEL_FEATURE)
@@ -157,7 +152,8 @@ def kernel_times(rows: pd.DataFrame, files: Mapping[str, Sequence[str]] | None =
         bench = kernels.read_bench(files[plat][1])
         sub = rows.loc[idx]
         check_bench_cpu(sub, bench, what=f"operator benchmark {files[plat][1]}")
-        model = clone(template).fit(bench.assign(platform=plat))
+        model = kernels.fit_kernel_model(bench.assign(platform=plat), kernel_model,
+                                         random_state=random_state)
         out.loc[idx] = kernels.with_kernel_column(sub, model)[KERNEL_FEATURE].to_numpy()
     return out
 
