@@ -124,13 +124,16 @@ def _faults_per_call(mode: str) -> list[int]:
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt only")
 def test_a_kept_heap_stops_the_page_faults_of_a_large_buffer_on_every_call():
     # glibc's default maps the output afresh on every call: 12,544 pages or more, a fault each
-    assert min(_faults_per_call("default")) >= 12_544
-    # kept: the first call faults the heap's pages in; the next one or two may still fault a
-    # few thousand (oneDNN's scratch buffers settle, seen 145-3,137 on CI and Zen 5), then the
-    # calls reuse the pages: all calls after the first together fault less than ONE default call
+    default = _faults_per_call("default")
+    assert min(default) >= 12_544, default
+    # kept: the first call faults the heap's pages in; the second may still fault up to one more
+    # output's worth while oneDNN's scratch buffers settle (seen 145-3,137 on CI and Zen 5, and
+    # 12,545 once on Zen 4), then the calls reuse the pages: the last three fault (almost)
+    # nothing, and the five calls after the first together fault less than TWO default calls
+    # (a heap that is not kept faults five)
     kept = _faults_per_call("keep")
     assert kept[0] >= 12_544, kept
-    assert max(kept[-3:]) < 256 and sum(kept[1:]) < 12_544, kept
+    assert max(kept[-3:]) < 256 and sum(kept[1:]) < 2 * min(default), kept
 
 
 def test_a_campaign_on_a_c_library_without_mallopt_stops_before_measuring(fresh, monkeypatch,
