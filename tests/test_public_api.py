@@ -41,6 +41,15 @@ def test_import_carb_lib_loads_neither_torch_nor_sklearn():
     assert json.loads(out) == []
 
 
+def test_a_notebook_kernel_s_glue_loads_no_notebook_reader():
+    """Every notebook imports ``glue``; nbformat (with jsonschema's format checkers, about a
+    second) loads only when an executed notebook is read back."""
+    out = _fresh("import json, sys; from carb_lib.app.record import glue, read_glued; "
+                 "print(json.dumps(sorted(m for m in sys.modules "
+                 "if m.split('.')[0] in ('nbformat', 'jsonschema'))))")  # fmt: skip
+    assert json.loads(out) == []
+
+
 def test_each_name_is_the_object_of_its_module():
     from carb_lib.ensemble import CARBRegressor, load_model, preset
     from carb_lib.measure.profiling import profile_config

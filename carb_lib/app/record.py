@@ -13,8 +13,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 MIME = "application/x.carb-glue+json"
 
 
@@ -69,6 +67,8 @@ def read_glued(notebook_path: str | Path) -> dict[str, Any]:
     FileNotFoundError
         If the notebook does not exist.
     """
+    import nbformat  # here, not at import: jsonschema's checkers cost a notebook kernel ~1 s
+
     nb = nbformat.read(str(notebook_path), as_version=4)
     out: dict[str, Any] = {}
     for cell in nb.cells:

@@ -286,6 +286,9 @@ def leave_one_cpu_out(rows: pd.DataFrame, *, ks: Sequence[int] = (5, 10, 20), se
     W = _wide(rows)
     first = rows.drop_duplicates("config_id")
     FX = model_features(first).set_axis(first["config_id"].to_numpy())
+    # the loop below reads these columns only: its many row selections copy no wide frame
+    rows = rows[list(dict.fromkeys(["config_id", "platform", "precision", "batch",
+                                    "latency_ms", "kernel_ms", *_FRONT]))]
     out = []
     for tp in targets:
         tgt = rows[rows["platform"] == tp].reset_index(drop=True)
