@@ -41,7 +41,7 @@ def test_import_carb_lib_loads_neither_torch_nor_sklearn():
     assert json.loads(out) == []
 
 
-def test_a_notebook_kernel_s_glue_loads_no_notebook_reader():
+def test_the_glue_every_notebook_imports_loads_no_notebook_reader():
     """Every notebook imports ``glue``; nbformat (with jsonschema's format checkers, about a
     second) loads only when an executed notebook is read back."""
     out = _fresh("import json, sys; from carb_lib.app.record import glue, read_glued; "
