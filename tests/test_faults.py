@@ -536,7 +536,10 @@ def test_anchor_summary_and_counter_ratio():
     assert counter_vs_integrated(None) == {"n": 0}
 
 
-def test_predict_refuses_a_family_the_model_never_saw(fitted, tmp_path):
+def test_a_family_the_model_never_saw_goes_to_its_transfer_model_or_is_refused(fitted,
+                                                                               tmp_path):
+    from carb_lib.ensemble import load_model, save_model
+
     d, _, _ = fitted
     f = tmp_path / "nb.csv"
     pd.DataFrame([{"family": "nb201", "arch": "|nor_conv_3x3~0|+|nor_conv_3x3~0|skip_connect~1|"
@@ -544,6 +547,16 @@ def test_predict_refuses_a_family_the_model_never_saw(fitted, tmp_path):
                    "batch": 8, "precision": "fp32", "num_classes": 10}]).to_csv(f, index=False)
     res = cli("predict", "--model", str(d / "m.joblib"), "--configs", str(f), "--out",
               str(tmp_path / "o.csv"))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "0 row(s) by the fitted model (families ['resnet']), 1 by its transfer model" \
+        in res.output
+    assert pd.read_csv(tmp_path / "o.csv")["predicted_by"].tolist() == ["transfer model"]
+    # a model without a transfer model (fitted in Python) still refuses the family in one line
+    m = load_model(d / "m.joblib")
+    del m.transfer_model_
+    save_model(m, tmp_path / "plain.skops")
+    res = cli("predict", "--model", str(tmp_path / "plain.skops"), "--configs", str(f), "--out",
+              str(tmp_path / "o2.csv"))  # fmt: skip
     assert_one_line_error(res, "row 0", "family 'nb201' was never seen", "['resnet']")
 
 

@@ -37,7 +37,7 @@ _TRUST = typer.Option(False, "--trust", help="Also load a joblib (pickle) model 
                       "earlier version. Loading a pickle file runs any code it holds: only for "
                       "files you wrote yourself (then save it again with carb fit).")
 #: ``--calibrate`` of predict and screen (carb_lib.transfer.calibration).
-_CALIBRATE = typer.Option(False, "--calibrate", help="Time a handful of reference configs on this host first (under a minute) and scale the latency predictions by the host factor when it exceeds its spread; factor and spread are recorded in the output.")
+_CALIBRATE = typer.Option(False, "--calibrate", help="Time reference configs of the model's own rows on this host first (from small to its largest rows, under the model's protocol: threads, heap, device; within --calibrate-budget-s) and scale the latency predictions by the host factor when it differs from 1 by more than twice its standard error (per size band where the bands differ); factor, spread and protocol are recorded in the output.")
 _CALIBRATE_BUDGET = typer.Option(60.0, "--calibrate-budget-s", help="With --calibrate: wall-clock cap in seconds on the timing.")
 #: Exceptions that mean the user's input or environment is wrong: one line, exit code 1.
 #: (The project's own errors derive from these: SchemaError, TableError, DatasetError,
@@ -280,7 +280,7 @@ def profile(
     time_budget_s: float | None = typer.Option(None, "--time-budget-s", help="Stop cleanly after this many seconds."),
     max_gflops: float | None = typer.Option(None, "--max-gflops", help="Compute cap: skip (status skipped) configs whose whole-batch FLOPs exceed this many GFLOP."),
     sample_under_cap: bool = typer.Option(False, "--sample-under-cap", help="Draw the --n-sample sample only from configs within --max-gflops."),
-    threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads (recorded)."),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (recorded): 1, the study's protocol and every shipped CPU row's, unless you choose another."),
     ref_every: int = typer.Option(50, "--ref-every", help="Reference config (and GPU idle power) every N configs; 0 = off."),
     timeout_s: float = typer.Option(300.0, "--timeout-s", help="Per-config wall-clock cap in seconds."),
     cooldown_s: float | None = typer.Option(None, "--cooldown-s", help="GPU cool-down seconds (default 1)."),
@@ -547,7 +547,7 @@ def convert_help_cmd(
 # --- carb ensemble: fit / predict ---
 @app.command()
 def fit(
-    data: Path = typer.Option(..., "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used)."),
+    data: list[Path] = typer.Option(..., "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used); repeat it for several files of one platform (e.g. its ResNet and new-family campaigns). Rows that mix timing protocols (threads, heap, device, PyTorch) are refused."),
     out: Path = typer.Option(..., "--out", help="Model file to write (skops format, loaded without pickle; metadata also in <out>.json). An existing file that is not a CARB model is refused unless --force."),
     feature_set: str = typer.Option("static", "--feature-set", help="static | static+telemetry (GPU only) | shared (no family encoding: predicts families it was not fitted on)."),
     platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
@@ -582,13 +582,39 @@ def predict(
     trust: bool = _TRUST,
     calibrate: bool = _CALIBRATE,
     calibrate_budget_s: float = _CALIBRATE_BUDGET,
+    calibrate_on_query: int = typer.Option(0, "--calibrate-on-query", help="With --calibrate: also time this many of the queried configs (spread over their predicted latency) and include them in the host factor."),
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a prediction table (keeping <out>.bak)."),
 ) -> None:
-    """Predict cost and conformal intervals for configs with a saved CARB model."""
+    """Predict cost and conformal intervals for configs with a saved CARB model (for the protocol its rows were timed with)."""
     opts = dict(locals())  # the options, before any import adds a name
     from carb_lib.app.predict_cli import run_predict
 
     run_predict(**opts, echo=typer.echo)
+@app.command()
+def check(
+    model: Path = typer.Option(..., "--model", help="Model written by `carb fit`."),
+    configs: Path | None = typer.Option(None, "--configs", help="The query (.parquet/.csv of configs), or --module."),
+    k: int = typer.Option(5, "--k", help="Configs of the query to time now (spread over their predicted latency)."),
+    budget_s: float = typer.Option(60.0, "--budget-s", help="Wall-clock budget of the timing in seconds (the largest configs give way to smaller ones to fit it)."),
+    repeat: int = typer.Option(3, "--repeat", help="Configs timed a second time, in another fresh process: this host's re-measurement noise now."),
+    coverage: float = typer.Option(DEFAULT_COVERAGE, "--coverage", help="Nominal coverage of the prediction intervals."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the per-config table (.csv/.parquet)."),
+    module: str | None = _MODULE,
+    input_shape: str | None = _INPUT_SHAPE,
+    module_kwargs: str = _MODULE_KWARGS,
+    batches: str = _BATCHES,
+    precisions: str = _PRECISIONS,
+    timeout_s: float = _MODULE_TIMEOUT,
+    trust: bool = _TRUST,
+    calibrate: bool = _CALIBRATE,
+    calibrate_budget_s: float = _CALIBRATE_BUDGET,
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a check table (keeping <out>.bak)."),
+) -> None:
+    """Time K of the predicted configs now, under the model's protocol, and print predicted against measured beside this host's re-measurement noise."""
+    opts = dict(locals())  # the options, before any import adds a name
+    from carb_lib.app.predict_cli import run_check
+
+    run_check(**opts, echo=typer.echo)
 # --- end carb ensemble ---
 
 

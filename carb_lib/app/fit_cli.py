@@ -1,6 +1,15 @@
-"""The body of ``carb fit`` (:mod:`carb_lib.app.cli` keeps only its options): fit CARB on a measured
-dataset and save it, with the latency law chosen by :mod:`carb_lib.ensemble.latency_default` unless the
-user names one (``--latency-law roofline``, or ``kernel`` with ``--kernel-bench FILE``)."""
+"""The body of ``carb fit`` (:mod:`carb_lib.app.cli` keeps only its options): fit CARB on measured
+datasets (one ``--data`` file or several of one platform) and save it, with the latency law
+chosen by :mod:`carb_lib.ensemble.latency_default` unless the user names one (``--latency-law
+roofline``, or ``kernel`` with ``--kernel-bench FILE``).
+
+The model records how its rows were timed (threads, heap, device, PyTorch:
+:func:`carb_lib.measure.protocol.rows_protocol`; a training set that mixes protocols is
+refused), a ladder of its rows for host calibration
+(:func:`carb_lib.transfer.calibration.reference_rows`) and, where the main model encodes
+families, a *transfer model* (``shared`` features, :data:`TRANSFER_PRESET`) that ``carb
+predict`` uses for rows of families the fit did not hold. Its cross-validated error per target
+is printed."""
 
 from __future__ import annotations
 
@@ -11,8 +20,49 @@ import typer
 __all__ = ["run_fit"]
 
 
+#: Preset of the transfer model (``shared`` features) ``carb fit`` stores beside a model that
+#: encodes families; chosen on held-out design families by
+#: ``benchmarks/choose_transfer_model.py`` (``results/benchmarks/transfer_model_choice.csv``).
+TRANSFER_PRESET = "default"
+
+
+def read_fit_data(data: Path | list[Path]):
+    """The rows of one or several ``--data`` files, concatenated and validated."""
+    import pandas as pd
+
+    from carb_lib.core.tables import read_table
+    from carb_lib.dataset.schema import validate_table
+
+    paths = [data] if isinstance(data, str | Path) else list(data)
+    if not paths:
+        raise ValueError("give --data FILE (repeat it for several files of one platform)")
+    frames = [read_table(p, "--data") for p in paths]
+    raw = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    what = "--data " + ", ".join(map(str, paths))
+    # the one validator: configs by their family, costs of ok rows > 0, one row per config
+    return validate_table(raw, complete=False, what=what, unique=True), what
+
+
+def fit_metrics_lines(model) -> list[str]:
+    """One line per target: the model's cross-validated error (out-of-fold RMSE of log cost,
+    on the learning scale) beside its base law's."""
+    import numpy as np
+
+    m = getattr(model, "oof_metrics_", None)
+    if m is None or not len(m):
+        return []
+    lines = []
+    for t, r in m.iterrows():
+        final = float(r.get("rmse_final", np.nan))
+        base = float(r.get("rmse_base", np.nan))
+        ape = 100 * (np.exp(final) - 1) if np.isfinite(final) else np.nan
+        lines.append(f"  {t}: RMSE of log {t} {final:.3f} (about {ape:.1f} % typical error), "
+                     f"{int(r.get('n', 0)):,} rows; base law alone {base:.3f}")
+    return lines
+
+
 def run_fit(
-        *, data: Path, out: Path, feature_set: str, platform: str | None, quick: bool,
+        *, data: Path | list[Path], out: Path, feature_set: str, platform: str | None, quick: bool,
         n_jobs: int, preset: str, latency_law: str, kernel_bench: Path | None,
         cache_probe: Path | None, force: bool, echo=typer.echo, warn=None,
 ) -> None:
@@ -23,7 +73,6 @@ def run_fit(
 
     from carb_lib.app.cli_checks import check_model_out
     from carb_lib.core.tables import read_table
-    from carb_lib.dataset.schema import validate_table
     from carb_lib.ensemble import PRESETS, CARBRegressor, save_model
     from carb_lib.ensemble.latency_default import LATENCY_LAWS, LatencyLawChoice, choose_latency_law
     from carb_lib.evaluation import prepare_dataset
@@ -43,16 +92,16 @@ def run_fit(
         raise ValueError("--cache-probe FILE needs --latency-law kernel and --kernel-bench FILE")
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    backup = check_model_out(out, force, inputs=[("--data", data), ("--kernel-bench", kernel_bench),
+    paths = [data] if isinstance(data, str | Path) else list(data)
+    backup = check_model_out(out, force, inputs=[*(("--data", p) for p in paths),
+                                                  ("--kernel-bench", kernel_bench),
                                                   ("--cache-probe", cache_probe)])
-    # the one validator: configs by their family, costs of ok rows > 0, one row per config
-    raw = validate_table(read_table(data, "--data"), complete=False, what=f"--data {data}",
-                         unique=True)  # fmt: skip
+    raw, what = read_fit_data(paths)
     ok = raw[raw["status"].astype(str).eq("ok")] if "status" in raw.columns else raw
     if platform is None and "platform" in raw.columns:
         plats = sorted(ok["platform"].dropna().astype(str).unique())
         if len(plats) > 1:
-            raise ValueError(f"{data} holds several platforms {plats}: choose one with --platform")
+            raise ValueError(f"{what} holds several platforms {plats}: choose one with --platform")
     df = prepare_dataset(raw, platform)
     if feature_set == "shared":  # the family-agnostic extras are not stored by older campaigns
         from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
@@ -64,13 +113,16 @@ def run_fit(
         plat = str(df["platform"].dropna().iloc[0])
     rows = ok if plat is None or "platform" not in ok.columns \
         else ok[ok["platform"].astype(str).eq(plat)]
+    from carb_lib.measure.protocol import rows_protocol
+
+    rp = rows_protocol(rows, what)  # one protocol, or one line naming the mixed column
     if latency_law == "roofline":
         choice = LatencyLawChoice("roofline", "--latency-law roofline")
     elif plat is None:
-        choice = LatencyLawChoice("roofline", f"{data} names no platform: no operator benchmark "
+        choice = LatencyLawChoice("roofline", f"{what} names no platform: no operator benchmark "
                                   "to look up in data/: roofline law")
     else:
-        choice = choose_latency_law(rows, plat, campaign=Path(data).name.split(".")[0],
+        choice = choose_latency_law(rows, plat, campaign=Path(paths[0]).name.split(".")[0],
                                     kernel_bench=kernel_bench, cache_probe=cache_probe)
     params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
     if choice.law == "kernel":  # read and checked before the choice is said: bad input, one line
@@ -83,14 +135,54 @@ def run_fit(
         params.update(latency_law="kernel", kernel_bench=read_bench(choice.kernel_bench),
                       kernel_cache_probe=probe)
     echo(f"latency law {choice.law}: {choice.reason}")
+    echo(f"protocol: the rows were timed with {rp.describe()}"
+         + (f", PyTorch {rp.torch_version}" if rp.torch_version else "")
+         + "; predictions are for that protocol")
+    transfer = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = CARBRegressor(feature_set=feature_set, **params).fit(df)
+        if feature_set != "shared" and "family" in df.columns:
+            from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
+            from carb_lib.dataset.features import fill_static_features
+
+            tparams = dict(PRESETS["quick"]) if quick else {**PRESETS[TRANSFER_PRESET],
+                                                            "n_jobs": n_jobs}
+            if choice.law == "kernel":
+                tparams.update({k: params[k] for k in ("latency_law", "kernel_bench",
+                                                       "kernel_cache_probe")})
+            transfer = CARBRegressor(feature_set="shared", **tparams).fit(
+                fill_static_features(df, EXTRA_STATIC_FEATURES))
+    seen = set()
     for w in caught:
-        (warn or echo)(f"warning: {w.message}")
-    save_model(model, out, backup=backup, extra=choice.metadata())
+        if str(w.message) not in seen:
+            seen.add(str(w.message))
+            (warn or echo)(f"warning: {w.message}")
+    from carb_lib.transfer.calibration import band_edges, reference_rows
+
+    for m in (model, transfer):
+        if m is not None:
+            m.rows_protocol_ = rp.to_dict()
+            m.reference_rows_ = reference_rows(rows)
+            m.band_edges_ms_ = band_edges(rows["latency_ms"]) if "latency_ms" in rows else []
+    if transfer is not None:
+        model.transfer_model_ = transfer
+    meta = {**choice.metadata(), "protocol": rp.to_dict(), "protocol_text": rp.describe(),
+            "transfer_model": (None if transfer is None else
+                               {"feature_set": "shared",
+                                "preset": "quick" if quick else TRANSFER_PRESET,
+                                "families": list(getattr(model, "families_", []) or []),
+                                "use": "rows of families the fit did not hold"}),
+            "data": [str(p) for p in paths]}
+    save_model(model, out, backup=backup, extra=meta)
+    echo("cross-validated error (out of fold, training rows):")
+    for line in fit_metrics_lines(model):
+        echo(line)
     echo(
         f"wrote {out} (+ {out.name}.json): platform {model.platform_}, targets {model.targets_}, "
         f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}, "
-        f"preset {'quick' if quick else preset}, latency law {choice.law}"
+        f"preset {'quick' if quick else preset}, latency law {choice.law}, protocol "
+        f"{rp.describe()}"
+        + ("" if transfer is None else
+           f"; transfer model (shared features) for families other than {model.families_}")
     )

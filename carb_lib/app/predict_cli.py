@@ -24,7 +24,7 @@ def _calibrated(model: Any, calibrate: bool, budget_s: float, echo) -> Any:
 
     if not 0 < budget_s <= 600:
         raise ValueError(f"--calibrate-budget-s must be in (0, 600] seconds, got {budget_s}")
-    cal = calibrate_model(model, budget_s=budget_s)
+    cal = calibrate_model(model, budget_s=budget_s, warn=echo)
     echo(f"calibration: {cal.reason}")
     return CalibratedModel(model, cal)
 
@@ -84,7 +84,18 @@ def run_screen(
         raise ValueError("--top-n needs --model-b (cross-platform screening)")
     if calibrate and cluster is not None:
         raise ValueError("--calibrate does not run with --cluster (the workers' hosts differ)")
-    m_deploy = _calibrated(m_deploy, calibrate, calibrate_budget_s, echo)
+    from carb_lib.ensemble.routing import routed
+
+    if validate:  # checked before anything is timed or written
+        from carb_lib.measure.protocol import model_protocol
+        from carb_lib.transfer.calibration import require_device
+
+        rp = model_protocol(m_deploy)
+        dev = require_device(rp)
+        if device not in ("auto", dev) and not str(device).startswith(dev):
+            raise ValueError(f"--device {device}: the model's rows were timed on {rp.device}; "
+                             "--validate times under the rows' protocol (leave --device auto)")
+    m_deploy = _calibrated(routed(m_deploy), calibrate, calibrate_budget_s, echo)
     from carb_lib.app.cli_checks import check_coverage, module_configs_capped
 
     check_coverage(m_deploy, coverage, model_b if model_b is not None else model)
@@ -125,13 +136,9 @@ def run_screen(
     if measured is not None:
         v = scr.validate_against_measured(m_deploy, held_out, spec, model_a=m_a, top_n=top_n)
         echo(scr.format_validation(v))
-    if validate:
-        dev = device
-        if dev == "auto":
-            import torch
-
-            dev = "cuda" if torch.cuda.is_available() else "cpu"
-        table, summ = scr.validate_on_hardware(result, dev)
+    if validate:  # timed as the model's rows were (threads, heap, device), in fresh processes
+        echo(f"validate: timing the shortlist under the rows' protocol: {rp.describe()}")
+        table, summ = scr.validate_on_hardware(result, dev, protocol=rp)
         hw = out.with_name(f"{out.stem}_hardware.csv")
         from carb_lib.core.tables import write_table
 
@@ -208,73 +215,92 @@ def run_transfer(
          f"{platform} ({method}, k={0 if samples is None else len(samples)})")
 
 
+def check_query_threads(df, rp, what: str) -> None:
+    """A query whose ``threads`` column asks for another thread count than the model's rows were
+    timed with: one line (the model predicts for its rows' protocol only)."""
+    if "threads" not in df.columns or rp.device != "cpu" or rp.threads is None:
+        return
+    asked = sorted({int(t) for t in df["threads"].dropna()})
+    other = [t for t in asked if t != rp.threads]
+    if other:
+        raise ValueError(f"{what}: asks for {other[0]} thread(s) but the model predicts for "
+                         f"{rp.describe()} (its rows' protocol); fit a model on rows timed "
+                         f"with {other[0]} thread(s)")
+
+
+def prepare_query(m, df, what: str):
+    """``df`` checked against ``m`` (families it can predict, static features present)."""
+    import numpy as np
+
+    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
+    from carb_lib.ensemble import STATIC_FEATURES
+    from carb_lib.families import get_family
+
+    known = getattr(m, "families_", None)
+    shared = getattr(m, "feature_set", None) == "shared"  # no family encoding: any family
+    transfer = getattr(m, "transfer_model_", None) is not None
+    if known and not shared and not transfer:  # a family without config encoding (module)
+        other = sorted(f for f in set(df["family"].astype(str)) - set(known)
+                       if not get_family(f).predict_unseen)
+        if other:
+            first = int(np.flatnonzero(df["family"].astype(str).isin(other).to_numpy())[0])
+            raise ValueError(f"{what}: row {first}: family {other[0]!r} was never "
+                             f"seen by this model (trained on {known}); fit one on that family")  # fmt: skip
+    need = (*STATIC_FEATURES, *(EXTRA_STATIC_FEATURES if shared or transfer else ()))
+    if not all(c in df.columns for c in need):
+        from carb_lib.dataset.features import with_static_features
+
+        df = with_static_features(df)
+    return df
+
+
 def run_predict(
         *, model, configs, out, coverage, module, input_shape, module_kwargs, batches,
         precisions, timeout_s, trust, force, calibrate=False, calibrate_budget_s=60.0,
-        echo=typer.echo,
+        calibrate_on_query=0, echo=typer.echo,
 ) -> None:
     """The body of ``carb predict`` (its options, as keyword arguments)."""
-    import numpy as np
     import pandas as pd
 
-    from carb_lib.core.tables import read_table, table_format, write_table
-    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
-    from carb_lib.ensemble import STATIC_FEATURES, load_model
-    from carb_lib.families import DEFAULT_FAMILY
-    from carb_lib.families.space import validate_config_frame
+    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.ensemble import load_model
+    from carb_lib.ensemble.routing import routed
+    from carb_lib.measure.protocol import model_protocol
 
     table_format(out, "--out")
     if not 0 < coverage < 1:
         raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
-    from carb_lib.families import get_family
-
-    if not timeout_s > 0:
-        raise ValueError(f"--timeout-s must be > 0 seconds, got {timeout_s}")
-    from carb_lib.app.cli_checks import check_coverage, module_configs_capped
-
-    df = module_configs_capped(module, input_shape, module_kwargs, batches, precisions, timeout_s)
-    if (df is None) == (configs is None):
-        raise ValueError("give --configs FILE or --module SPEC --input-shape C,H,W (one of them)")
+    if calibrate_on_query < 0:
+        raise ValueError(f"--calibrate-on-query must be >= 0, got {calibrate_on_query}")
+    if calibrate_on_query and not calibrate:
+        raise ValueError("--calibrate-on-query K goes with --calibrate")
+    if calibrate and not 0 < calibrate_budget_s <= 600:
+        raise ValueError(f"--calibrate-budget-s must be in (0, 600] seconds, got "
+                         f"{calibrate_budget_s}")
+    mdf = module_query(module, input_shape, module_kwargs, batches, precisions, timeout_s,
+                       configs)
+    from carb_lib.app.cli_checks import check_coverage
     from carb_lib.core.safe_io import check_output, table_with
 
     backup = check_output(out, "--out", inputs=[("--model", model), ("--configs", configs)],
                           own=table_with("model_platform"), force=force,
                           command="carb predict")  # fmt: skip
     m = load_model(model, trust=trust)
-    if df is None:
-        df = read_table(configs, "--configs").reset_index(drop=True)
-    if "family" not in df.columns:
-        df["family"] = DEFAULT_FAMILY
-    validate_config_frame(df, f"--configs {configs}" if configs else f"--module {module}")
-    if configs is not None:  # an id copied from elsewhere is never carried into the output
-        from carb_lib.families.space import check_config_ids
-
-        check_config_ids(df, f"--configs {configs}")
-    known = getattr(m, "families_", None)
-    shared = getattr(m, "feature_set", None) == "shared"  # no family encoding: any family
-    if known and not shared:  # a family without config encoding (module): from its features
-        other = sorted(f for f in set(df["family"].astype(str)) - set(known)
-                       if not get_family(f).predict_unseen)
-        if other:
-            first = int(np.flatnonzero(df["family"].astype(str).isin(other).to_numpy())[0])
-            raise ValueError(f"--configs {configs}: row {first}: family {other[0]!r} was never "
-                             f"seen by this model (trained on {known}); fit one on that family")  # fmt: skip
-    need = (*STATIC_FEATURES, *(EXTRA_STATIC_FEATURES if shared else ()))
-    if not all(c in df.columns for c in need):
-        from carb_lib.dataset.features import with_static_features
-
-        df = with_static_features(df)
+    rp = model_protocol(m)
+    df = load_query(m, configs, mdf, module, ids=False)
     check_coverage(m, coverage, model)
+    r = routed(m)
     cal = None
     if calibrate:
         from carb_lib.transfer.calibration import apply_calibration, calibrate_model
 
-        if not 0 < calibrate_budget_s <= 600:
-            raise ValueError(f"--calibrate-budget-s must be in (0, 600] seconds, got "
-                             f"{calibrate_budget_s}")
-        cal = calibrate_model(m, budget_s=calibrate_budget_s)
+        if calibrate_on_query > len(df):
+            raise ValueError(f"--calibrate-on-query {calibrate_on_query}: the query holds only "
+                             f"{len(df)} config(s)")
+        cal = calibrate_model(r, budget_s=calibrate_budget_s, query=df,
+                              k_query=calibrate_on_query, warn=echo)
         echo(f"calibration: {cal.reason}")
-    pred = m.predict_interval(df, coverage=coverage)
+    pred = r.predict_interval(df, coverage=coverage)
     if cal is not None:  # the factor, its spread and whether it was applied, on every row
         pred = apply_calibration(pred, cal)
     # predictions never overwrite measured columns of the input: they are named *_pred
@@ -285,8 +311,109 @@ def run_predict(
                 rename[f"{t}{suffix}"] = f"{t}_pred{suffix}"
     pred = pred.rename(columns=rename)
     pred["model_platform"] = str(m.platform_)
+    pred["protocol"] = rp.describe()
+    if r is not m:
+        pred["predicted_by"] = pd.Series(r.transfer_rows(df), index=df.index).map(
+            {False: "fitted model", True: "transfer model"}).to_numpy()
     keep = [c for c in df.columns if c not in pred.columns]
-    write_table(pd.concat([df[keep], pred], axis=1), out, backup=backup)
+    write_table(pd.concat([df[keep], pred.set_index(df.index)], axis=1), out, backup=backup)
     n_ext = int(pred["extrapolated"].sum()) if "extrapolated" in pred.columns else 0
+    if r is not m:
+        echo(r.served_line())
+    echo(f"protocol: predictions for {rp.describe()}"
+         + ("" if rp.recorded else " (assumed: the model records no protocol)"))
     echo(f"wrote {out}: {len(pred)} rows, targets {m.targets_} (model platform "
          f"{m.platform_}), coverage {coverage}, {n_ext} row(s) flagged extrapolated")  # fmt: skip
+
+
+def module_query(module, input_shape, module_kwargs, batches, precisions, timeout_s, configs):
+    """The configs of ``--module`` (None without it), built before anything else is read; one
+    of ``--configs`` and ``--module`` must be given."""
+    from carb_lib.app.cli_checks import module_configs_capped
+
+    if not timeout_s > 0:
+        raise ValueError(f"--timeout-s must be > 0 seconds, got {timeout_s}")
+    df = module_configs_capped(module, input_shape, module_kwargs, batches, precisions, timeout_s)
+    if (df is None) == (configs is None):
+        raise ValueError("give --configs FILE or --module SPEC --input-shape C,H,W (one of them)")
+    return df
+
+
+def load_query(m, configs, df, module, *, ids: bool = True):
+    """The configs of ``--configs FILE`` or of ``--module`` (``df``, :func:`module_query`),
+    checked against ``m`` (with a ``config_id`` where ``ids`` and the query has none)."""
+    from carb_lib.core.tables import read_table
+    from carb_lib.families import DEFAULT_FAMILY
+    from carb_lib.families.space import add_config_ids, validate_config_frame
+    from carb_lib.measure.protocol import model_protocol
+
+    what = f"--configs {configs}" if configs else f"--module {module}"
+    if df is None:
+        df = read_table(configs, "--configs").reset_index(drop=True)
+    if "family" not in df.columns:
+        df["family"] = DEFAULT_FAMILY
+    validate_config_frame(df, what)
+    if configs is not None:
+        from carb_lib.families.space import check_config_ids
+
+        check_config_ids(df, f"--configs {configs}")
+    if ids and "config_id" not in df.columns:
+        df = add_config_ids(df)
+    check_query_threads(df, model_protocol(m), what)
+    return prepare_query(m, df, what)
+
+
+def run_check(
+        *, model, configs, k, budget_s, repeat, coverage, out, module, input_shape,
+        module_kwargs, batches, precisions, timeout_s, trust, force, calibrate=False,
+        calibrate_budget_s=60.0, echo=typer.echo,
+) -> None:
+    """The body of ``carb check`` (its options, as keyword arguments)."""
+    from carb_lib.app.cli_checks import check_coverage
+    from carb_lib.ensemble import load_model
+    from carb_lib.ensemble.routing import routed
+    from carb_lib.measure.protocol import model_protocol
+    from carb_lib.transfer.calibration import require_device
+    from carb_lib.transfer.check import check_predictions
+
+    if not 0 < coverage < 1:
+        raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
+    if k < 1:
+        raise ValueError(f"--k must be >= 1, got {k}")
+    if repeat < 0:
+        raise ValueError(f"--repeat must be >= 0, got {repeat}")
+    if not 0 < budget_s <= 600:
+        raise ValueError(f"--budget-s must be in (0, 600] seconds, got {budget_s}")
+    mdf = module_query(module, input_shape, module_kwargs, batches, precisions, timeout_s,
+                       configs)
+    backup = False
+    if out is not None:
+        from carb_lib.core.safe_io import check_output, table_with
+        from carb_lib.core.tables import table_format
+
+        table_format(out, "--out")
+        backup = check_output(out, "--out", inputs=[("--model", model), ("--configs", configs)],
+                              own=table_with("latency_ms_meas", "latency_ms_pred"), force=force,
+                              command="carb check")  # fmt: skip
+    m = load_model(model, trust=trust)
+    rp = model_protocol(m)
+    if not rp.recorded:
+        echo(f"warning: the model records no timing protocol; timing under the assumed one: "
+             f"{rp.describe()}")
+    require_device(rp)
+    df = load_query(m, configs, mdf, module)
+    if k > len(df):
+        raise ValueError(f"--k {k} is larger than the query ({len(df)} config(s))")
+    check_coverage(m, coverage, model)
+    r = routed(m)
+    if calibrate:
+        r = _calibrated(r, True, calibrate_budget_s, echo)
+    res = check_predictions(r, df, k=k, budget_s=budget_s, repeat=min(repeat, k),
+                            coverage=coverage)
+    for line in res.lines():
+        echo(line)
+    if out is not None:
+        from carb_lib.core.tables import write_table
+
+        write_table(res.table.assign(protocol=res.protocol), out, backup=backup)
+        echo(f"wrote {out}")

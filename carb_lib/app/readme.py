@@ -23,6 +23,7 @@ import pandas as pd
 
 from carb_lib.app.readme_allocator import allocator_precision_block
 from carb_lib.app.readme_cli import cli_reference
+from carb_lib.app.readme_field import field_block
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
 from carb_lib.app.readme_zoo import zoo_block, zoo_platforms_block
 from carb_lib.core.vocab import TARGET_SHORT
@@ -685,6 +686,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "zoo-platforms": zoo_platforms_block,
     "platforms": platforms_block,
     "platforms-splits": platforms_splits_block,
+    "field": field_block,
 }
 
 #: The pages that hold generated blocks, relative to the repository root (README.md's folder).

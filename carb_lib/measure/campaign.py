@@ -408,6 +408,7 @@ def _run_locked(
         f"[campaign] platform={plat} configs={len(cfg)} already done={res.n_already_done} "
         f"skipped by compute cap={counts['skipped']} to measure={len(todo)} out={out}"
     )
+    log(f"[campaign] protocol: {protocol.describe(dev.kind)}")
 
     ref_writer = PartWriter(out, REFERENCE_PREFIX, unique=False)
     ref_cfg = config_from_row(dict(reference or DEFAULT_REFERENCE))

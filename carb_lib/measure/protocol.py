@@ -19,7 +19,8 @@ from carb_lib.families._base import ConfigTimeoutError
 from carb_lib.measure.interference import WindowPolicy
 from carb_lib.measure.telemetry import NAN
 
-__all__ = ["DETECTOR_OFF", "MIB", "ConfigTimeoutError", "Protocol", "deadline_check",
+__all__ = ["ASSUMED_PROTOCOL", "DETECTOR_OFF", "MIB", "ConfigTimeoutError", "Protocol",
+           "RowsProtocol", "deadline_check", "model_protocol", "rows_protocol",
            "latency_stats", "protocol_settings"]
 
 MIB = 2**20
@@ -185,6 +186,18 @@ class Protocol:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def describe(self, device: str = "cpu") -> str:
+        """One phrase for a command's output: threads, heap and windows on a CPU; windows on a
+        GPU."""
+        if not str(device).startswith("cpu"):
+            return (f"{device}: windows of >= {self.gpu_min_iters} inferences and "
+                    f">= {self.gpu_min_window_s:g} s")
+        t = ("torch's default threads" if self.threads is None else
+             f"{self.threads} thread{'s' if self.threads != 1 else ''}")
+        return (f"{t}, {'heap kept' if self.cpu_keep_heap else 'default heap'}, "
+                f"{self.n_windows} windows of >= {self.cpu_min_iters} inferences and "
+                f">= {self.cpu_min_window_s:g} s")
+
     def policy(self) -> WindowPolicy:
         """The window policy (:class:`carb_lib.measure.interference.WindowPolicy`) of this protocol."""
         return WindowPolicy(
@@ -296,3 +309,117 @@ def deadline_check(deadline: float | None, what: str) -> None:
     if deadline is not None and time.perf_counter() > deadline:
         raise ConfigTimeoutError(f"timeout: per-config wall-clock cap exceeded during {what}")
 
+
+
+# --------------------------------------------------------------------------- rows' protocol
+@dataclass(frozen=True)
+class RowsProtocol:
+    """How a set of stored rows was timed: what a model fitted on them predicts for, and what
+    any timing compared with them (calibration, ``carb check``, ``screen --validate``) must
+    repeat.
+
+    Attributes
+    ----------
+    device : str
+        ``"cpu"`` or ``"cuda"``.
+    threads : int or None
+        CPU intra-op threads of the rows (None: not recorded, or a GPU).
+    heap_kept : bool
+        CPU rows timed with glibc's heap kept (``Protocol.cpu_keep_heap``); rows without a
+        ``heap_kept`` column ran with the default heap.
+    torch_version : str or None
+        PyTorch of the rows.
+    recorded : bool
+        False for a protocol assumed for a model file that records none (older files).
+
+    Examples
+    --------
+    >>> RowsProtocol("cpu", 1, False, "2.13.0+cpu").describe()
+    '1 thread, default heap (cpu)'
+    """
+
+    device: str = "cpu"
+    threads: int | None = 1
+    heap_kept: bool = False
+    torch_version: str | None = None
+    recorded: bool = True
+
+    def describe(self) -> str:
+        """One phrase for outputs: ``"1 thread, default heap (cpu)"``."""
+        if self.device != "cpu":
+            return f"{self.device}, the GPU protocol"
+        t = "threads not recorded" if self.threads is None else \
+            f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        return f"{t}, {'heap kept' if self.heap_kept else 'default heap'} (cpu)"
+
+    def protocol(self, **settings: Any) -> Protocol:
+        """The :class:`Protocol` that times as these rows were timed (``settings`` add fields)."""
+        return Protocol(threads=self.threads, cpu_keep_heap=self.heap_kept, **settings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RowsProtocol:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+#: The protocol assumed for a model file that records none: the study's CPU rows before the
+#: heap was kept (one thread, default heap).
+ASSUMED_PROTOCOL = RowsProtocol("cpu", 1, False, None, recorded=False)
+
+
+def _one(values: Any, column: str, what: str) -> Any:
+    vals = sorted({v for v in values if v is not None and v == v}, key=str)
+    if len(vals) > 1:
+        raise ValueError(f"{what} mixes timing protocols: column {column!r} holds {vals}; "
+                         "fit (or compare) rows of one protocol at a time")
+    return vals[0] if vals else None
+
+
+def rows_protocol(rows: Any, what: str = "the rows") -> RowsProtocol:
+    """The :class:`RowsProtocol` of measured rows (their ``device`` or platform prefix,
+    ``threads``, ``heap_kept`` and ``torch_version`` columns).
+
+    Raises
+    ------
+    ValueError
+        One line naming the column whose values differ between rows (a mix of protocols).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows_protocol(pd.DataFrame({"platform": ["cpu_x"], "threads": [1]})).describe()
+    '1 thread, default heap (cpu)'
+    """
+    if "status" in rows.columns:
+        ok = rows[rows["status"].astype(str).eq("ok")]
+        rows = ok if len(ok) else rows
+    if "device" in rows.columns:
+        dev = _one((str(d).split(":")[0] for d in rows["device"].dropna()), "device", what)
+    elif "platform" in rows.columns:
+        dev = _one(("cuda" if str(p).startswith("gpu") else "cpu"
+                    for p in rows["platform"].dropna()), "platform", what)
+    else:
+        dev = None
+    dev = dev or "cpu"
+    threads = (_one((int(t) for t in rows["threads"].dropna()), "threads", what)
+               if "threads" in rows.columns and dev == "cpu" else None)
+    from carb_lib.measure.heap import recorded_heaps
+
+    heaps = recorded_heaps(rows["heap_kept"].dropna()) if "heap_kept" in rows.columns else [False]
+    if len(heaps) > 1:
+        raise ValueError(f"{what} mixes timing protocols: column 'heap_kept' holds [False, True] "
+                         "(the default heap and the heap kept); fit (or compare) rows of one "
+                         "protocol at a time")
+    torch_version = (_one((str(v) for v in rows["torch_version"].dropna()), "torch_version", what)
+                     if "torch_version" in rows.columns else None)
+    return RowsProtocol(dev, threads, bool(heaps[0]) and dev == "cpu", torch_version)
+
+
+def model_protocol(model: Any) -> RowsProtocol:
+    """The protocol a fitted model predicts for (``rows_protocol_``, set by ``carb fit``), or
+    :data:`ASSUMED_PROTOCOL` (``recorded`` False) for a model that records none."""
+    d = getattr(model, "rows_protocol_", None)
+    return RowsProtocol.from_dict(d) if isinstance(d, dict) else ASSUMED_PROTOCOL

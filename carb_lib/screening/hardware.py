@@ -102,7 +102,10 @@ def validate_on_hardware(
     device : str
         Passed to the profiler (``"cuda"``, ``"cpu"``).
     protocol : object, optional
-        Measurement protocol passed through to the profiler.
+        Measurement protocol passed through to the profiler; a
+        :class:`~carb_lib.measure.protocol.RowsProtocol` (the model's rows' threads, heap and
+        device: what ``carb screen --validate`` passes) times every shortlisted config in one
+        fresh process under it (:func:`carb_lib.transfer.check.measure_now`, as ``carb check``).
     profile_fn : callable, optional
         ``profile_fn(config, device, protocol)`` (``config`` a dict of config columns) returning
         a mapping (or one-row DataFrame) with the measured targets; default
@@ -118,7 +121,19 @@ def validate_on_hardware(
         None where the measurement failed: not a miss);
         ``status``, ``error``. The summary: configs, per-target MAE, budget checks held.
     """
-    if profile_fn is None:
+    from carb_lib.measure.protocol import RowsProtocol
+
+    if profile_fn is None and isinstance(protocol, RowsProtocol):
+        # the rows' protocol: every shortlisted config in one fresh process, as carb check does
+        from carb_lib.transfer.check import measure_now
+
+        timed = measure_now(result.shortlist, protocol,
+                            platform=getattr(result.spec, "platform", None))
+        by_id = {r["config_id"]: r for r in timed.to_dict(orient="records")}
+
+        def profile_fn(cfg, dev, proto, _row=None):
+            return by_id[cfg["config_id"]]
+    elif profile_fn is None:
         from carb_lib.families import space
         from carb_lib.measure.profiling import profile_config
 
@@ -131,7 +146,9 @@ def validate_on_hardware(
         cfg = _config_of(r)
         rec: dict[str, Any] = {"config_id": r["config_id"], **cfg}
         try:
-            meas = _as_mapping(profile_fn(cfg, device, protocol))
+            meas = _as_mapping(profile_fn({**cfg, "config_id": r["config_id"]}, device, protocol)
+                               if isinstance(protocol, RowsProtocol) else
+                               profile_fn(cfg, device, protocol))
         except Exception as exc:  # noqa: BLE001 - one failing config must not stop the rest
             meas = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
         rec["status"] = meas.get("status", "ok")
