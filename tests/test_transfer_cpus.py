@@ -47,7 +47,10 @@ def test_leave_one_cpu_out_zero_shot_exact_and_scores():
     assert row["ceiling_median_ape_pct"] == 2.0 and row["ape_over_ceiling"] < 1e-6
     claims = TC.transfer_claims(summ)
     assert set(claims["claim_id"]) == {f"cpu_transfer_{c}_synthetic_x" for c in (
-        "zero_shot_ape_over_ceiling", "zero_shot_spearman", "few_shot_k10_ape_over_ceiling")}
+        "zero_shot_ape_over_noise", "zero_shot_spearman", "few_shot_k10_ape_over_noise")}
+    # our targets, never the paper's: the target sits in target_value
+    assert claims["paper_value"].isna().all()
+    assert sorted(claims["target_value"]) == [0.97, 1.3, 2.0]
 
 
 def test_leave_one_cpu_out_bad_input():

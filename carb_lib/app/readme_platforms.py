@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
-#: The targets the README states, with the split and the threshold they are judged on.
-MAPE_OVER_CEILING_MAX = 1.5
-SMALL_BATCH_R2_MIN = 0.95
+from carb_lib.evaluation.platforms import MAPE_OVER_NOISE_MAX, SMALL_BATCH_R2_MIN
+
+#: The targets the README states (:mod:`carb_lib.evaluation.platforms`, judged in the claims
+#: table as our targets), with the split and the threshold they are judged on.
+MAPE_OVER_CEILING_MAX = MAPE_OVER_NOISE_MAX
 _SOURCE = "_Source: `results/carb/platforms.csv` (notebook 03, section \"Every CPU platform\")._"
 
 
