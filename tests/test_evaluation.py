@@ -107,7 +107,7 @@ def test_baselines_recover_their_own_laws(df):
         ev.flops_baseline(train, test, "latency_ms", "cubic")
 
 
-def test_remeasurement_floor_scores_the_second_measurement_as_a_prediction():
+def test_remeasurement_noise_scores_the_second_measurement_as_a_prediction_of_the_stored():
     rows = pd.DataFrame({
         "latency_ms": [10.0, 20.0, 40.0, 80.0, 5.0],
         "latency_ms_new": [12.0, 19.0, 40.0, 60.0, 50.0],  # the last one failed: dropped
@@ -116,16 +116,22 @@ def test_remeasurement_floor_scores_the_second_measurement_as_a_prediction():
         "status_new": ["ok", "ok", "ok", "ok", "error"],
         "quality": ["clean", "clean", "retried", "clean", "clean"],
     })
-    f = ev.remeasurement_floor(rows, platform="p").set_index(["target", "subset"])
+    f = ev.remeasurement_noise(rows, platform="p").set_index(["target", "subset"])
     lat = f.loc[("latency_ms", "all")]
     assert lat["n"] == 4 and lat["model"] == "re-measurement" and lat["platform"] == "p"
     assert lat["mape_pct"] == pytest.approx(100 * (0.2 + 0.05 + 0 + 0.25) / 4)
     assert lat["within_10pct"] == pytest.approx(0.5)
+    # every APE relative to the stored value (0.2, 0.05, 0, 0.25), as a model's error is
+    assert lat["median_ape_pct"] == pytest.approx(100 * (0.05 + 0.2) / 2)
     clean = f.loc[("latency_ms", "clean")]
+    assert clean["median_ape_pct"] == pytest.approx(100 * 0.2)
     assert clean["n"] == 3 and clean["mape_pct"] == pytest.approx(100 * 0.5 / 3)
     assert f.loc[("peak_mem_mib", "all"), "mape_pct"] == 0.0
     with pytest.raises(ValueError, match="stored and a re-measured column"):
-        ev.remeasurement_floor(rows[["latency_ms", "quality"]])
+        ev.remeasurement_noise(rows[["latency_ms", "quality"]])
+    with pytest.warns(DeprecationWarning, match="remeasurement_noise"):
+        old = ev.remeasurement_floor(rows, platform="p").set_index(["target", "subset"])
+    pd.testing.assert_frame_equal(old, f)
 
 
 def test_protocol_result_against_noise_floor_puts_the_model_beside_the_re_measurement():

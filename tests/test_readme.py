@@ -254,3 +254,18 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
     assert broken_links(tmp_path, [page]) == [
         "README.md: docs/gone.md", "README.md: figures/none.png",
         "README.md: docs/a.md#three (no such heading)"]
+
+
+def test_readme_and_docs_call_the_second_measurement_re_measurement_noise_never_a_ceiling():
+    """The re-measurement is noise a model can score below (about 1/sqrt(2) of it for a perfect
+    model), not a ceiling: README.md, docs/ (not the published run's pages) and the results'
+    markdown never say "ceiling"."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md")),
+             *sorted((root / "results").glob("*.md"))]
+    hits = [f"{p.relative_to(root)}:{i}" for p in pages
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if re.search(r"ceiling", line, re.IGNORECASE)]
+    assert not hits, f"'ceiling' for the re-measurement noise in {hits}"
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "re-measurement noise" in readme and "1/√2" in readme
