@@ -542,11 +542,14 @@ ENERGY_CLAIMS: tuple[str, ...] = ("divergence_energy_growth", "divergence_latenc
 
 def gpu_energy(results: Path) -> str:
     """Notebook 01's energy claims on the GPU platform: ours with the 95 % CI beside the paper's
-    reported value, and whether the paper's value lies inside our interval."""
+    reported value, and the claims table's verdict (:func:`carb_lib.core.claims.verdict`: the
+    interval against the claim's tolerance band)."""
+    from carb_lib.core.claims import band_text, verdict
+
     claims = _read(results, "claims.csv")
     c = claims[claims["platform"] == GPU_PLATFORM].set_index("claim_id")
     out = [f"| claim (paper) | paper (reported) | ours on `{GPU_PLATFORM}` [95 % CI] | n (tier rows or pairs) | "
-           "paper's value in our CI |", "|---|---|---|---|---|"]
+           "verdict (band) |", "|---|---|---|---|---|"]
     for cid in ENERGY_CLAIMS:
         if cid not in c.index:
             continue
@@ -555,9 +558,10 @@ def gpu_energy(results: Path) -> str:
             out.append(f"| {r['claim']} | {r['paper_value']:.3g} | not testable: {r['reason']} | – "
                        "| – |")
             continue
-        inside = ("yes" if r["our_ci_low"] <= r["paper_value"] <= r["our_ci_high"] else "no")
+        row = {"claim_id": cid, **r.to_dict()}
         out.append(f"| {r['claim']} | {r['paper_value']:.3g} | **{r['our_value']:.2f}** "
-                   f"[{r['our_ci_low']:.2f}, {r['our_ci_high']:.2f}] | {int(r['n'])} | {inside} |")
+                   f"[{r['our_ci_low']:.2f}, {r['our_ci_high']:.2f}] | {int(r['n'])} "
+                   f"| {verdict(row)}; band: {band_text(row)} |")
     return "\n".join(out) + "\n" + _source("claims.csv")
 
 
