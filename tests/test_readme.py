@@ -79,11 +79,11 @@ def test_missing_block_or_file_is_an_error(copy):
         readme.render(text, copy / "results")
 
 
-def test_noise_floor_table_is_rendered_when_written(copy):
+def test_re_measurement_noise_table_is_rendered_when_written(copy):
     rel = next(p for p in (copy / "results/carb").iterdir()
                if (p / "protocol_summary.csv").exists())
     (rel / "noise_floor.csv").unlink(missing_ok=True)
-    assert "Against the noise floor" not in readme.carb_metrics(copy / "results")
+    assert "Against the re-measurement noise" not in readme.carb_metrics(copy / "results")
     pd.DataFrame([{
         "platform": rel.name, "kind": "random", "model": "carb", "target": "latency_ms",
         "subset": "all", "n_audit": 200, "r2_remeasure": 0.98, "mape_pct_remeasure": 13.98,
@@ -92,6 +92,7 @@ def test_noise_floor_table_is_rendered_when_written(copy):
         "within_10pct_sd": 0.03, "spearman_mean": 0.98, "spearman_sd": 0.001, "runs": 5,
         "mape_ratio": 14.95 / 13.98}]).to_csv(rel / "noise_floor.csv", index=False)
     text = readme.carb_metrics(copy / "results")
+    assert "Against the re-measurement noise" in text
     assert ("| latency | all | 200 | 13.98 | 14.95 ± 0.90 | 1.07 | 49.5 % | 42.6 ± 3.0 % | "
             "0.9800 | 0.9500 ± 0.0100 |") in text
     assert f"carb/{rel.name}/noise_floor.csv" in text

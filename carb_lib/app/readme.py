@@ -187,7 +187,7 @@ def _noise_floor_table(results: Path, rel: str, names: dict[str, str],
     sources.append(f"{rel}/noise_floor.csv")
     timed = f["target"] != "peak_mem_mib"  # memory re-measures exactly: show it only alone
     f = f[timed] if timed.any() else f
-    out = ["", "Against the noise floor: the audit's re-measurement of stored rows (fresh "
+    out = ["", "Against the re-measurement noise: the audit's re-measurement of stored rows (fresh "
            "processes, later) scored as a prediction of the stored value, beside CARB's test "
            f"part ({f['kind'].iloc[0]} split, mean ± sd over seeds); ratio = CARB MAPE / "
            "re-measurement MAPE:", "",
@@ -430,7 +430,7 @@ def cross_family(results: Path, sub: str = "") -> str:
                f"`{method}`); **met: {met} of {len(checks)}**.")
     if floor is not None:
         out.append("*Re-measured*: the audit's second measurement of stored rows scored as a "
-                   "prediction of the stored value (the data's own noise floor).")
+                   "prediction of the stored value (the data's own re-measurement noise).")
     return "\n".join(out) + "\n" + _source(*sources)
 
 
