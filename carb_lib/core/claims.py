@@ -395,6 +395,10 @@ def _cap(text: str, limit: int = SUMMARY_CELL_MAX) -> str:
 
 
 _SHORT = {"latency_ms": "latency", "peak_mem_mib": "memory", "energy_j": "energy"}
+#: The reason a grouped summary row gives, by its weakest verdict.
+_GROUP_REASON = {"supported": "every interval inside it", "contradicted": "an interval outside it",
+                 "inconclusive": "an interval straddles it",
+                 "inconclusive (no interval)": "no intervals"}
 
 
 def _fmt3(value: Any) -> str:
@@ -455,8 +459,12 @@ def summary_table(claims: pd.DataFrame) -> pd.DataFrame:
         else:
             inside = sum(bool(_point_in_band(r)) for r in judged)
             worst = min(judged, key=lambda r: rank[r["_v"].split(" (")[0]])
-            what = "targets met" if is_target(worst) else "values inside the band"
-            why = f"{inside} of {len(judged)} {what}; " + short_why(worst, worst["_v"])
+            what = "targets met" if is_target(worst) else "values in band"
+            bands = {band_text(r) for r in judged}
+            where = f" ({bands.pop()})" if len(bands) == 1 else ""
+            reason = ("too few rows per tier" if worst["_v"].startswith("inconclusive (n =")
+                      else _GROUP_REASON[worst["_v"]])
+            why = f"{inside} of {len(judged)} {what}{where}; {reason}"
         why = " ".join(why.split()[:15])
         out.append({"claim": _cap(label), "platforms": _cap(plat_text), "verdict": _cap(v_text),
                     "ours (95% CI)": _cap("; ".join(vals)), "why": _cap(why),
@@ -481,7 +489,11 @@ def claims_markdown(claims: pd.DataFrame, title: str = "") -> str:
         "*contradicted* when it lies wholly outside, *inconclusive* otherwise (no interval, or "
         f"fewer than {MIN_GROUP_ROWS} rows per group); *not testable* when we have no value. "
         "Bands and intervals: the long form below.\n\n"
-        "## Summary\n\n" + markdown_table(summary) + "\n\n"
+        "## Summary\n\n"
+        "One row per claim, its platforms and targets together; *values in band* / *targets "
+        "met* count our point values, the verdict needs the interval; *claim ids*: the rows of "
+        "the long form it stands for (`prefix*`: every id that starts so).\n\n"
+        + markdown_table(summary) + "\n\n"
         "## The paper's claims\n\n"
         "paper (reported): the number the paper reports (arXiv 2608.10506, or HELP's for the "
         "help_ rows), never ours. n counts what the next column says.\n\n"
