@@ -211,3 +211,12 @@ def test_a_grouped_summary_row_counts_its_verdicts():
     assert len(s) == 1
     assert s.loc[0, "verdict"] == "1 inconclusive (n = 5+5), 1 supported, 1 not testable"
     assert s.loc[0, "ours (95% CI)"] == "a 12.1 [10, 13]; b 6 [0.5, 11.7]"
+
+
+def test_untestable_gpu_claims_count_the_gpus_measured():
+    shipped = pd.read_csv(REPO / "results" / "claims.csv")
+    gpus = {p for p in shipped["platform"].dropna() if str(p).startswith("gpu_")}
+    reasons = shipped["reason"].dropna().astype(str)
+    assert not reasons.str.contains("no GPU has been measured").any() or not gpus
+    counted = reasons[reasons.str.contains("GPU measured")]
+    assert len(counted) and counted.str.contains(f"({len(gpus)} GPU measured)", regex=False).all()
