@@ -134,7 +134,7 @@ def test_remeasurement_noise_scores_the_second_measurement_as_a_prediction_of_th
     pd.testing.assert_frame_equal(old, f)
 
 
-def test_protocol_result_against_noise_floor_puts_the_model_beside_the_re_measurement():
+def test_protocol_result_against_remeasurement_noise_puts_the_model_beside_the_re_measurement():
     runs = pd.DataFrame([
         {"kind": k, "seed": s, "held_out": None, "part": "test", "model": m,
          "target": "latency_ms", "subset": sub, "n": 50, "r2": 0.9, "r2_log": 0.9, "mae": 1.0,
@@ -145,11 +145,13 @@ def test_protocol_result_against_noise_floor_puts_the_model_beside_the_re_measur
     res = ev.ProtocolResult(runs=runs, coverage=pd.DataFrame(), constants=pd.DataFrame(),
                             params={}, platform="p")
     audit = pd.DataFrame({"latency_ms": [10.0, 20.0], "latency_ms_new": [11.0, 18.0]})
-    t = res.against_noise_floor(audit)
+    t = res.against_remeasurement_noise(audit)
     assert len(t) == 1  # no quality column: the "all" subset only
     r = t.iloc[0]
     assert (r["target"], r["subset"], r["n_audit"], r["runs"]) == ("latency_ms", "all", 2, 2)
     assert r["mape_pct_remeasure"] == pytest.approx(10.0)
     assert r["mape_pct_mean"] == pytest.approx(12.5) and r["mape_ratio"] == pytest.approx(1.25)
-    assert res.against_noise_floor(audit, model="b1_flops")["mape_ratio"].iloc[0] == \
+    assert res.against_remeasurement_noise(audit, model="b1_flops")["mape_ratio"].iloc[0] == \
         pytest.approx(9.05)
+    with pytest.warns(DeprecationWarning, match="against_remeasurement_noise"):
+        pd.testing.assert_frame_equal(res.against_noise_floor(audit), t)

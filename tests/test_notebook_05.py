@@ -68,7 +68,7 @@ def test_notebook_05_quick(run_notebook):
     from carb_lib.evaluation import remeasurement_noise
 
     audit = pd.read_parquet("data/audit/new_families/cpu_epyc_zen3_2c.parquet")
-    written = pd.read_csv(out / "results/cross_family/noise_floor.csv")
+    written = pd.read_csv(out / "results/cross_family/remeasurement_noise.csv")
     assert set(written["family"]) == set(NEW)
     for fam in NEW:
         want = remeasurement_noise(audit[audit["family"] == fam]).set_index(["target", "subset"])

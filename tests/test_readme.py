@@ -82,7 +82,7 @@ def test_missing_block_or_file_is_an_error(copy):
 def test_re_measurement_noise_table_is_rendered_when_written(copy):
     rel = next(p for p in (copy / "results/carb").iterdir()
                if (p / "protocol_summary.csv").exists())
-    (rel / "noise_floor.csv").unlink(missing_ok=True)
+    (rel / "remeasurement_noise.csv").unlink(missing_ok=True)
     assert "Against the re-measurement noise" not in readme.carb_metrics(copy / "results")
     pd.DataFrame([{
         "platform": rel.name, "kind": "random", "model": "carb", "target": "latency_ms",
@@ -90,16 +90,16 @@ def test_re_measurement_noise_table_is_rendered_when_written(copy):
         "within_10pct_remeasure": 0.495, "spearman_remeasure": 0.99, "r2_mean": 0.95,
         "r2_sd": 0.01, "mape_pct_mean": 14.95, "mape_pct_sd": 0.9, "within_10pct_mean": 0.426,
         "within_10pct_sd": 0.03, "spearman_mean": 0.98, "spearman_sd": 0.001, "runs": 5,
-        "mape_ratio": 14.95 / 13.98}]).to_csv(rel / "noise_floor.csv", index=False)
+        "mape_ratio": 14.95 / 13.98}]).to_csv(rel / "remeasurement_noise.csv", index=False)
     text = readme.carb_metrics(copy / "results")
     assert "Against the re-measurement noise" in text
     assert ("| latency | all | 200 | 13.98 | 14.95 ± 0.90 | 1.07 | 49.5 % | 42.6 ± 3.0 % | "
             "0.9800 | 0.9500 ± 0.0100 |") in text
-    assert f"carb/{rel.name}/noise_floor.csv" in text
+    assert f"carb/{rel.name}/remeasurement_noise.csv" in text
 
 
 def test_cross_family_table_shows_the_re_measurement_when_audited(copy):
-    path = copy / "results/cross_family/noise_floor.csv"
+    path = copy / "results/cross_family/remeasurement_noise.csv"
     path.unlink(missing_ok=True)
     assert "re-measured" not in readme.cross_family(copy / "results")
     pd.DataFrame([
@@ -113,7 +113,7 @@ def test_cross_family_table_shows_the_re_measurement_when_audited(copy):
     assert lines["latency MAPE %"].endswith("| 12.3 (50) |")
     assert lines["latency Spearman"].endswith("| 0.988 |")
     assert lines["memory MAPE %"].endswith("| – |")  # no memory row in this audit
-    assert "cross_family/noise_floor.csv" in text
+    assert "cross_family/remeasurement_noise.csv" in text
 
 
 def test_cross_family_laws_block_puts_the_kernel_law_beside_the_roofline(copy):

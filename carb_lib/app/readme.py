@@ -180,11 +180,11 @@ def _pm(r: pd.Series, col: str, scale: float = 1.0, digits: int = 3) -> str:
 
 def _noise_floor_table(results: Path, rel: str, names: dict[str, str],
                        sources: list[str]) -> list[str]:
-    """Lines of the model-vs-re-measurement table (``<rel>/noise_floor.csv``), if written."""
-    if not (results / rel / "noise_floor.csv").exists():
+    """Lines of the model-vs-re-measurement table (``<rel>/remeasurement_noise.csv``), if written."""
+    if not (results / rel / "remeasurement_noise.csv").exists():
         return []
-    f = _read(results, f"{rel}/noise_floor.csv")
-    sources.append(f"{rel}/noise_floor.csv")
+    f = _read(results, f"{rel}/remeasurement_noise.csv")
+    sources.append(f"{rel}/remeasurement_noise.csv")
     timed = f["target"] != "peak_mem_mib"  # memory re-measures exactly: show it only alone
     f = f[timed] if timed.any() else f
     out = ["", "Against the re-measurement noise: the audit's re-measurement of stored rows (fresh "
@@ -395,10 +395,10 @@ def cross_family(results: Path, sub: str = "") -> str:
 
     sources = [f"{sub}cross_family/summary.csv", f"{sub}cross_family/issue_targets.csv"]
     floor = None
-    if (results / f"{sub}cross_family/noise_floor.csv").exists():  # notebook 05 with an audit
-        f = _read(results, f"{sub}cross_family/noise_floor.csv")
+    if (results / f"{sub}cross_family/remeasurement_noise.csv").exists():  # notebook 05 with an audit
+        f = _read(results, f"{sub}cross_family/remeasurement_noise.csv")
         floor = f[f["subset"] == "all"].set_index(["family", "target"])
-        sources.append(f"{sub}cross_family/noise_floor.csv")
+        sources.append(f"{sub}cross_family/remeasurement_noise.csv")
 
     def remeasured(fam, t, metric):
         if floor is None or (fam, t) not in floor.index:

@@ -114,6 +114,15 @@ class ProtocolResult:
 
     def against_noise_floor(self, audit_rows: pd.DataFrame, kind: str = "random",
                             model: str = "carb") -> pd.DataFrame:
+        """Deprecated: :meth:`against_remeasurement_noise` (the same table)."""
+        import warnings
+
+        warnings.warn("against_noise_floor is deprecated; use against_remeasurement_noise",
+                      DeprecationWarning, stacklevel=2)
+        return self.against_remeasurement_noise(audit_rows, kind, model)
+
+    def against_remeasurement_noise(self, audit_rows: pd.DataFrame, kind: str = "random",
+                                    model: str = "carb") -> pd.DataFrame:
         """The model's test metrics beside the data's own re-measurement agreement.
 
         ``audit_rows`` are an audit's rows (:func:`carb_lib.measure.audit.audit`); each stored row's
