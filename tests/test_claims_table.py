@@ -220,3 +220,27 @@ def test_untestable_gpu_claims_count_the_gpus_measured():
     assert not reasons.str.contains("no GPU has been measured").any() or not gpus
     counted = reasons[reasons.str.contains("GPU measured")]
     assert len(counted) and counted.str.contains(f"({len(gpus)} GPU measured)", regex=False).all()
+
+
+def test_the_shipped_target_rows_are_what_their_tables_give():
+    """Our targets in results/claims.csv follow from the shipped tables they are computed from:
+    the CPU-transfer summary, the platforms report and the re-measurement noise of data/audit."""
+    from carb_lib.evaluation import platforms as plat
+    from carb_lib.transfer import cpus as TC
+
+    results = REPO / "results"
+    shipped = pd.read_csv(results / "claims.csv").set_index("claim_id")
+    summary = pd.read_csv(results / "transfer/cpu_loco_summary.csv")
+    rows = pd.concat([TC.transfer_claims(summary),
+                      plat.target_claims(pd.read_csv(results / "carb/platforms.csv"))])
+    for r in rows.itertuples():
+        assert shipped.loc[r.claim_id, "our_value"] == pytest.approx(r.our_value, rel=1e-12)
+        assert shipped.loc[r.claim_id, "target_value"] == r.target_value
+    files = {p: tuple(str(REPO / f) for f in spec) for p, spec in TC.CPU_FILES.items()}
+    noise = TC.cpu_remeasurement_noise(files).drop(columns="audit")
+    stored = pd.read_csv(results / "transfer/cpu_noise.csv")
+    pd.testing.assert_frame_equal(noise, stored.drop(columns="audit"), check_dtype=False,
+                                  rtol=1e-12)
+    got = summary.set_index(["target", "method", "k"])
+    assert got["noise_median_ape_pct"].groupby("target").first().to_dict() == pytest.approx(
+        stored.set_index("platform")["median_ape_pct"].to_dict(), rel=1e-12)
