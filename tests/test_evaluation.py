@@ -107,7 +107,7 @@ def test_baselines_recover_their_own_laws(df):
         ev.flops_baseline(train, test, "latency_ms", "cubic")
 
 
-def test_remeasurement_floor_scores_the_second_measurement_as_a_prediction():
+def test_remeasurement_noise_scores_the_second_measurement_as_a_prediction_of_the_stored():
     rows = pd.DataFrame({
         "latency_ms": [10.0, 20.0, 40.0, 80.0, 5.0],
         "latency_ms_new": [12.0, 19.0, 40.0, 60.0, 50.0],  # the last one failed: dropped
@@ -116,19 +116,25 @@ def test_remeasurement_floor_scores_the_second_measurement_as_a_prediction():
         "status_new": ["ok", "ok", "ok", "ok", "error"],
         "quality": ["clean", "clean", "retried", "clean", "clean"],
     })
-    f = ev.remeasurement_floor(rows, platform="p").set_index(["target", "subset"])
+    f = ev.remeasurement_noise(rows, platform="p").set_index(["target", "subset"])
     lat = f.loc[("latency_ms", "all")]
     assert lat["n"] == 4 and lat["model"] == "re-measurement" and lat["platform"] == "p"
     assert lat["mape_pct"] == pytest.approx(100 * (0.2 + 0.05 + 0 + 0.25) / 4)
     assert lat["within_10pct"] == pytest.approx(0.5)
+    # every APE relative to the stored value (0.2, 0.05, 0, 0.25), as a model's error is
+    assert lat["median_ape_pct"] == pytest.approx(100 * (0.05 + 0.2) / 2)
     clean = f.loc[("latency_ms", "clean")]
+    assert clean["median_ape_pct"] == pytest.approx(100 * 0.2)
     assert clean["n"] == 3 and clean["mape_pct"] == pytest.approx(100 * 0.5 / 3)
     assert f.loc[("peak_mem_mib", "all"), "mape_pct"] == 0.0
     with pytest.raises(ValueError, match="stored and a re-measured column"):
-        ev.remeasurement_floor(rows[["latency_ms", "quality"]])
+        ev.remeasurement_noise(rows[["latency_ms", "quality"]])
+    with pytest.warns(DeprecationWarning, match="remeasurement_noise"):
+        old = ev.remeasurement_floor(rows, platform="p").set_index(["target", "subset"])
+    pd.testing.assert_frame_equal(old, f)
 
 
-def test_protocol_result_against_noise_floor_puts_the_model_beside_the_re_measurement():
+def test_protocol_result_against_remeasurement_noise_puts_the_model_beside_the_re_measurement():
     runs = pd.DataFrame([
         {"kind": k, "seed": s, "held_out": None, "part": "test", "model": m,
          "target": "latency_ms", "subset": sub, "n": 50, "r2": 0.9, "r2_log": 0.9, "mae": 1.0,
@@ -139,11 +145,13 @@ def test_protocol_result_against_noise_floor_puts_the_model_beside_the_re_measur
     res = ev.ProtocolResult(runs=runs, coverage=pd.DataFrame(), constants=pd.DataFrame(),
                             params={}, platform="p")
     audit = pd.DataFrame({"latency_ms": [10.0, 20.0], "latency_ms_new": [11.0, 18.0]})
-    t = res.against_noise_floor(audit)
+    t = res.against_remeasurement_noise(audit)
     assert len(t) == 1  # no quality column: the "all" subset only
     r = t.iloc[0]
     assert (r["target"], r["subset"], r["n_audit"], r["runs"]) == ("latency_ms", "all", 2, 2)
     assert r["mape_pct_remeasure"] == pytest.approx(10.0)
     assert r["mape_pct_mean"] == pytest.approx(12.5) and r["mape_ratio"] == pytest.approx(1.25)
-    assert res.against_noise_floor(audit, model="b1_flops")["mape_ratio"].iloc[0] == \
+    assert res.against_remeasurement_noise(audit, model="b1_flops")["mape_ratio"].iloc[0] == \
         pytest.approx(9.05)
+    with pytest.warns(DeprecationWarning, match="against_remeasurement_noise"):
+        pd.testing.assert_frame_equal(res.against_noise_floor(audit), t)

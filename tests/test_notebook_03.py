@@ -73,16 +73,16 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
             _check_coverage(cov["all"], out / f"results/carb/{p}/coverage_runs_synthetic.csv", t)
             ex = rec[f"{p}/extrapolation/batch_small/{t}"]
             assert ex["mape_max"] > 0
-    floor = rec["synthetic_cpu/noise_floor/latency_ms"]
+    floor = rec["synthetic_cpu/remeasurement_noise/latency_ms"]
     assert floor["mape_pct_remeasure"] == pytest.approx(8.75)  # (5 + 5 + 5 + 20) / 4
     assert floor["within_10pct_remeasure"] == pytest.approx(0.75)
     assert floor["mape_pct_mean"] == pytest.approx(rec["synthetic_cpu/random/mape_pct/latency_ms"][0])
     assert floor["mape_ratio"] == pytest.approx(floor["mape_pct_mean"] / 8.75)
-    assert rec["synthetic_cpu/noise_floor/energy_j"] is None  # no energy on the CPU
-    assert rec["synthetic_gpu/noise_floor/latency_ms"] is None  # no audit of that platform
-    written = pd.read_csv(out / "results/carb/synthetic_cpu/noise_floor_synthetic.csv")
+    assert rec["synthetic_cpu/remeasurement_noise/energy_j"] is None  # no energy on the CPU
+    assert rec["synthetic_gpu/remeasurement_noise/latency_ms"] is None  # no audit of that platform
+    written = pd.read_csv(out / "results/carb/synthetic_cpu/remeasurement_noise_synthetic.csv")
     assert set(written["target"]) == {"latency_ms"} and list(written["subset"]) == ["all"]
-    assert not (out / "results/carb/synthetic_gpu/noise_floor_synthetic.csv").exists()
+    assert not (out / "results/carb/synthetic_gpu/remeasurement_noise_synthetic.csv").exists()
     assert rec["n_claims"] == 26
     assert rec["cpu_platforms"] is None  # the SYNTHETIC demo reads no measured CPU file
     assert rec["n_claims_testable"]["synthetic_cpu"] < rec["n_claims_testable"]["synthetic_gpu"]

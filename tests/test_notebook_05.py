@@ -63,15 +63,15 @@ def test_notebook_05_quick(run_notebook):
         m = ("peak_mem_mib", "zero_shot", 0)
         assert n.loc[(fam, *m), "mape_pct_mean"] == pytest.approx(
             plain.set_index(["family", "target", "model", "k"]).loc[(fam, *m), "mape_pct_mean"])
-    # the data's own noise floor, from the committed audit of the new-family rows
+    # the data's own re-measurement noise, from the committed audit of the new-family rows
     assert rec["have_audit"] is True
-    from carb_lib.evaluation import remeasurement_floor
+    from carb_lib.evaluation import remeasurement_noise
 
     audit = pd.read_parquet("data/audit/new_families/cpu_epyc_zen3_2c.parquet")
-    written = pd.read_csv(out / "results/cross_family/noise_floor.csv")
+    written = pd.read_csv(out / "results/cross_family/remeasurement_noise.csv")
     assert set(written["family"]) == set(NEW)
     for fam in NEW:
-        want = remeasurement_floor(audit[audit["family"] == fam]).set_index(["target", "subset"])
+        want = remeasurement_noise(audit[audit["family"] == fam]).set_index(["target", "subset"])
         assert rec[f"{fam}/latency_ms/remeasure/mape_pct"] == pytest.approx(
             want.loc[("latency_ms", "all"), "mape_pct"], rel=1e-12)
         assert rec[f"{fam}/peak_mem_mib/remeasure/mape_pct"] == 0.0  # memory re-measures exactly

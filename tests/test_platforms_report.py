@@ -1,5 +1,5 @@
 """carb_lib.evaluation.platforms: CARB on every CPU platform, the default latency law beside the
-roofline ablation and the platform's re-measurement ceiling (a sample of two platforms' rows)."""
+roofline ablation and the platform's re-measurement noise (a sample of two platforms' rows)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from carb_lib.ensemble import PRESETS
 from carb_lib.evaluation import platforms as plat
-from carb_lib.transfer.cpus import CPU_FILES, remeasurement_ceiling
+from carb_lib.transfer.cpus import CPU_FILES, cpu_remeasurement_noise
 
 TWO = ("cpu_epyc_zen4_2c", "cpu_xeon_gnr_2c")
 
@@ -56,21 +56,21 @@ def test_auto_is_the_kernel_law_where_a_benchmark_exists(report):
     assert not np.allclose(lat["auto"], lat["roofline"])
 
 
-def test_ratio_is_mape_over_the_ceiling(report):
+def test_ratio_is_mape_over_the_remeasurement_noise(report):
     rep, files = report
-    s, ceiling = rep.summary, remeasurement_ceiling(files).set_index("platform")
+    s, noise = rep.summary, cpu_remeasurement_noise(files).set_index("platform")
     lat = s[s.target == "latency_ms"]
-    assert lat["ceiling_median_ape_pct"].gt(0).all()
+    assert lat["noise_median_ape_pct"].gt(0).all()
     for p in TWO:
         got = lat[lat.platform == p]
-        assert np.allclose(got["ceiling_median_ape_pct"], ceiling.loc[p, "median_ape_pct"])
-        assert np.allclose(got["ceiling_within_10pct"], ceiling.loc[p, "within_10pct"])
-        assert np.allclose(got["ceiling_mape_pct"], ceiling.loc[p, "mape_pct"])
-    assert np.allclose(lat["mape_over_ceiling"], lat["mape_pct_mean"] / lat["ceiling_mape_pct"])
-    assert np.allclose(lat["median_ape_over_ceiling"],
-                       lat["median_ape_pct_mean"] / lat["ceiling_median_ape_pct"])
-    # the ceiling is of latency: memory rows do not carry it
-    assert s.loc[s.target == "peak_mem_mib", "mape_over_ceiling"].isna().all()
+        assert np.allclose(got["noise_median_ape_pct"], noise.loc[p, "median_ape_pct"])
+        assert np.allclose(got["noise_within_10pct"], noise.loc[p, "within_10pct"])
+        assert np.allclose(got["noise_mape_pct"], noise.loc[p, "mape_pct"])
+    assert np.allclose(lat["mape_over_noise"], lat["mape_pct_mean"] / lat["noise_mape_pct"])
+    assert np.allclose(lat["median_ape_over_noise"],
+                       lat["median_ape_pct_mean"] / lat["noise_median_ape_pct"])
+    # the noise is of latency: memory rows do not carry it
+    assert s.loc[s.target == "peak_mem_mib", "mape_over_noise"].isna().all()
 
 
 def test_table_names_units_and_shows_percent(report):

@@ -79,26 +79,27 @@ def test_missing_block_or_file_is_an_error(copy):
         readme.render(text, copy / "results")
 
 
-def test_noise_floor_table_is_rendered_when_written(copy):
+def test_re_measurement_noise_table_is_rendered_when_written(copy):
     rel = next(p for p in (copy / "results/carb").iterdir()
                if (p / "protocol_summary.csv").exists())
-    (rel / "noise_floor.csv").unlink(missing_ok=True)
-    assert "Against the noise floor" not in readme.carb_metrics(copy / "results")
+    (rel / "remeasurement_noise.csv").unlink(missing_ok=True)
+    assert "Against the re-measurement noise" not in readme.carb_metrics(copy / "results")
     pd.DataFrame([{
         "platform": rel.name, "kind": "random", "model": "carb", "target": "latency_ms",
         "subset": "all", "n_audit": 200, "r2_remeasure": 0.98, "mape_pct_remeasure": 13.98,
         "within_10pct_remeasure": 0.495, "spearman_remeasure": 0.99, "r2_mean": 0.95,
         "r2_sd": 0.01, "mape_pct_mean": 14.95, "mape_pct_sd": 0.9, "within_10pct_mean": 0.426,
         "within_10pct_sd": 0.03, "spearman_mean": 0.98, "spearman_sd": 0.001, "runs": 5,
-        "mape_ratio": 14.95 / 13.98}]).to_csv(rel / "noise_floor.csv", index=False)
+        "mape_ratio": 14.95 / 13.98}]).to_csv(rel / "remeasurement_noise.csv", index=False)
     text = readme.carb_metrics(copy / "results")
+    assert "Against the re-measurement noise" in text
     assert ("| latency | all | 200 | 13.98 | 14.95 ± 0.90 | 1.07 | 49.5 % | 42.6 ± 3.0 % | "
             "0.9800 | 0.9500 ± 0.0100 |") in text
-    assert f"carb/{rel.name}/noise_floor.csv" in text
+    assert f"carb/{rel.name}/remeasurement_noise.csv" in text
 
 
 def test_cross_family_table_shows_the_re_measurement_when_audited(copy):
-    path = copy / "results/cross_family/noise_floor.csv"
+    path = copy / "results/cross_family/remeasurement_noise.csv"
     path.unlink(missing_ok=True)
     assert "re-measured" not in readme.cross_family(copy / "results")
     pd.DataFrame([
@@ -112,7 +113,7 @@ def test_cross_family_table_shows_the_re_measurement_when_audited(copy):
     assert lines["latency MAPE %"].endswith("| 12.3 (50) |")
     assert lines["latency Spearman"].endswith("| 0.988 |")
     assert lines["memory MAPE %"].endswith("| – |")  # no memory row in this audit
-    assert "cross_family/noise_floor.csv" in text
+    assert "cross_family/remeasurement_noise.csv" in text
 
 
 def test_cross_family_laws_block_puts_the_kernel_law_beside_the_roofline(copy):
@@ -254,3 +255,18 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
     assert broken_links(tmp_path, [page]) == [
         "README.md: docs/gone.md", "README.md: figures/none.png",
         "README.md: docs/a.md#three (no such heading)"]
+
+
+def test_readme_and_docs_call_the_second_measurement_re_measurement_noise_never_a_ceiling():
+    """The re-measurement is noise a model can score below (about 1/sqrt(2) of it for a perfect
+    model), not a ceiling: README.md, docs/ (not the published run's pages) and the results'
+    markdown never say "ceiling"."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md")),
+             *sorted((root / "results").glob("*.md"))]
+    hits = [f"{p.relative_to(root)}:{i}" for p in pages
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if re.search(r"ceiling", line, re.IGNORECASE)]
+    assert not hits, f"'ceiling' for the re-measurement noise in {hits}"
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "re-measurement noise" in readme and "1/√2" in readme

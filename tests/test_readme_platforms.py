@@ -14,8 +14,8 @@ def _summary(tmp_path, ratio_a, r2_a):
             for law, mape in (("auto", 10.0), ("roofline", 12.0)):
                 rows.append({"platform": p, "split": split, "law": law, "target": "latency_ms",
                              "mape_pct_mean": mape, "mape_pct_sd": 0.5, "r2_mean": r2,
-                             "n_seeds": 2, "ceiling_mape_pct": mape / ratio,
-                             "mape_over_ceiling": ratio})
+                             "n_seeds": 2, "noise_mape_pct": mape / ratio,
+                             "mape_over_noise": ratio})
                 rows.append({"platform": p, "split": split, "law": law,
                              "target": "peak_mem_mib", "mape_pct_mean": 0.0, "r2_mean": 1.0,
                              "n_seeds": 2})

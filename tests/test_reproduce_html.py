@@ -127,9 +127,9 @@ def test_publish_refuses_pages_with_fewer_images_than_saved_figures(tmp_path):
                                                            "profile": "full"}, "03_c": {}}))
     (run / "claims_vs_paper.csv").write_text(
         "claim,paper (reported),ours,ours 95% CI,n,n counts,platform,verdict,why,claim_id,source\n"
-        "CARB R2,0.992,0.959,\"[0.94, 0.98]\",477,measured rows,cpu,not supported,rule,c,03_c\n")
+        "CARB R2,0.992,0.959,\"[0.94, 0.98]\",477,measured rows,cpu,contradicted,band,c,03_c\n")
     publish_run(run, tmp_path / "dest")
     index = (tmp_path / "dest/index.html").read_text()
     assert index.index("abc123") < index.index("claims against ours") \
         < index.index("href='03_c.html'")
-    assert "not supported" in index and (tmp_path / "dest/claims_vs_paper.csv").exists()
+    assert "1 contradicted" in index and "<tr class='contradicted'>" in index and (tmp_path / "dest/claims_vs_paper.csv").exists()

@@ -40,14 +40,17 @@ def test_leave_one_cpu_out_zero_shot_exact_and_scores():
     assert (naive["n_query"] == 80 - 10).all()
     few = loco[(loco["method"] == "few_shot") & (loco["k"] == 5)]
     assert len(few) == 2 and (few["n_query"] == 75).all()
-    ceiling = pd.DataFrame({"platform": ["synthetic_x"], "median_ape_pct": [2.0],
-                            "within_10pct": [0.9], "spearman": [0.99]})
-    summ = TC.summarise_loco(loco, ceiling)
+    noise = pd.DataFrame({"platform": ["synthetic_x"], "median_ape_pct": [2.0],
+                          "within_10pct": [0.9], "spearman": [0.99]})
+    summ = TC.summarise_loco(loco, noise)
     row = summ[(summ["method"] == "zero_shot")].iloc[0]
-    assert row["ceiling_median_ape_pct"] == 2.0 and row["ape_over_ceiling"] < 1e-6
+    assert row["noise_median_ape_pct"] == 2.0 and row["ape_over_noise"] < 1e-6
     claims = TC.transfer_claims(summ)
     assert set(claims["claim_id"]) == {f"cpu_transfer_{c}_synthetic_x" for c in (
-        "zero_shot_ape_over_ceiling", "zero_shot_spearman", "few_shot_k10_ape_over_ceiling")}
+        "zero_shot_ape_over_noise", "zero_shot_spearman", "few_shot_k10_ape_over_noise")}
+    # our targets, never the paper's: the target sits in target_value
+    assert claims["paper_value"].isna().all()
+    assert sorted(claims["target_value"]) == [0.97, 1.3, 2.0]
 
 
 def test_leave_one_cpu_out_bad_input():
@@ -158,3 +161,23 @@ def test_kernels_probe_goes_beside_the_benchmark(tmp_path, monkeypatch):
     assert len(said) == 1 and "GB/s from memory" in said[0]
     probe_read_bandwidth(tmp_path / "my_cpu.parquet", echo=said.append)  # kept, not re-probed
     assert len(calls) == 1 and "kept the probe" in said[-1]
+
+
+def test_cpu_remeasurement_noise_is_the_one_statistic_relative_to_the_stored_value(tmp_path):
+    from carb_lib.evaluation.scoring import remeasurement_noise
+
+    audit = pd.DataFrame({"latency_ms": [10.0, 20.0, 40.0, 80.0],
+                          "latency_ms_new": [12.0, 19.0, 40.0, 60.0],
+                          "status_new": ["ok"] * 4})
+    path = tmp_path / "a.parquet"
+    audit.to_parquet(path)
+    files = {"cpu_x": ("rows", "bench", str(path)), "cpu_none": ("r", "b", str(tmp_path / "no"))}
+    noise = TC.cpu_remeasurement_noise(files).set_index("platform")
+    one = remeasurement_noise(audit).iloc[0]
+    for col in ("median_ape_pct", "mape_pct", "within_10pct", "spearman"):
+        assert noise.loc["cpu_x", col] == pytest.approx(one[col])
+    assert noise.loc["cpu_x", "mape_pct"] == pytest.approx(100 * (0.2 + 0.05 + 0 + 0.25) / 4)
+    assert noise.loc["cpu_x", "n"] == 4 and noise.loc["cpu_none", "n"] == 0
+    with pytest.warns(DeprecationWarning, match="cpu_remeasurement_noise"):
+        old = TC.remeasurement_ceiling(files)
+    assert old["median_ape_pct"].iloc[0] == pytest.approx(noise.loc["cpu_x", "median_ape_pct"])

@@ -1,4 +1,4 @@
-"""The zoo evaluation (carb_lib.evaluation.zoo): folds, scores, the re-measurement ceiling,
+"""The zoo evaluation (carb_lib.evaluation.zoo): folds, scores, the re-measurement noise,
 and one small end-to-end run on the shipped zoo rows."""
 
 from __future__ import annotations
@@ -53,29 +53,32 @@ def test_zoo_scores_median_error_within_and_rank_within_each_batch():
     assert s.loc["latency_ms", "spearman_within_batch"] == pytest.approx(0.8)
 
 
-def test_the_ceiling_scores_the_second_measurement_against_the_stored_one():
+def test_the_remeasurement_noise_scores_the_second_measurement_against_the_stored_one():
     audit = pd.DataFrame({"config_id": ["a", "b"], "module": ["torchvision.models:resnet18"] * 2,
                           "resolution": 224, "batch": [1, 16], "precision": "fp32",
                           "latency_ms": [10.0, 100.0], "latency_ms_new": [11.0, 95.0],
                           "peak_mem_mib": [5.0, 50.0], "peak_mem_mib_new": [5.0, 50.0]})
-    c = ez.remeasurement_ceiling(audit).set_index("target")
-    assert c.loc["latency_ms", "median_ape_pct"] == pytest.approx(7.5)
+    c = ez.zoo_remeasurement_noise(audit).set_index("target")
+    assert c.loc["latency_ms", "median_ape_pct"] == pytest.approx(7.5)  # of the stored values
     assert c.loc["peak_mem_mib", "exact_share"] == 1.0
     with pytest.raises(ValueError, match="latency_ms_new"):
-        ez.remeasurement_ceiling(audit.drop(columns="latency_ms_new"))
+        ez.zoo_remeasurement_noise(audit.drop(columns="latency_ms_new"))
+    with pytest.warns(DeprecationWarning, match="zoo_remeasurement_noise"):
+        old = ez.remeasurement_ceiling(audit)
+    pd.testing.assert_frame_equal(old, c.reset_index()[old.columns])
 
 
-def test_platform_scores_are_given_over_all_rows_and_per_batch_with_the_ceiling_once():
+def test_platform_scores_are_given_over_all_rows_and_per_batch_with_the_noise_once():
     m = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
     b = [1, 1, 1, 4, 4, 4]
     lat = _pred("leave_network_out", "latency_ms", m, m * [1.05, 1.2, 0.7, 1.0, 1.0, 1.3], b)
     mem = _pred("leave_network_out", "peak_mem_mib", m, m, b)
     flops = _pred("flops_only", "latency_ms", m, m * 2, b)
-    ceiling = pd.DataFrame({"method": "remeasurement", "target": ["latency_ms", "peak_mem_mib"],
+    noise = pd.DataFrame({"method": "remeasurement", "target": ["latency_ms", "peak_mem_mib"],
                             "kind": "all", "n": 2, "median_ape_pct": [1.5, 0.0],
                             "within_10pct": [1.0, 1.0], "exact_share": [np.nan, 1.0],
                             "spearman_within_batch": [1.0, 1.0]})
-    t = ez.zoo_platform_scores(pd.concat([lat, mem, flops]), ceiling, platform="cpu_x")
+    t = ez.zoo_platform_scores(pd.concat([lat, mem, flops]), noise, platform="cpu_x")
     assert (t["platform"] == "cpu_x").all()
     assert list(t["batch"].unique()) == ["all", "1", "4"]
     assert list(t["precision"].unique()) == ["all", "fp32"]

@@ -181,14 +181,14 @@ def _pm(r: pd.Series, col: str, scale: float = 1.0, digits: int = 3) -> str:
 
 def _noise_floor_table(results: Path, rel: str, names: dict[str, str],
                        sources: list[str]) -> list[str]:
-    """Lines of the model-vs-re-measurement table (``<rel>/noise_floor.csv``), if written."""
-    if not (results / rel / "noise_floor.csv").exists():
+    """Lines of the model-vs-re-measurement table (``<rel>/remeasurement_noise.csv``), if written."""
+    if not (results / rel / "remeasurement_noise.csv").exists():
         return []
-    f = _read(results, f"{rel}/noise_floor.csv")
-    sources.append(f"{rel}/noise_floor.csv")
+    f = _read(results, f"{rel}/remeasurement_noise.csv")
+    sources.append(f"{rel}/remeasurement_noise.csv")
     timed = f["target"] != "peak_mem_mib"  # memory re-measures exactly: show it only alone
     f = f[timed] if timed.any() else f
-    out = ["", "Against the noise floor: the audit's re-measurement of stored rows (fresh "
+    out = ["", "Against the re-measurement noise: the audit's re-measurement of stored rows (fresh "
            "processes, later) scored as a prediction of the stored value, beside CARB's test "
            f"part ({f['kind'].iloc[0]} split, mean ± sd over seeds); ratio = CARB MAPE / "
            "re-measurement MAPE:", "",
@@ -396,10 +396,10 @@ def cross_family(results: Path, sub: str = "") -> str:
 
     sources = [f"{sub}cross_family/summary.csv", f"{sub}cross_family/issue_targets.csv"]
     floor = None
-    if (results / f"{sub}cross_family/noise_floor.csv").exists():  # notebook 05 with an audit
-        f = _read(results, f"{sub}cross_family/noise_floor.csv")
+    if (results / f"{sub}cross_family/remeasurement_noise.csv").exists():  # notebook 05 with an audit
+        f = _read(results, f"{sub}cross_family/remeasurement_noise.csv")
         floor = f[f["subset"] == "all"].set_index(["family", "target"])
-        sources.append(f"{sub}cross_family/noise_floor.csv")
+        sources.append(f"{sub}cross_family/remeasurement_noise.csv")
 
     def remeasured(fam, t, metric):
         if floor is None or (fam, t) not in floor.index:
@@ -431,7 +431,7 @@ def cross_family(results: Path, sub: str = "") -> str:
                f"`{method}`); **met: {met} of {len(checks)}**.")
     if floor is not None:
         out.append("*Re-measured*: the audit's second measurement of stored rows scored as a "
-                   "prediction of the stored value (the data's own noise floor).")
+                   "prediction of the stored value (the data's own re-measurement noise).")
     return "\n".join(out) + "\n" + _source(*sources)
 
 
@@ -543,11 +543,14 @@ ENERGY_CLAIMS: tuple[str, ...] = ("divergence_energy_growth", "divergence_latenc
 
 def gpu_energy(results: Path) -> str:
     """Notebook 01's energy claims on the GPU platform: ours with the 95 % CI beside the paper's
-    reported value, and whether the paper's value lies inside our interval."""
+    reported value, and the claims table's verdict (:func:`carb_lib.core.claims.verdict`: the
+    interval against the claim's tolerance band)."""
+    from carb_lib.core.claims import band_text, verdict
+
     claims = _read(results, "claims.csv")
     c = claims[claims["platform"] == GPU_PLATFORM].set_index("claim_id")
     out = [f"| claim (paper) | paper (reported) | ours on `{GPU_PLATFORM}` [95 % CI] | n (tier rows or pairs) | "
-           "paper's value in our CI |", "|---|---|---|---|---|"]
+           "verdict (band) |", "|---|---|---|---|---|"]
     for cid in ENERGY_CLAIMS:
         if cid not in c.index:
             continue
@@ -556,9 +559,10 @@ def gpu_energy(results: Path) -> str:
             out.append(f"| {r['claim']} | {r['paper_value']:.3g} | not testable: {r['reason']} | – "
                        "| – |")
             continue
-        inside = ("yes" if r["our_ci_low"] <= r["paper_value"] <= r["our_ci_high"] else "no")
+        row = {"claim_id": cid, **r.to_dict()}
         out.append(f"| {r['claim']} | {r['paper_value']:.3g} | **{r['our_value']:.2f}** "
-                   f"[{r['our_ci_low']:.2f}, {r['our_ci_high']:.2f}] | {int(r['n'])} | {inside} |")
+                   f"[{r['our_ci_low']:.2f}, {r['our_ci_high']:.2f}] | {int(r['n'])} "
+                   f"| {verdict(row)}; band: {band_text(row)} |")
     return "\n".join(out) + "\n" + _source("claims.csv")
 
 

@@ -1,5 +1,5 @@
 """The ``carb:zoo`` and ``carb:zoo-platforms`` blocks of the docs (:mod:`carb_lib.app.readme`):
-notebook 07's scores of the measured torchvision zoo, beside the re-measurement ceiling, on
+notebook 07's scores of the measured torchvision zoo, beside the re-measurement noise, on
 each CPU with measured zoo rows."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ _METHODS = {"leave_network_out": "network left out of the fit (CARB, shared feat
             "zero_zoo": "no zoo network in the fit (CARB, design space only)",
             "flops_only": "baseline: FLOPs only",
             "operators_summed": "baseline: operators timed alone, summed",
-            "remeasurement": "a second measurement (`carb audit`): the ceiling"}
+            "remeasurement": "a second measurement (`carb audit`): the re-measurement noise"}
 
 
 def _pct(v: float) -> str:
@@ -22,16 +22,16 @@ def _pct(v: float) -> str:
 def zoo_block(results: Path) -> str:
     """A markdown table: per method, latency median error, share within ±10 %, Spearman within a
     setting (one batch size at one precision), and the share of peaks exact to the byte
-    (``results/zoo/scores.csv`` and ``remeasurement_ceiling.csv``, written by notebook 07)."""
+    (``results/zoo/scores.csv`` and ``remeasurement_noise.csv``, written by notebook 07)."""
     d = Path(results) / "zoo"
     path = d / "scores.csv"
     if not path.is_file():
         return "*(no zoo scores: run `make reproduce` with measured zoo rows)*\n"
     s = pd.read_csv(path)
     s = s[s["kind"] == "all"]
-    ceiling = d / "remeasurement_ceiling.csv"
-    if ceiling.is_file():
-        s = pd.concat([s, pd.read_csv(ceiling)], ignore_index=True)
+    noise = d / "remeasurement_noise.csv"
+    if noise.is_file():
+        s = pd.concat([s, pd.read_csv(noise)], ignore_index=True)
     lat = s[s["target"] == "latency_ms"].set_index("method")
     mem = s[s["target"] == "peak_mem_mib"].set_index("method")
     rows = ["| method | rows | latency median error | latency within ±10 % "

@@ -578,18 +578,20 @@ def _claims_html(run_dir: Path) -> str:
         if not path.is_file():
             continue
         table = pd.read_csv(path, keep_default_na=False)
-        counts = table["verdict"].value_counts()
+        kind = table["verdict"].astype(str).str.split(" (", regex=False).str[0]
+        counts = kind.value_counts()
         head = ", ".join(f"{int(counts.get(v, 0))} {v}"
-                         for v in ("supported", "not supported", "not testable"))
+                         for v in ("supported", "contradicted", "inconclusive", "not testable"))
         cols = [c for c in table.columns if c not in ("claim_id", "source")]
         body = "\n".join(
-            f"<tr class='{esc(str(r['verdict']).replace(' ', '-'))}'>"
-            + "".join(f"<td>{esc(str(r[c]))}</td>" for c in cols) + "</tr>"
-            for _, r in table.iterrows())
+            f"<tr class='{esc(k.replace(' ', '-'))}'>"
+            + "".join(f"<td class='{esc(c.split(' ')[0])}'>{esc(str(r[c]))}</td>" for c in cols)
+            + "</tr>"
+            for k, (_, r) in zip(kind, table.iterrows(), strict=True))
         parts.append(
             f"<h2>{esc(title)}</h2>\n<p>{esc(head)}. <i>paper (reported)</i> is the number the "
             "paper reports (arXiv 2608.10506; HELP's for the HELP rows), never ours; <i>n</i> "
-            "counts what <i>n counts</i> says; <i>why</i> gives the rule of the verdict or the "
+            "counts what <i>n counts</i> says; <i>why</i> gives the band of the verdict or the "
             f"reason a claim cannot be tested here (<code>{esc(path.name)}</code>).</p>\n"
             "<table class='claims'><tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols)
             + f"</tr>\n{body}\n</table>")
@@ -632,7 +634,7 @@ def write_index(run_dir: str | Path, pages: list[dict[str, Any]], profile: str =
 <style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;
 vertical-align:top}}code{{font-size:85%}}table.claims td{{font-size:90%}}
-tr.supported td:nth-child(8){{color:#1a7f37}}tr.not-supported td:nth-child(8){{color:#cf222e}}
+tr.supported td.verdict{{color:#1a7f37}}tr.contradicted td.verdict{{color:#cf222e}}
 tr.not-testable td{{color:#555}}</style></head><body>
 <h1>CARB: the study's notebooks, executed</h1>
 <p>Commit <code class="commit">{esc(commit)}</code>{esc(dirty)}; profile <b>{esc(profile or meta.get("profile") or "?")}</b>;

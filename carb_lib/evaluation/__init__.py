@@ -55,6 +55,7 @@ from carb_lib.evaluation.scoring import (
     noise_floor_cv,
     regression_metrics,
     remeasurement_floor,
+    remeasurement_noise,
 )
 from carb_lib.evaluation.splits import (
     ARCH_COLUMNS,
@@ -104,6 +105,7 @@ __all__ = [
     "protocol_claim_rows",
     "regression_metrics",
     "remeasurement_floor",
+    "remeasurement_noise",
     "stratified_split",
     "stress_flag",
 ]

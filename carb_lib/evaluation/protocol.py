@@ -31,7 +31,7 @@ from carb_lib.evaluation.scoring import (
     mean_sd,
     metric_rows,
     noise_floor_cv,
-    remeasurement_floor,
+    remeasurement_noise,
 )
 from carb_lib.evaluation.splits import (
     EXTRAPOLATION_KINDS,
@@ -114,17 +114,26 @@ class ProtocolResult:
 
     def against_noise_floor(self, audit_rows: pd.DataFrame, kind: str = "random",
                             model: str = "carb") -> pd.DataFrame:
+        """Deprecated: :meth:`against_remeasurement_noise` (the same table)."""
+        import warnings
+
+        warnings.warn("against_noise_floor is deprecated; use against_remeasurement_noise",
+                      DeprecationWarning, stacklevel=2)
+        return self.against_remeasurement_noise(audit_rows, kind, model)
+
+    def against_remeasurement_noise(self, audit_rows: pd.DataFrame, kind: str = "random",
+                                    model: str = "carb") -> pd.DataFrame:
         """The model's test metrics beside the data's own re-measurement agreement.
 
         ``audit_rows`` are an audit's rows (:func:`carb_lib.measure.audit.audit`); each stored row's
         re-measurement is scored as a prediction (:func:`~carb_lib.evaluation.scoring.
-        remeasurement_floor`). One row per target and subset (``all``, ``clean``) present in
+        remeasurement_noise`). One row per target and subset (``all``, ``clean``) present in
         both: ``n_audit`` and the re-measurement's ``*_remeasure`` metrics, the model's
         ``*_mean`` / ``*_sd`` over seeds on the test part of the ``kind`` split, and
         ``mape_ratio`` = model MAPE / re-measurement MAPE (~1: the model reproduces a stored
         row as closely as measuring it again does).
         """
-        floor = remeasurement_floor(audit_rows)
+        floor = remeasurement_noise(audit_rows)
         metrics = ["r2", "mape_pct", "within_10pct", "spearman"]
         summaries = {sub: self.summary(sub) for sub in floor["subset"].unique()}
         rows = []

@@ -20,9 +20,11 @@ of which never saw the row's network:
 
 :func:`zoo_scores` scores them by method and network kind: memory exactness (to the byte),
 latency median absolute percentage error, share within ±10 %, and Spearman's rank correlation
-within each batch size and precision. :func:`remeasurement_ceiling` scores a second measurement
-of the same rows (``carb audit``) the same way: the scale on which a model's latency error is
-read.
+within each batch size and precision. :func:`zoo_remeasurement_noise` scores a second
+measurement of the same rows (``carb audit``) the same way, as a prediction of the stored rows:
+the re-measurement noise (:func:`carb_lib.evaluation.scoring.remeasurement_noise`'s statistic),
+the scale on which a model's latency error is read (a perfect model scores about 1/sqrt(2) of
+it).
 :func:`evaluate_zoo_file` does all of it for one measured zoo file and the files of ``data/`` that
 go with its platform (:func:`sibling_files`); :func:`zoo_platform_scores` scores it per
 precision and batch size, so that CPUs can be set side by side.
@@ -227,10 +229,11 @@ def zoo_scores(predictions: pd.DataFrame, *, by_kind: bool = True) -> pd.DataFra
             .reset_index(drop=True))
 
 
-def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
-    """A second measurement of zoo rows (``carb audit``: fresh processes, later) scored as a
-    prediction of the stored rows, with the columns of :func:`zoo_scores` (method
-    ``remeasurement``, kind ``all``).
+def zoo_remeasurement_noise(audit_rows: pd.DataFrame) -> pd.DataFrame:
+    """The re-measurement noise of zoo rows: a second measurement (``carb audit``: fresh
+    processes, later) scored as a prediction of the stored rows (every APE relative to the
+    stored value, the statistic of :func:`carb_lib.evaluation.scoring.remeasurement_noise`),
+    with the columns of :func:`zoo_scores` (method ``remeasurement``, kind ``all``).
 
     ``audit_rows`` holds the stored values in the target columns and the second measurement
     in :data:`carb_lib.measure.audit.REMEASURED_COLUMNS` (``latency_ms_new``, ``peak_mem_mib_new``).
@@ -250,6 +253,15 @@ def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
         "method": "remeasurement", "target": t, "measured": ok[t].to_numpy(float),
         "predicted": ok[REMEASURED_COLUMNS[t]].to_numpy(float)}) for t in TARGETS]
     return zoo_scores(pd.concat(parts, ignore_index=True), by_kind=False)
+
+
+def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
+    """Deprecated: :func:`zoo_remeasurement_noise` (the same rows)."""
+    import warnings
+
+    warnings.warn("remeasurement_ceiling is deprecated; use zoo_remeasurement_noise",
+                  DeprecationWarning, stacklevel=2)
+    return zoo_remeasurement_noise(audit_rows)
 
 
 #: Where ``data/`` keeps a platform's design-space rows, beside ``zoo/<platform>.parquet``.
@@ -288,14 +300,23 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
 @dataclass
 class ZooFileEvaluation:
     """:func:`evaluate_zoo_file`'s result: one platform's zoo and design rows, every prediction
-    and the re-measurement ceiling (``None`` without an audit file)."""
+    and the re-measurement noise (``None`` without an audit file)."""
 
     platform: str
     zoo: pd.DataFrame
     design: pd.DataFrame
     evaluation: ZooEvaluation
-    ceiling: pd.DataFrame | None
+    noise: pd.DataFrame | None
     files: dict[str, Any]
+
+    @property
+    def ceiling(self) -> pd.DataFrame | None:
+        """Deprecated: :attr:`noise`."""
+        import warnings
+
+        warnings.warn("ZooFileEvaluation.ceiling is deprecated; use .noise", DeprecationWarning,
+                      stacklevel=2)
+        return self.noise
 
 
 def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str | Path] | None = None,
@@ -312,7 +333,7 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     design_datasets : sequence of paths, optional
         The platform's design-space rows; default those :func:`sibling_files` finds.
     audit : path, optional
-        ``carb audit`` of zoo rows, for :func:`remeasurement_ceiling` (no ceiling without).
+        ``carb audit`` of zoo rows, for :func:`zoo_remeasurement_noise` (no noise without).
     kernel_bench : path, optional
         The platform's operator benchmark (``carb kernels``), for ``operators_summed``.
     n_folds, preset, seed, progress
@@ -356,10 +377,10 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
                                           random_state=seed)
     ev = evaluate_zoo(design, zoo, n_folds=n_folds, preset=preset, kernel_model=fitted,
                       seed=seed, progress=progress)
-    ceiling = None
+    noise = None
     if audit:
-        ceiling = remeasurement_ceiling(pd.read_parquet(audit))
-    return ZooFileEvaluation(str(zoo["platform"].iloc[0]), zoo, design, ev, ceiling, files)
+        noise = zoo_remeasurement_noise(pd.read_parquet(audit))
+    return ZooFileEvaluation(str(zoo["platform"].iloc[0]), zoo, design, ev, noise, files)
 
 
 def setting_order(precision: str, batch: int | str) -> tuple[bool, str, int]:
@@ -367,10 +388,10 @@ def setting_order(precision: str, batch: int | str) -> tuple[bool, str, int]:
     return (precision != "fp32", precision, int(batch))
 
 
-def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None = None, *,
+def zoo_platform_scores(predictions: pd.DataFrame, noise: pd.DataFrame | None = None, *,
                         platform: str | None = None) -> pd.DataFrame:
     """One platform's scores over all rows and per setting (precision and batch size), one row
-    per method (the re-measurement too, over all rows, where ``ceiling`` is given), targets side
+    per method (the re-measurement noise too, over all rows, where ``noise`` is given), targets side
     by side.
 
     Columns: ``platform``, ``precision`` and ``batch`` ("all" and "all" over all rows, else the
@@ -386,8 +407,8 @@ def zoo_platform_scores(predictions: pd.DataFrame, ceiling: pd.DataFrame | None 
     rows = []
     for precision, batch, g in groups:
         s = zoo_scores(g, by_kind=False)
-        if ceiling is not None and batch == "all":
-            s = pd.concat([s, ceiling], ignore_index=True)
+        if noise is not None and batch == "all":
+            s = pd.concat([s, noise], ignore_index=True)
         for method, m in s.groupby("method", sort=False):
             # a target the method does not predict reads as NaN
             lat, mem = m.set_index("target").reindex(list(TARGETS)).to_dict("records")

@@ -149,9 +149,10 @@ def paper_transfer_claims(
 
     def untestable(target: str) -> str:
         plats = measured[target]
+        gpus = [p for p in plats if str(p).startswith("gpu_")]
         return (f"{target} is measured on {len(plats)} platform(s) ({', '.join(plats) or 'none'}); "
                 "a cross-device slope needs the same configs measured on two devices "
-                "(no GPU has been measured yet)")
+                f"({len(gpus)} GPU measured)")
 
     rows = [
         {"claim_id": "transfer_slope_energy", "claim": "Cross-GPU slope of log energy: 1.61",
