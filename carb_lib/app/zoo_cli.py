@@ -69,12 +69,13 @@ def zoo_predict(
     """Predict latency and peak memory of zoo networks with intervals and the extrapolated flag."""
     from carb_lib.core.tables import table_format, write_table
     from carb_lib.ensemble import load_model
+    from carb_lib.ensemble.routing import routed
     from carb_lib.families import zoo
 
     if out is not None:
         table_format(out, "--out")
     zoo.resolve_names(networks)  # bad names before anything is loaded
-    m = load_model(model)
+    m = routed(load_model(model))  # families the fit did not hold: its transfer model
     pred = zoo.predict_zoo(m, _zoo_candidates(networks, batches, precisions, resolutions,
                                               cache_dir), coverage)
     typer.echo(zoo.format_predictions(pred))
@@ -105,10 +106,11 @@ def zoo_screen(
     """Screen zoo networks against budgets into a Pareto shortlist, accuracy an objective."""
     from carb_lib import screening as scr
     from carb_lib.ensemble import load_model
+    from carb_lib.ensemble.routing import routed
     from carb_lib.families.zoo import resolve_names
 
     resolve_names(networks)  # bad names before anything is loaded
-    m = load_model(model)
+    m = routed(load_model(model))  # families the fit did not hold: its transfer model
     spec = scr.DeploymentSpec(
         platform=getattr(m, "platform_", None), budgets=budget or [],
         objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
