@@ -368,3 +368,21 @@ def test_an_effect_outside_its_interval_is_drawn_with_its_own_interval():
     points = [ln.get_xdata()[0] for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"]
     assert points == [0.8, 1.9]
     plt.close(fig)
+
+
+def test_a_two_segment_law_keeps_min_segment_n_rows_on_each_side():
+    # a straight line with its two largest points far above it: the best break would leave
+    # two points above it; with min_segment_n = 10 the break stays among the rows
+    rng = np.random.default_rng(0)
+    x = np.logspace(0, 4, 40)
+    y = 2.0 * x ** 0.8 * np.exp(rng.normal(0, 0.01, 40))
+    y[-2:] *= 30
+    df = pd.DataFrame({"platform": "p", "status": "ok", "flops": x, "latency_ms": y})
+    r = scaling.fit_segmented(df, "latency_ms", n_boot=0).iloc[0]
+    assert r["testable"]
+    below = int((x <= r["breakpoint_x"]).sum())
+    assert 10 <= below <= 30
+    few = scaling.fit_segmented(df.head(19), "latency_ms", n_boot=0, min_n=10).iloc[0]
+    assert not few["testable"] and "a single law is fitted" in few["reason"]
+    loose = scaling.fit_segmented(df, "latency_ms", n_boot=0, min_segment_n=1).iloc[0]
+    assert int((x <= loose["breakpoint_x"]).sum()) > 30  # the break the rule prevents

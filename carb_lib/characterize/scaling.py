@@ -182,6 +182,8 @@ def _fit_group(g, target, x_cols, joint, min_n, alpha, model, by_name, gname) ->
 
 
 # --------------------------------------------------------------------------- segmented fit
+#: Fewest rows on each side of a two-segment law's break (:func:`fit_segmented`).
+MIN_SEGMENT_N = 10
 
 
 def _hinge_sse(u: np.ndarray, v: np.ndarray, c: float) -> tuple[float, np.ndarray]:
@@ -221,6 +223,7 @@ def fit_segmented(
     min_n: int = 20,
     alpha: float = 0.05,
     seed: int = 0,
+    min_segment_n: int = MIN_SEGMENT_N,
 ) -> pd.DataFrame:
     """Fit a continuous two-segment line in log10-log10 space and find its breakpoint.
 
@@ -247,6 +250,10 @@ def fit_segmented(
         1 - confidence level.
     seed : int
         Bootstrap seed.
+    min_segment_n : int, default :data:`MIN_SEGMENT_N`
+        Fewest rows on each side of a breakpoint: the breakpoint is searched only between the
+        ``min_segment_n``-th smallest and largest ``x``; with fewer than ``2 * min_segment_n``
+        rows no two-segment law is fitted (``testable`` False, the reason says a single law).
 
     Returns
     -------
@@ -267,13 +274,18 @@ def fit_segmented(
             reason = f"only {len(data)} rows with finite positive {target} and {x} (< {min_n})"
         if reason is None and data[x].nunique() < 4:
             reason = f"{x} has fewer than 4 distinct values"
+        if reason is None and len(data) < 2 * min_segment_n:
+            reason = (f"{len(data)} rows: a two-segment law needs >= {min_segment_n} on each "
+                      "side of its break; a single law is fitted")
         if reason is not None:
             return pd.DataFrame([dict(base, n=0 if data is None else len(data), testable=False,
                                       reason=reason)])
         u = np.log10(data[x].to_numpy())
         v = np.log10(data[target].to_numpy())
         n = len(u)
-        c, beta, sse = _best_hinge(u, v, n_grid, q_range)
+        edge = min_segment_n / n  # each segment keeps at least min_segment_n rows
+        qr = (max(q_range[0], edge), min(q_range[1], 1 - edge))
+        c, beta, sse = _best_hinge(u, v, n_grid, qr)
         tss = float(((v - v.mean()) ** 2).sum())
         lin = np.polyfit(u, v, 1)
         sse_lin = float(((v - np.polyval(lin, u)) ** 2).sum())
@@ -283,7 +295,7 @@ def fit_segmented(
         boots = []
         for _ in _progress(range(n_boot), desc=f"segmented {target}"):
             idx = rng.integers(0, n, n)
-            cb, bb, _ = _best_hinge(u[idx], v[idx], max(10, n_grid // 2), q_range)
+            cb, bb, _ = _best_hinge(u[idx], v[idx], max(10, n_grid // 2), qr)
             boots.append((cb, bb[1], bb[1] + bb[2]))
         boots_arr = np.array(boots, dtype=float).reshape(-1, 3)
         c_ci = _percentile_ci(boots_arr[:, 0], alpha)

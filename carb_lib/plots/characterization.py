@@ -89,7 +89,7 @@ def plot_scaling(
     from carb_lib.characterize.scaling import segmented_curve, untestable_reason
 
     data = _char_ok(df)
-    shown, missing = [], []
+    shown, missing, segment_notes = [], [], []
     for t in targets:
         why = untestable_reason(data, t) or untestable_reason(data, x)
         if why is None:
@@ -140,6 +140,14 @@ def plot_scaling(
                           & (segmented["testable"] == True)]  # noqa: E712
             if platform is not None and "platform" in s.columns:
                 s = s[s["platform"].astype(str) == str(platform)]
+            single = segmented[(segmented["target"] == t) & (segmented["x"] == x)
+                               & (segmented["testable"] == False)  # noqa: E712
+                               & segmented["reason"].astype(str).str.contains("single law")]
+            if platform is not None and "platform" in single.columns:
+                single = single[single["platform"].astype(str) == str(platform)]
+            if len(single) and not len(s):
+                segment_notes.append(f"{_char_label(t).split(' (')[0]}: no two-segment law "
+                                     f"({_plain_reason(single.iloc[0]['reason'])})")
             if len(s):
                 r = s.iloc[0]
                 sx, sy = segmented_curve(r, xs[0], xs[-1])
@@ -154,9 +162,13 @@ def plot_scaling(
         ax.set_title(f"{_char_label(t).split(' (')[0]} (n={len(d):,})")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left")
+    lines = []
     if missing:
-        note(fig, "Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"
-                                           for t, why in missing))
+        lines.append("Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"
+                                               for t, why in missing))
+    lines += segment_notes
+    if lines:
+        note(fig, "\n".join(lines))
     fig.suptitle(_char_title(f"Cost vs {_char_label(x)}", platform, dataset_label))
     fig.tight_layout()
     return fig
@@ -298,7 +310,7 @@ def plot_target_distributions(df, targets=_CHAR_TARGETS, hue: str | None = "prec
     from carb_lib.characterize.scaling import untestable_reason
 
     data = _char_ok(df)
-    shown, missing = [], []
+    shown, missing, segment_notes = [], [], []
     for t in targets:
         why = untestable_reason(data, t)
         v = data[t].astype("float64") if why is None else None
@@ -327,9 +339,13 @@ def plot_target_distributions(df, targets=_CHAR_TARGETS, hue: str | None = "prec
         ax.set_xlabel(_char_label(t))
         ax.set_ylabel("configurations")
         ax.set_title(f"median {d[t].median():.3g}, n={len(d):,}")
+    lines = []
     if missing:
-        note(fig, "Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"
-                                           for t, why in missing))
+        lines.append("Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"
+                                               for t, why in missing))
+    lines += segment_notes
+    if lines:
+        note(fig, "\n".join(lines))
     fig.suptitle(_char_title("Distribution of each target", platform, dataset_label))
     fig.tight_layout()
     return fig
