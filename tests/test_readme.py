@@ -270,3 +270,18 @@ def test_readme_and_docs_call_the_second_measurement_re_measurement_noise_never_
     assert not hits, f"'ceiling' for the re-measurement noise in {hits}"
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "re-measurement noise" in readme and "1/√2" in readme
+
+
+def test_every_figure_the_readme_says_a_notebook_writes_exists(repo_root):
+    """The third column of the README's notebook table names figures (``NN_name`` or
+    ``NN_name_*``): each must match a file under figures/ (the published run's)."""
+    import re
+
+    text = (repo_root / "README.md").read_text()
+    rows = [ln for ln in text.splitlines() if re.match(r"\| `\d\d_[a-z_]+` \|", ln)]
+    assert len(rows) >= 8
+    names = [n for row in rows for n in re.findall(r"`(\d\d_[a-z0-9_]+\*?)`",
+                                                   row.split("|")[3])]
+    assert names
+    missing = [n for n in names if not list((repo_root / "figures").glob(f"{n.rstrip('*')}*"))]
+    assert not missing, f"the README names figures no run writes: {missing}"
