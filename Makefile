@@ -53,11 +53,14 @@ reproduce-quick: $(STAMP)
 # The kernel is registered inside .venv (--sys-prefix): JupyterLab started from .venv lists it as
 # "CARB (.venv)". LAB_ARGS passes options, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
 # As root (a container, a cloud VM) JupyterLab refuses to start without --allow-root: make passes it.
+# Notebooks saved from notebooks/ lose their outputs (carb_lib.app.lab.strip_on_save): Run All
+# leaves the checkout clean.
 LAB_ARGS ?=
 LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(STAMP)
 	$(BIN)/python -m carb_lib.app.lab install
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks \
+	  --ContentsManager.pre_save_hook=carb_lib.app.lab.strip_on_save $(LAB_ROOT) $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check carb_lib tests benchmarks scripts examples

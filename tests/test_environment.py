@@ -64,3 +64,42 @@ def test_torch_with_cuda_and_nvml_come_from_pip_and_conda_forge_is_the_only_chan
     assert not {"pytorch", "pytorch-cuda", "torch"} & set(conda)
     assert conda["python"].startswith("python=3.1")
     assert {"jupyterlab", "ipywidgets", "dask"} <= set(conda)
+
+
+def test_jupyterlab_saves_tracked_notebooks_without_outputs_or_run_metadata(tmp_path,
+                                                                            monkeypatch):
+    """``make lab``'s pre-save hook: saving into the checkout's notebooks/ after a run writes the
+    file as it was committed (no outputs, counts, timings, kernel metadata); a notebook
+    elsewhere keeps them. The checkout here is a copy (tmp_path)."""
+    import json
+    import shutil
+
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    from carb_lib.app import lab
+
+    root = Path(__file__).resolve().parents[1]
+    name = "01_characterization.ipynb"
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(root / "notebooks" / name, tmp_path / "notebooks" / name)
+    committed = (tmp_path / "notebooks" / name).read_text()
+    monkeypatch.setattr(lab, "repo_root", lambda: tmp_path)
+    cm = FileContentsManager(root_dir=str(tmp_path / "notebooks"),
+                             pre_save_hook="carb_lib.app.lab.strip_on_save")
+    nb = cm.get(name)["content"]
+    code = next(c for c in nb.cells if c.cell_type == "code")
+    code.outputs = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]
+    code.execution_count = 7
+    code.metadata["execution"] = {"iopub.status.idle": "2026-12-07T05:00:00Z"}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    cm.save({"type": "notebook", "format": "json", "content": nb}, name)
+    assert json.loads((tmp_path / "notebooks" / name).read_text()) == json.loads(committed)
+    # outside notebooks/ nothing is stripped
+    code.outputs = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]
+    (tmp_path / "elsewhere").mkdir()
+    other = FileContentsManager(root_dir=str(tmp_path / "elsewhere"),
+                                pre_save_hook=lab.strip_on_save)
+    other.save({"type": "notebook", "format": "json", "content": nb}, name)
+    saved = json.loads((tmp_path / "elsewhere" / name).read_text())
+    assert any(c.get("outputs") for c in saved["cells"] if c["cell_type"] == "code")

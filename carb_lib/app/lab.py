@@ -142,3 +142,38 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+#: Cell metadata keys JupyterLab adds while a notebook runs (timings, scroll state).
+_RUN_CELL_METADATA = ("execution", "scrolled", "collapsed", "jupyter")
+
+
+def strip_on_save(model: dict, path: str, contents_manager=None, **kwargs) -> None:
+    """A JupyterLab pre-save hook (``make lab`` passes it): a notebook saved into the checkout's
+    ``notebooks/`` folder is written without outputs and execution counts, without the cell
+    metadata a run adds, and with the notebook metadata it already had on disk (kernel name,
+    widget state), so that opening and running notebooks in JupyterLab leaves ``git status``
+    clean. Other files, and notebooks elsewhere, are saved as they are."""
+    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+        return
+    try:
+        os_path = Path(contents_manager._get_os_path(path)).resolve()
+    except (AttributeError, OSError, ValueError):
+        return
+    root = repo_root()
+    if root is None or os_path.parent != (root / "notebooks").resolve():
+        return
+    nb = model["content"]
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+        meta = cell.get("metadata", {})
+        for key in _RUN_CELL_METADATA:
+            meta.pop(key, None)
+    try:
+        on_disk = json.loads(os_path.read_text(encoding="utf-8")).get("metadata")
+    except (OSError, ValueError):
+        on_disk = None
+    if isinstance(on_disk, dict):
+        nb["metadata"] = on_disk
