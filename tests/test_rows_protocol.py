@@ -47,7 +47,7 @@ def files(tmp_path_factory):
     new.to_parquet(d / "new.parquet")
     model = d / "m.skops"
     res = runner.invoke(app, ["fit", "--data", str(d / "resnet.parquet"), "--out", str(model),
-                              "--quick"])
+                              "--preset", "test", "--latency-law", "roofline"])
     assert res.exit_code == 0, res.output
     return d, model, src, new
 
@@ -77,7 +77,8 @@ def test_fit_records_the_protocol_and_the_cross_validated_error(files):
     assert meta["protocol_text"] == "1 thread, default heap (cpu)"
     assert meta["transfer_model"]["feature_set"] == "shared"
     res = runner.invoke(app, ["fit", "--data", str(d / "resnet.parquet"), "--out",
-                              str(d / "again.skops"), "--quick"])
+                              str(d / "again.skops"), "--preset", "test", "--latency-law",
+                              "roofline"])
     assert "protocol: the rows were timed with 1 thread, default heap (cpu)" in res.output
     assert "latency_ms: RMSE of log latency_ms" in res.output
 
@@ -88,7 +89,7 @@ def test_fit_refuses_rows_that_mix_thread_counts_in_one_line(files, tmp_path):
     mixed.loc[mixed.index[5], "threads"] = 2
     mixed.to_parquet(tmp_path / "mixed.parquet")
     res = runner.invoke(app, ["fit", "--data", str(tmp_path / "mixed.parquet"), "--out",
-                              str(tmp_path / "m.skops"), "--quick"])
+                              str(tmp_path / "m.skops"), "--preset", "test"])
     one_line_error(res, "mixes timing protocols", "'threads'")
     assert not (tmp_path / "m.skops").exists()
 
