@@ -20,12 +20,13 @@ def module_configs_capped(module: str | None, input_shape: str | None, module_kw
     returns is one error line, not a hang."""
     from carb_lib.families.module import cli_configs
     from carb_lib.measure.protocol import ConfigTimeoutError
-    from carb_lib.measure.watchdog import wall_clock_cap
+    from carb_lib.measure.watchdog import exits_trapped, wall_clock_cap
 
     if module is None:
         return cli_configs(module, input_shape, module_kwargs, batches, precisions)
     try:
-        with wall_clock_cap(timeout_s, f"building and running --module {module}"):
+        with (wall_clock_cap(timeout_s, f"building and running --module {module}"),
+              exits_trapped(f"--module {module}")):
             return cli_configs(module, input_shape, module_kwargs, batches, precisions)
     except ConfigTimeoutError:
         raise ConfigTimeoutError(f"--module {module}: building it and running it once took "

@@ -360,10 +360,10 @@ def merge_parts(
         if folder.resolve() in path.resolve().parents:  # a part file, or a file among them
             raise ValueError(f"{option} {path} is inside the campaign folder {folder}: the "
                              "next merge would read it as a part; write it outside the folder")
-        # merge owns data/ (OUT is always named); a file that is not a dataset is refused
-        marks = ("platform", "config_id") + (("status",) if option == "OUT" else ())
-        check_output(path, option, own=table_with(*marks), force=force, command="carb merge",
-                     owns=("data",))
+        # merge owns data/ (OUT is always named); an existing OUT is read as the dataset it
+        # extends (a file that is not one is refused then), other files must be reference rows
+        own = (lambda p: True) if option == "OUT" else table_with("platform", "config_id")
+        check_output(path, option, own=own, force=force, command="carb merge", owns=("data",))
     if out_path is not None and reference_out is not None and same_file(out_path,
                                                                          reference_out):
         raise ValueError(f"--reference-out {reference_out} is OUT itself; give another file")
@@ -495,7 +495,7 @@ def _refuse_foreign_columns(folder: Path, passes: list) -> None:
             try:
                 names = pq.read_schema(f).names
             except Exception as exc:
-                raise SchemaError(f"{f}: cannot read the part file: {exc}") from None
+                raise SchemaError(f"{folder}: cannot read the part files: {f.name}: {exc}") from None
             foreign = [c for c in names if c not in COLUMNS and not c.startswith("__")]
             if foreign:
                 raise SchemaError(f"part file {f} has column(s) {foreign} that a dataset does "
