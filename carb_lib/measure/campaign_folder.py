@@ -90,9 +90,6 @@ def check_campaign_folder(out: str | Path, protocol: dict[str, Any], *, platform
                     "resume it with its protocol, or give this run its own --out")
     rows = folder_rows(out)
     plats = sorted({str(p) for p, _ in rows})
-    if platform is not None and plats and platform not in plats:
-        raise ValueError(f"--out {out} holds rows of platform(s) {plats}, not {platform!r}: "
-                         "one campaign folder is one platform; give this run its own --out")
     recorded = sorted({int(t) for _, t in rows if t is not None})
     if cpu and recorded and recorded != [threads]:
         raise ValueError(f"--out {out} holds rows of platform(s) "
@@ -100,6 +97,9 @@ def check_campaign_folder(out: str | Path, protocol: dict[str, Any], *, platform
                          f"{'/'.join(map(str, recorded))} thread(s); this campaign would time "
                          f"with {threads} ({how}): resume it with --threads {recorded[0]}, or "
                          "give this run its own --out")
+    if platform is not None and plats and platform not in plats:
+        raise ValueError(f"--out {out} holds rows of platform(s) {plats}, not {platform!r}: "
+                         "one campaign folder is one platform; give this run its own --out")
 
 
 def write_protocol_once(out: str | Path, protocol: dict[str, Any]) -> Path | None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import DEFAULT_COVERAGE, TELEMETRY_FEATURES
+from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGETS, TELEMETRY_FEATURES
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY, DeploymentSpec
 from carb_lib.screening.pareto import (
     crowding_distance,
@@ -509,6 +509,25 @@ def check_sample_size(n: int, option: str = "--n-extended") -> None:
                          "on a cluster (--cluster, partitioned)")
 
 
+def _measured_costs(df: pd.DataFrame, what: str) -> pd.DataFrame:
+    """Measured rows whose costs are numbers, and in ``ok`` rows finite and > 0
+    (:func:`carb_lib.dataset.schema.check_costs`), else an error naming the file, the row (as
+    the file counts it), the column and the value."""
+    from carb_lib.dataset.schema import SchemaError, check_costs
+
+    df = df.copy()
+    for name in [c for c in TARGETS if c in df.columns]:
+        num = pd.to_numeric(df[name], errors="coerce")
+        bad = (df[name].notna() & num.isna()).to_numpy(dtype=bool)
+        if bad.any():
+            i = df.index[bad][0]
+            raise SchemaError(f"{what}: row {i}: column {name!r} value {df[name][i]!r} is not a "
+                              "number")
+        df[name] = num
+    check_costs(df, what)
+    return df
+
+
 def _available_memory() -> int | None:
     """Bytes of memory available to a new allocation (``MemAvailable`` of /proc/meminfo, else
     the free pages), or None."""
@@ -559,6 +578,8 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
         df = read_table(path, what=what)
         space.validate_config_frame(df, f"{what} {path}")
         space.check_config_ids(df, f"{what} {path}")  # a wrong id would be copied through
+        if what == "--measured":  # measurements the screening is scored against
+            df = _measured_costs(df, f"{what} {path}")
     if "config_id" not in df.columns:
         df = space.add_config_ids(df)
     dup = df["config_id"].duplicated().to_numpy()
