@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import test_fault_sweep_2 as sweep2
 from cli_helpers import one_line_error
 from typer.testing import CliRunner
 
@@ -31,35 +32,18 @@ def listing(folder: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------ shared tiny model
-@pytest.fixture(scope="module")
-def data():
-    from carb_synthetic import make_carb_synthetic
-
-    d = make_carb_synthetic(300, seed=2, energy=False, telemetry=False, platform="synthetic_cpu")
-    return d[d["status"] == "ok"].reset_index(drop=True)
-
-
-def _fit(df, **kw):
-    import warnings
-
-    from carb_lib.ensemble import PRESETS, CARBRegressor
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return CARBRegressor(**{**PRESETS["test"], **kw}).fit(df)
+data, model_file, _fit, _ok = sweep2.data, sweep2.model_file, sweep2._fit, sweep2._ok
 
 
 @pytest.fixture(scope="module")
-def model_file(data, tmp_path_factory):
-    from carb_lib.ensemble import save_model
-
-    return save_model(_fit(data), tmp_path_factory.mktemp("model") / "m.skops")
+def ok_rows(data):
+    return _ok(data)
 
 
 @pytest.fixture
-def cands(tmp_path, data):
+def cands(tmp_path, ok_rows):
     f = tmp_path / "c.csv"
-    data[CONFIG].head(20).to_csv(f, index=False)
+    ok_rows[CONFIG].head(20).to_csv(f, index=False)
     return f
 
 
@@ -259,11 +243,11 @@ def test_a_damaged_zoo_cache_row_is_rebuilt_not_trusted(zoo_cache, tmp_path, dam
     assert "fail their check" in caplog.text
 
 
-def test_an_edited_or_swapped_model_sidecar_is_refused(tmp_path, data):
+def test_an_edited_or_swapped_model_sidecar_is_refused(tmp_path, ok_rows):
     from carb_lib.ensemble import ModelFileError, load_model, save_model
 
-    a = save_model(_fit(data), tmp_path / "a.skops")
-    b = save_model(_fit(data, n_estimators_et=10), tmp_path / "b.skops")
+    a = save_model(_fit(ok_rows), tmp_path / "a.skops")
+    b = save_model(_fit(ok_rows, n_estimators_et=10), tmp_path / "b.skops")
     side_a, side_b = (tmp_path / "a.skops.json").read_text(), (tmp_path / "b.skops.json").read_text()
     (tmp_path / "a.skops.json").write_text(side_b)
     with pytest.raises(ModelFileError, match="describes another model file"):
@@ -300,8 +284,8 @@ def test_a_budget_given_twice_is_refused_before_anything_is_written(model_file, 
 
 @pytest.mark.parametrize("value, fragment", [(-5.0, "is negative"), ("fast", "not a number")])
 def test_screen_measured_that_cannot_be_scored_writes_nothing_and_names_its_row(
-        model_file, cands, data, value, fragment):
-    meas = data.head(10).copy()
+        model_file, cands, ok_rows, value, fragment):
+    meas = ok_rows.head(10).copy()
     meas["latency_ms"] = meas["latency_ms"].astype(object)
     meas.loc[0, "status"] = "error"  # row 0 is not the bad one
     meas.loc[1, "latency_ms"] = value
