@@ -23,8 +23,7 @@ from carb_lib.app.cli import app
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ["family", "block", "depth", "width", "early_downsample", "resolution", "batch",
-          "precision", "num_classes"]
+CONFIG = sweep2.CONFIG
 
 
 def listing(folder: Path) -> list[str]:

@@ -323,7 +323,7 @@ def profile(
     timeout_s: float = typer.Option(300.0, "--timeout-s", help="Per-config wall-clock cap in seconds."),
     cooldown_s: float | None = typer.Option(None, "--cooldown-s", help="GPU cool-down seconds (default 1)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
-    protocol: str | None = typer.Option(None, "--protocol", help="Protocol settings as JSON, inline or a .json file: fields of carb_lib.measure.protocol.Protocol, e.g. '{\"cpu_min_window_s\": 0.5, \"max_windows\": 12}' (threads, timeout and cool-down have their own options). Default: the study's protocol; given settings are written to OUT/protocol.json."),
+    protocol: str | None = typer.Option(None, "--protocol", help="Protocol settings as JSON, inline or a .json file: fields of carb_lib.measure.protocol.Protocol, e.g. '{\"cpu_min_window_s\": 0.5, \"max_windows\": 12}' (threads, timeout and cool-down have their own options). Default: the study's protocol. OUT/protocol.json records the protocol when the campaign starts; a resume under another one is refused."),
     time_budget_old: float | None = typer.Option(None, "--time-budget", hidden=True),
     timeout_old: float | None = typer.Option(None, "--timeout", hidden=True),
     cooldown_old: float | None = typer.Option(None, "--cooldown", hidden=True),
@@ -419,7 +419,7 @@ def merge(
     out: Path = typer.Argument(..., help="Dataset to write or extend, e.g. data/<platform>.parquet."),
     existing: Path | None = typer.Option(None, "--existing", help="Extend this dataset (its rows count as earlier; it must exist, and a file other than an existing OUT needs --force); default: OUT itself if it exists."),
     reference_out: Path | None = typer.Option(None, "--reference-out", help="Also write the reference-config rows here."),
-    force: bool = typer.Option(False, "--force", help="Replace OUT with the parts alone (or with --existing and the parts), keeping OUT.bak."),
+    force: bool = typer.Option(False, "--force", help="Replace OUT with the parts alone (or with --existing and the parts), keeping a numbered OUT.bak."),
     allow_mixed_platforms: bool = typer.Option(False, "--allow-mixed-platforms", help="Accept rows of several platforms in one file."),
 ) -> None:
     """Merge part files into a validated dataset (extending OUT, keeping OUT.bak)."""
