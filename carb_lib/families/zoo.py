@@ -299,9 +299,10 @@ def _failed_rows(df: pd.DataFrame) -> tuple[np.ndarray, str]:
     for col, lo in (("batch", 1), ("resolution", 8)):
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         flag(~(np.isfinite(v) & (v >= lo)), f"{col} out of range")
-    from carb_lib.dataset.schema import STATIC_FEATURE_COLUMNS
+    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
-    for col in [c for c in df.columns if c in STATIC_FEATURE_COLUMNS]:
+    features = {*STATIC_FEATURES, *EXTRA_STATIC_FEATURES, *ALLOC_FEATURES.values()}
+    for col in [c for c in df.columns if c in features]:
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         if col in ("flops", "params"):  # every network has them
             flag(~(np.isfinite(v) & (v > 0)), f"{col} not a finite number > 0")
