@@ -384,11 +384,12 @@ def profile(
         df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
     identity = check_campaign_start(out, Protocol(**kw), platform=platform, device=device,
                                     threads=threads, shard=shard)
-    from carb_lib.measure.campaign_folder import write_protocol_once
+    def start() -> None:  # OUT/protocol.json once, as the campaign starts; never replaced
+        from carb_lib.measure.campaign_folder import write_protocol_once
 
-    saved = write_protocol_once(out, identity)  # once, when the campaign starts; never replaced
-    if settings and saved is not None:
-        typer.echo(f"protocol: {settings} (all settings in {saved})", err=True)
+        saved = write_protocol_once(out, identity)
+        if settings and saved is not None:
+            typer.echo(f"protocol: {settings} (all settings in {saved})", err=True)
     common = dict(platform=platform, seed=seed, ref_every=ref_every, time_budget_s=time_budget,
                   max_gflops=max_gflops, shard=shard, progress=progress)
     if passes > 1:
@@ -396,15 +397,18 @@ def profile(
             raise ValueError("--passes measures on this machine; it does not combine with --cluster")
         from carb_lib.measure.passes import run_passes
 
+        start()
         for p, r in enumerate(run_passes(df, out, passes, device, Protocol(**kw), **common)):
             typer.echo(f"pass {p}: counts {r.counts}; drift {r.drift}")
         return
     if cluster is None:
+        start()
         res = run_campaign(df, out, device, Protocol(**kw), **common)
     else:
         from carb_lib.distributed import open_cluster, run_cluster_campaign
 
         with open_cluster(cluster, timeout_s=cluster_timeout_s) as client:
+            start()
             res = run_cluster_campaign(df, out, client, device, Protocol(**kw), **common,
                                        max_tries=max_tries, chunk_size=chunk_size)
         typer.echo(f"cluster: {res.workers} worker(s), platform(s) {res.platforms}, "
