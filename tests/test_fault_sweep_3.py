@@ -71,7 +71,7 @@ def test_force_keeps_numbered_backups_and_never_overwrites_one(tmp_path):
                                                         "list.csv.bak.1"]
 
 
-def test_screen_refuses_to_write_into_the_checkouts_results(model_file, cands):
+def test_screen_refuses_to_write_into_the_checkouts_results_or_figures(model_file, cands):
     out = ROOT / "results" / "screening" / "paper_style_shortlist.csv"
     files = [out, out.with_name("paper_style_shortlist_front.csv"),
              out.with_name("paper_style_shortlist_summary.json")]
@@ -82,6 +82,12 @@ def test_screen_refuses_to_write_into_the_checkouts_results(model_file, cands):
                                            str(cands), "--out", str(out), *extra]),
                        "inside the checkout's results/")
     assert [f.read_bytes() for f in files] == before and listing(out.parent) == folder
+    figures = listing(ROOT / "figures")
+    one_line_error(runner.invoke(app, ["screen", "--model", str(model_file), "--candidates",
+                                       str(cands), "--out", str(cands.parent / "s.csv"),
+                                       "--fig-dir", str(ROOT / "figures")]),
+                   "--fig-dir", "inside the checkout's figures/")
+    assert listing(ROOT / "figures") == figures and not (cands.parent / "s.csv").exists()
 
 
 def test_publish_refuses_a_dest_holding_the_users_own_html(tmp_path):
@@ -337,11 +343,14 @@ def test_a_network_that_calls_exit_fails_predict_with_one_line(tmp_path, model_f
 
 
 # ==================================================================== errors as promised
-def test_screen_coverage_1_is_one_error_line(model_file, cands):
-    one_line_error(runner.invoke(app, ["screen", "--model", str(model_file), "--candidates",
-                                       str(cands), "--out", str(cands.parent / "s.csv"),
-                                       "--coverage", "1"]),
+@pytest.mark.parametrize("command", [["screen", "--candidates", "C"], ["zoo", "predict"],
+                                     ["zoo", "screen"]])
+def test_coverage_1_is_one_error_line(model_file, cands, command):
+    args = [str(cands) if a == "C" else a for a in command]
+    one_line_error(runner.invoke(app, [*args, "--model", str(model_file), "--out",
+                                       str(cands.parent / "s.csv"), "--coverage", "1"]),
                    "--coverage must be in (0, 1)")
+    assert not (cands.parent / "s.csv").exists()
 
 
 def test_an_n_extended_beyond_memory_is_one_error_line(model_file, tmp_path, monkeypatch):

@@ -59,6 +59,10 @@ def run_screen(
     backup = scr.check_shortlist_outs(  # the output rule for the shortlist and its companions
         out, force, "carb screen", inputs=inputs,
         extra=[out.with_name(f"{out.stem}_hardware.csv")] if validate else [])
+    if fig_dir is not None:  # figures/ of the checkout is the study's (carb reproduce)
+        from carb_lib.core.safe_io import check_area
+
+        check_area(fig_dir, "--fig-dir", command="carb screen")
     # read before anything is screened or written: a bad --measured is its own line
     held_out = (scr.load_candidates(measured, what="--measured") if measured is not None
                 else None)

@@ -94,6 +94,9 @@ def zoo_predict(
                         inputs=[("--model", model)])
     zoo.resolve_names(networks)  # bad names before anything is loaded
     m = load_model(model)
+    from carb_lib.app.cli_checks import check_coverage
+
+    check_coverage(m, coverage, model)
     pred = zoo.predict_zoo(m, _zoo_candidates(networks, batches, precisions, resolutions,
                                               cache_dir), coverage)
     typer.echo(zoo.format_predictions(pred))
@@ -130,6 +133,9 @@ def zoo_screen(
     backup = scr.check_shortlist_outs(out, force, "carb zoo screen", inputs=[("--model", model)])
     resolve_names(networks)  # bad names before anything is loaded
     m = load_model(model)
+    from carb_lib.app.cli_checks import check_coverage
+
+    check_coverage(m, coverage, model)
     spec = scr.DeploymentSpec(
         platform=getattr(m, "platform_", None), budgets=budget or [],
         objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
