@@ -181,6 +181,17 @@ def test_a_refused_resume_leaves_protocol_json_as_it_was(tmp_path, torch_threads
     assert (out / "protocol.json").read_bytes() == before and listing(out) == ["protocol.json"]
 
 
+def test_a_protocol_field_added_since_the_campaign_started_does_not_refuse_its_resume(tmp_path):
+    from carb_lib.measure.campaign_folder import check_campaign_folder
+
+    (tmp_path / "protocol.json").write_text(json.dumps({"n_windows": 3, "threads": 1}))
+    now = {"n_windows": 3, "threads": 1, "a_new_field": True}
+    check_campaign_folder(tmp_path, now, platform=None, threads=1, cpu=True)
+    with pytest.raises(ValueError, match="n_windows=3"):
+        check_campaign_folder(tmp_path, {**now, "n_windows": 5}, platform=None, threads=1,
+                              cpu=True)
+
+
 def test_rows_of_another_thread_count_are_refused_under_any_platform_name(tmp_path,
                                                                           torch_threads):
     out = tmp_path / "camp"

@@ -187,7 +187,7 @@ def write_set(files: Mapping[str | Path, Callable[[IO[bytes]], None] | bytes | s
     temporary file beside it (an error there removes them all and leaves every target as it
     was), then each is renamed over its target, keeping a numbered backup of the targets in
     ``backup`` (or of every existing target with ``backup=True``). Returns the paths."""
-    from carb_lib.core.tables import _fsync_dir, _umask
+    from carb_lib.core.tables import _fsync_dir, _link_new, _umask
 
     items = [(Path(p), w) for p, w in files.items()]
     keep = ({p for p, _ in items} if backup is True else
@@ -208,8 +208,7 @@ def write_set(files: Mapping[str | Path, Callable[[IO[bytes]], None] | bytes | s
             os.chmod(tmp, 0o666 & ~_umask())
         for (path, _), tmp in zip(items, temps, strict=True):
             if path in keep and path.exists():
-                bak = next_backup_path(path)
-                os.link(path, bak)
+                _link_new(path, next_backup_path(path))
             os.replace(tmp, path)
     except BaseException:
         for tmp in temps:

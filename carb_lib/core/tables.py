@@ -172,6 +172,19 @@ def clean_temporary_files(folder: str | Path) -> list[Path]:
     return removed
 
 
+def _link_new(src: Path, dest: Path) -> None:
+    """Make ``dest`` a copy of ``src`` that never replaces an existing ``dest`` (a hard link;
+    a copy where the file system has no hard links)."""
+    try:
+        os.link(src, dest)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some network and FUSE file systems)
+        with open(src, "rb") as fin, open(dest, "xb") as fout:
+            shutil.copyfileobj(fin, fout)
+        shutil.copystat(src, dest)
+
+
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None],
                  backup: bool | str = False) -> Path:
     """Write ``path`` atomically with ``write(binary file handle)``.
@@ -193,7 +206,7 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None],
             os.replace(tmp_bak, bak)
         else:
             try:
-                os.link(tmp_bak, bak)  # fails rather than replace a backup made meanwhile
+                _link_new(tmp_bak, bak)
             finally:
                 os.unlink(tmp_bak)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)

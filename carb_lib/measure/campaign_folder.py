@@ -80,7 +80,7 @@ def check_campaign_folder(out: str | Path, protocol: dict[str, Any], *, platform
         except ValueError as exc:
             raise ValueError(f"--out {out}: {saved.name} cannot be read ({exc}); this folder's "
                              "protocol is unknown: give the campaign a new --out") from None
-        for key in sorted(set(old) | set(protocol)):
+        for key in sorted(set(old) & set(protocol)):  # a field added since is not compared
             if key in IDENTITY_IGNORED or (key == "threads" and old.get(key) is None):
                 continue
             if old.get(key) != protocol.get(key):
