@@ -5,17 +5,53 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from carb_lib.core.vocab import DEFAULT_COVERAGE
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+try:  # typer >= 0.22 carries its own copy of click
+    from typer._click import exceptions as _clickx
+except ImportError:  # pragma: no cover - typer on the click package
+    from click import exceptions as _clickx
+
+
+def _usage_error(exc: _clickx.UsageError) -> None:
+    """A parse error of the command line (unknown option, missing or bad value) as the one
+    ``error: ...`` line with exit code 1 (docs/refuses.md), not a usage box with exit code 2;
+    a command given without arguments shows its help."""
+    if isinstance(exc, _clickx.NoArgsIsHelpError) and exc.ctx is not None:
+        typer.echo(exc.ctx.get_help())
+        raise typer.Exit(0)
+    where = exc.ctx.command_path if exc.ctx is not None else "carb"
+    typer.secho(f"error: {where}: {_one_line(exc.format_message())} (see {where} --help)",
+                fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+class _OneLineUsage(TyperGroup):
+    """The ``carb`` group: parse errors of it and of every command under it are one line
+    (:func:`_usage_error`)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # noqa: D102
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _clickx.UsageError as exc:
+            _usage_error(exc)
+
+    def invoke(self, ctx):  # noqa: D102
+        try:
+            return super().invoke(ctx)
+        except _clickx.UsageError as exc:
+            _usage_error(exc)
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_OneLineUsage,
                   help="CARB: measure, explain, predict and screen the inference cost of CNNs.")
 
 
@@ -105,6 +141,8 @@ def _error_path(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except BrokenPipeError:  # the reader went away (carb zoo list | head): end quietly
             raise
         except USER_ERRORS as exc:
             if _STATE["debug"]:
@@ -237,7 +275,7 @@ def screen(
     coverage: float = typer.Option(DEFAULT_COVERAGE, help="Conformal coverage of the upper bounds."),
     k: int = typer.Option(10, help="Shortlist size."),
     method: str = typer.Option("crowding", help="Shortlist ranking: crowding | knee."),
-    out: Path = typer.Option(Path("results/screening/shortlist.csv"), help="Shortlist table "
+    out: Path = typer.Option(Path("runs/screening/shortlist.csv"), help="Shortlist table "
                              "(.csv/.parquet); _front and _summary.json are written beside it."),
     fig_dir: Path | None = typer.Option(None, help="Also save the front figure here."),
     measured: Path | None = typer.Option(None, help="Held-out measured rows (.csv/.parquet): "
@@ -257,7 +295,7 @@ def screen(
     trust: bool = _TRUST,
     calibrate: bool = _CALIBRATE,
     calibrate_budget_s: float = _CALIBRATE_BUDGET,
-    force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a shortlist of carb screen (keeping <out>.bak)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a shortlist of carb screen (keeping a numbered <out>.bak)."),
 ) -> None:
     """Screen candidate configs against deployment budgets and print the funnel."""
     opts = dict(locals())  # the options, before any import adds a name
@@ -285,7 +323,7 @@ def profile(
     timeout_s: float = typer.Option(300.0, "--timeout-s", help="Per-config wall-clock cap in seconds."),
     cooldown_s: float | None = typer.Option(None, "--cooldown-s", help="GPU cool-down seconds (default 1)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
-    protocol: str | None = typer.Option(None, "--protocol", help="Protocol settings as JSON, inline or a .json file: fields of carb_lib.measure.protocol.Protocol, e.g. '{\"cpu_min_window_s\": 0.5, \"max_windows\": 12}' (threads, timeout and cool-down have their own options). Default: the study's protocol; given settings are written to OUT/protocol.json."),
+    protocol: str | None = typer.Option(None, "--protocol", help="Protocol settings as JSON, inline or a .json file: fields of carb_lib.measure.protocol.Protocol, e.g. '{\"cpu_min_window_s\": 0.5, \"max_windows\": 12}' (threads, timeout and cool-down have their own options). Default: the study's protocol. OUT/protocol.json records the protocol when the campaign starts; a resume under another one is refused."),
     time_budget_old: float | None = typer.Option(None, "--time-budget", hidden=True),
     timeout_old: float | None = typer.Option(None, "--timeout", hidden=True),
     cooldown_old: float | None = typer.Option(None, "--cooldown", hidden=True),
@@ -322,7 +360,11 @@ def profile(
     if own:
         raise ValueError(f"--protocol: set {own} with their own options (--threads, --timeout-s, "
                          "--cooldown-s), not in the JSON")
-    from carb_lib.app.cli_checks import check_platform_threads, check_shipped_threads
+    from carb_lib.app.cli_checks import (
+        check_campaign_start,
+        check_platform_threads,
+        check_shipped_threads,
+    )
 
     check_platform_threads(platform, threads, device)
     check_shipped_threads(platform, threads, device)
@@ -340,12 +382,14 @@ def profile(
         raise ValueError("give --configs or --module, not both")
     if df is None:
         df = sample_configs(n_sample, seed, configs, max_gflops, sample_under_cap)
-    if settings:  # a non-default protocol leaves its trace beside the part files
-        import json
+    identity = check_campaign_start(out, Protocol(**kw), platform=platform, device=device,
+                                    threads=threads, shard=shard)
+    def start() -> None:  # OUT/protocol.json once, as the campaign starts; never replaced
+        from carb_lib.measure.campaign_folder import write_protocol_once
 
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "protocol.json").write_text(json.dumps(Protocol(**kw).to_dict(), indent=1) + "\n")
-        typer.echo(f"protocol: {settings} (all settings in {out / 'protocol.json'})", err=True)
+        saved = write_protocol_once(out, identity)
+        if settings and saved is not None:
+            typer.echo(f"protocol: {settings} (all settings in {saved})", err=True)
     common = dict(platform=platform, seed=seed, ref_every=ref_every, time_budget_s=time_budget,
                   max_gflops=max_gflops, shard=shard, progress=progress)
     if passes > 1:
@@ -353,15 +397,18 @@ def profile(
             raise ValueError("--passes measures on this machine; it does not combine with --cluster")
         from carb_lib.measure.passes import run_passes
 
+        start()
         for p, r in enumerate(run_passes(df, out, passes, device, Protocol(**kw), **common)):
             typer.echo(f"pass {p}: counts {r.counts}; drift {r.drift}")
         return
     if cluster is None:
+        start()
         res = run_campaign(df, out, device, Protocol(**kw), **common)
     else:
         from carb_lib.distributed import open_cluster, run_cluster_campaign
 
         with open_cluster(cluster, timeout_s=cluster_timeout_s) as client:
+            start()
             res = run_cluster_campaign(df, out, client, device, Protocol(**kw), **common,
                                        max_tries=max_tries, chunk_size=chunk_size)
         typer.echo(f"cluster: {res.workers} worker(s), platform(s) {res.platforms}, "
@@ -376,7 +423,7 @@ def merge(
     out: Path = typer.Argument(..., help="Dataset to write or extend, e.g. data/<platform>.parquet."),
     existing: Path | None = typer.Option(None, "--existing", help="Extend this dataset (its rows count as earlier; it must exist, and a file other than an existing OUT needs --force); default: OUT itself if it exists."),
     reference_out: Path | None = typer.Option(None, "--reference-out", help="Also write the reference-config rows here."),
-    force: bool = typer.Option(False, "--force", help="Replace OUT with the parts alone (or with --existing and the parts), keeping OUT.bak."),
+    force: bool = typer.Option(False, "--force", help="Replace OUT with the parts alone (or with --existing and the parts), keeping a numbered OUT.bak."),
     allow_mixed_platforms: bool = typer.Option(False, "--allow-mixed-platforms", help="Accept rows of several platforms in one file."),
 ) -> None:
     """Merge part files into a validated dataset (extending OUT, keeping OUT.bak)."""
@@ -403,6 +450,7 @@ def noise(
     spread_gap_s: float = typer.Option(0.0, "--spread-gap-s", help="Idle seconds between the rounds of the spread mode."),
     round_process: bool = typer.Option(False, "--round-process", help="Spread mode: one fresh process per round (all configs) instead of per measurement."),
     spread_gap_old: float | None = typer.Option(None, "--spread-gap", hidden=True),
+    force: bool = typer.Option(False, "--force", help="Replace noise_rows.parquet and noise_summary.csv in --out that are not outputs of carb noise (keeping numbered .bak files)."),
 ) -> None:
     """Re-measure M configs K times (separate processes; back to back and spread); CV per target."""
     from carb_lib.measure.campaign import noise_study, sample_configs
@@ -414,20 +462,26 @@ def noise(
             raise ValueError(f"{name} must be >= {lo}, got {value}")
     if spread_gap < 0:
         raise ValueError(f"--spread-gap-s must be >= 0 seconds, got {spread_gap}")
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out {out} is a file; give a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    if not os.access(out, os.W_OK):
-        raise PermissionError(f"--out {out} is not writable")
+    from carb_lib.app.cli_checks import check_threads_available
+    from carb_lib.core.safe_io import check_folder, check_outputs, table_with
+
+    check_threads_available(threads)
+    check_folder(out, "--out", inputs=[("--configs", configs)], command="carb noise")
+    rows_path, summary_path = out / "noise_rows.parquet", out / "noise_summary.csv"
+    own_rows = table_with("noise_mode", "repeat")
+    backup = check_outputs([rows_path], "--out", own=own_rows, force=force, command="carb noise")
+    backup |= check_outputs([summary_path], "--out", own=lambda p: own_rows(rows_path),
+                            force=force, command="carb noise")
     df = sample_configs(n_configs, seed, configs, max_gflops, sample_under_cap=max_gflops is not None)
     rows, summary = noise_study(
         df, device, Protocol(threads=threads), repeats=repeats,
         modes=tuple(mode or ("back_to_back", "spread")), separate_processes=not in_process,
         platform=platform, spread_gap_s=spread_gap, spread_process_per_round=round_process,
     )
-    out.mkdir(parents=True, exist_ok=True)
-    rows.to_parquet(out / "noise_rows.parquet", index=False)
-    summary.to_csv(out / "noise_summary.csv", index=False)
+    from carb_lib.core.safe_io import table_bytes, write_set
+
+    write_set({rows_path: table_bytes(rows, rows_path),
+               summary_path: table_bytes(summary, summary_path)}, backup)
     typer.echo(summary.to_string(index=False))
     typer.echo(f"wrote {out / 'noise_rows.parquet'}, {out / 'noise_summary.csv'}")
 @app.command()
@@ -439,6 +493,7 @@ def audit(
     out: Path = typer.Option(Path("runs/audit"), "--out", help="Folder for <platform>_audit_rows.parquet, <platform>_audit.csv and <platform>_noise_by_regime.csv (keep the rows as data/audit/<data file>)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
     assume_same_cpu: bool = typer.Option(False, "--assume-same-cpu", help="Audit rows without cpu_id on this CPU (the CPU they were measured on is unknown; by default they are refused)."),
+    force: bool = typer.Option(False, "--force", help="Replace files in --out that are not outputs of carb audit (keeping numbered .bak files)."),
 ) -> None:
     """Re-measure a seeded random sample of a dataset in fresh processes; print the agreement."""
     from carb_lib.core.safe_io import check_folder
@@ -448,22 +503,30 @@ def audit(
 
     if not dataset.is_file():
         raise FileNotFoundError(f"{dataset}: no such dataset file")
-    check_folder(out, "--out", inputs=[("DATASET", dataset)])  # before anything is measured
+    from carb_lib.core.safe_io import check_outputs, table_with
+
+    check_folder(out, "--out", inputs=[("DATASET", dataset)],  # before anything is measured
+                 command="carb audit")
     df = read_dataset(dataset)
+    plat = str(df["platform"].iloc[0])
+    files = [out / f"{plat}_audit_rows.parquet", out / f"{plat}_audit.csv",
+             out / f"{plat}_noise_by_regime.csv"]
+    own_rows = table_with("config_id", "status")
+    backup = check_outputs(files[:1], "--out", own=own_rows, force=force, command="carb audit")
+    backup |= check_outputs(files[1:], "--out", own=lambda p: own_rows(files[0]), force=force,
+                            command="carb audit")
     if device == "cpu" and not assume_same_cpu:
         from carb_lib.measure.audit import refuse_unknown_cpu
 
         refuse_unknown_cpu(df, str(dataset))
     rows, ag = run_audit(df, n, seed=seed, device=device, progress=progress,
                          assume_same_cpu=assume_same_cpu)  # fmt: skip
-    plat = str(df["platform"].iloc[0])
     import pandas as pd
 
-    from carb_lib.core.tables import write_table
+    from carb_lib.core.safe_io import table_bytes, write_set
 
-    write_table(rows, out / f"{plat}_audit_rows.parquet")
-    write_table(pd.DataFrame([ag.to_dict()]), out / f"{plat}_audit.csv")
-    write_table(noise_by_regime(df, rows), out / f"{plat}_noise_by_regime.csv")
+    frames = [rows, pd.DataFrame([ag.to_dict()]), noise_by_regime(df, rows)]
+    write_set({f: table_bytes(t, f) for f, t in zip(files, frames, strict=True)}, backup)
     typer.echo(format_agreement(ag, plat))
     typer.echo(f"wrote {out / f'{plat}_audit_rows.parquet'}, {out / f'{plat}_audit.csv'}")
 
@@ -487,8 +550,10 @@ def kernels_cmd(
     keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap, the default); --default-heap times as before. Rows record heap_kept."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
+    from carb_lib.app.cli_checks import check_threads_available
     from carb_lib.kernels.draw import time_anchors_only, time_draw
 
+    check_threads_available(threads)
     if anchors_only:
         time_anchors_only(out, campaigns=campaigns if campaigns_alias is None else campaigns_alias,
                           threads=threads, platform=platform,

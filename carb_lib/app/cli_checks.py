@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_cluster_options", "check_coverage", "check_model_out", "check_platform_threads",
+__all__ = ["check_campaign_start", "check_cluster_options", "check_threads_available", "check_coverage", "check_model_out", "check_platform_threads",
            "check_shipped_threads", "module_configs_capped"]
 
 
@@ -20,12 +20,13 @@ def module_configs_capped(module: str | None, input_shape: str | None, module_kw
     returns is one error line, not a hang."""
     from carb_lib.families.module import cli_configs
     from carb_lib.measure.protocol import ConfigTimeoutError
-    from carb_lib.measure.watchdog import wall_clock_cap
+    from carb_lib.measure.watchdog import exits_trapped, wall_clock_cap
 
     if module is None:
         return cli_configs(module, input_shape, module_kwargs, batches, precisions)
     try:
-        with wall_clock_cap(timeout_s, f"building and running --module {module}"):
+        with (wall_clock_cap(timeout_s, f"building and running --module {module}"),
+              exits_trapped(f"--module {module}")):
             return cli_configs(module, input_shape, module_kwargs, batches, precisions)
     except ConfigTimeoutError:
         raise ConfigTimeoutError(f"--module {module}: building it and running it once took "
@@ -43,6 +44,8 @@ def check_coverage(model: Any, coverage: float, path: Path) -> None:
     ValueError
         Naming the coverage, the scores it needs and the model file.
     """
+    if not 0 < coverage < 1:
+        raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
     scores = getattr(model, "conformal_scores_", None) or {}
     sizes = [len(s) for groups in scores.values() for s in groups.values()]
     if not sizes:
@@ -152,3 +155,53 @@ def check_cluster_options(cluster: str, timeout_s: float, device: str, max_tries
     if not timeout_s > 0:
         raise ValueError(f"--cluster-timeout-s must be > 0 seconds, got {timeout_s}")
     require_dask()
+
+
+def check_threads_available(threads: int | None, option: str = "--threads") -> None:
+    """A thread count no larger than the CPUs this process may run on
+    (``os.sched_getaffinity``): more threads than CPUs time contention, not the network.
+
+    Raises
+    ------
+    ValueError
+        Naming the option, the count and the CPUs available.
+    """
+    import os
+
+    if threads is None:
+        return
+    try:
+        n_cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - no affinity on this system
+        n_cpus = os.cpu_count() or 1
+    if threads > n_cpus:
+        raise ValueError(f"{option} {threads}: this process may use {n_cpus} CPU(s); timing "
+                         f"{threads} threads on them measures contention: pass --threads "
+                         f"{n_cpus} or fewer")
+
+
+def check_campaign_start(out: Path, protocol: Any, *, platform: str | None, device: str,
+                         threads: int | None, shard: str | None) -> dict[str, Any]:
+    """``carb profile``: every check of the options and of the ``--out`` folder that can be
+    made before anything is written (device, shard, thread count, the folder's place and
+    identity: :mod:`carb_lib.measure.campaign_folder`). Returns the campaign's identity (the
+    protocol with its thread count resolved), for ``protocol.json``."""
+    import re
+
+    from carb_lib.core.safe_io import check_folder
+    from carb_lib.measure.campaign_folder import check_campaign_folder
+    from carb_lib.measure.campaign_parts import parse_shard
+
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", str(device)):
+        raise ValueError(f"--device {device}: unknown; use cpu, cuda or cuda:N")
+    parse_shard(shard)
+    check_threads_available(threads)
+    check_folder(out, "--out", command="carb profile", create=False)
+    import torch
+
+    used = threads if threads is not None else int(torch.get_num_threads())
+    identity = {**protocol.to_dict(), "threads": used}
+    check_campaign_folder(out, identity, platform=platform, threads=used,
+                          cpu=str(device).startswith("cpu"),
+                          how="--threads" if threads is not None else "PyTorch's default")
+    return identity

@@ -47,23 +47,22 @@ def run_screen(
 ) -> None:
     """The body of ``carb screen`` (its options, as keyword arguments)."""
     from carb_lib import screening as scr
-    from carb_lib.core.safe_io import check_output
     from carb_lib.ensemble import load_model
 
     inputs = [("--model", model), ("--model-b", model_b), ("--measured", measured)]
     if candidates not in ("grid", "extended", "extended-dense"):
         inputs.append(("--candidates", Path(candidates)))
-    outs = [out, out.with_name(f"{out.stem}_front{out.suffix}")]
     if validate and not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(device)):
         raise ValueError(f"--device {device}: not a device --validate can measure on; use "
                          "auto, cpu, cuda or cuda:N")
-    if validate:
-        outs.append(out.with_name(f"{out.stem}_hardware.csv"))
     summary_json = out.with_name(f"{out.stem}_summary.json")
-    backup = False
-    for o in outs:  # an earlier shortlist has its _summary.json beside it
-        backup |= check_output(o, "--out", inputs=inputs, own=lambda p: summary_json.is_file(),
-                               force=force, command="carb screen")  # fmt: skip
+    backup = scr.check_shortlist_outs(  # the output rule for the shortlist and its companions
+        out, force, "carb screen", inputs=inputs,
+        extra=[out.with_name(f"{out.stem}_hardware.csv")] if validate else [])
+    if fig_dir is not None:  # figures/ of the checkout is the study's (carb reproduce)
+        from carb_lib.core.safe_io import check_area
+
+        check_area(fig_dir, "--fig-dir", command="carb screen")
     # read before anything is screened or written: a bad --measured is its own line
     held_out = (scr.load_candidates(measured, what="--measured") if measured is not None
                 else None)
@@ -122,6 +121,9 @@ def run_screen(
         with open_cluster(cluster, timeout_s=cluster_timeout_s) as client:
             result = screen_on_cluster(m_deploy, candidates, spec, client, n_extended=n_extended,
                                        seed=seed, partition_size=partition_size)
+    # scored before anything is written: a --measured that cannot be scored writes nothing
+    v = (scr.validate_against_measured(m_deploy, held_out, spec, model_a=m_a, top_n=top_n)
+         if measured is not None else None)
     paths = result.write(out, backup=backup)
     if calibrate:  # the factor and its spread go into the summary beside the shortlist
         _record_calibration(summary_json, m_deploy.calibration_)
@@ -133,8 +135,7 @@ def run_screen(
         fig = plots.plot_screening_front(result)
         echo("wrote " + ", ".join(map(str, plots.save_figure(fig, "screening_front",
                                                                      fig_dir))))
-    if measured is not None:
-        v = scr.validate_against_measured(m_deploy, held_out, spec, model_a=m_a, top_n=top_n)
+    if v is not None:
         echo(scr.format_validation(v))
     if validate:  # timed as the model's rows were (threads, heap, device), in fresh processes
         echo(f"validate: timing the shortlist under the rows' protocol: {rp.describe()}")
@@ -142,7 +143,7 @@ def run_screen(
         hw = out.with_name(f"{out.stem}_hardware.csv")
         from carb_lib.core.tables import write_table
 
-        write_table(table, hw, backup=backup)
+        write_table(table, hw, backup=hw in backup)
         echo(scr.format_hardware(table, summ))
         echo(f"wrote {hw}")
 

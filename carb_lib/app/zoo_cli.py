@@ -20,6 +20,23 @@ _ZOO_RES = typer.Option("224", "--resolutions", help="Input resolutions (px), e.
 _ZOO_CACHE = typer.Option(None, "--cache-dir", help="Feature cache folder (default "
                           "$CARB_CACHE_DIR or ~/.cache/carb).")
 _ZOO_MODEL = typer.Option(..., "--model", help="Model written by `carb fit`.")
+_ZOO_FORCE = typer.Option(False, "--force", help="Replace an existing --out that is not an "
+                          "output of this command (keeping a numbered <out>.bak).")
+
+
+def _check_out(out: Path | None, force: bool, command: str, marks: tuple[str, ...],
+               inputs=()) -> bool:
+    """The output rule (:mod:`carb_lib.core.safe_io`) for a zoo command's table ``--out``: an
+    existing file is replaced only if it holds the command's columns ``marks`` (else
+    ``--force``, keeping a backup). Returns whether the write keeps a backup."""
+    from carb_lib.core.safe_io import check_output, table_with
+    from carb_lib.core.tables import table_format
+
+    if out is None:
+        return False
+    table_format(out, "--out")
+    return check_output(out, "--out", inputs=inputs, own=table_with(*marks), force=force,
+                        command=command)
 
 
 def _zoo_candidates(networks: str, batches: str, precisions: str, resolutions: str,
@@ -37,13 +54,14 @@ def _zoo_candidates(networks: str, batches: str, precisions: str, resolutions: s
 @zoo_app.command("list")
 def zoo_list(
     out: Path | None = typer.Option(None, "--out", help="Also write the table (.csv/.parquet)."),
+    force: bool = _ZOO_FORCE,
 ) -> None:
     """List the zoo: network, kind, published ImageNet acc@1, parameters and GFLOPs."""
-    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.core.tables import write_table
     from carb_lib.families import zoo
 
-    if out is not None:
-        table_format(out, "--out")
+    backup = _check_out(out, force, "carb zoo list", ("network", "network_kind",
+                                                      "published_gflops"))
     t = zoo.zoo_table()
     for _, r in t.iterrows():
         typer.echo(f"{r['network']:<20} {r['network_kind']:<16} acc@1 {r[zoo.ACC1]:6.2f}  "
@@ -51,7 +69,7 @@ def zoo_list(
                    f"{r['published_gflops']:7.2f} GFLOPs (multiply-adds)")
     typer.echo(f"{len(t)} classification CNNs of torchvision (ViT, Swin, MaxViT left out)")
     if out is not None:
-        write_table(t, out, "--out")
+        write_table(t, out, "--out", backup=backup)
         typer.echo(f"wrote {out}")
 
 
@@ -65,17 +83,21 @@ def zoo_predict(
     coverage: float = typer.Option(DEFAULT_COVERAGE, "--coverage", help="Nominal coverage of the conformal intervals."),
     out: Path | None = typer.Option(None, "--out", help="Also write the predictions (.csv/.parquet)."),
     cache_dir: Path | None = _ZOO_CACHE,
+    force: bool = _ZOO_FORCE,
 ) -> None:
     """Predict latency and peak memory of zoo networks with intervals and the extrapolated flag."""
-    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.core.tables import write_table
     from carb_lib.ensemble import load_model
     from carb_lib.ensemble.routing import routed
     from carb_lib.families import zoo
 
-    if out is not None:
-        table_format(out, "--out")
+    backup = _check_out(out, force, "carb zoo predict", ("network", "model_platform"),
+                        inputs=[("--model", model)])
     zoo.resolve_names(networks)  # bad names before anything is loaded
     m = routed(load_model(model))  # families the fit did not hold: its transfer model
+    from carb_lib.app.cli_checks import check_coverage
+
+    check_coverage(m, coverage, model)
     pred = zoo.predict_zoo(m, _zoo_candidates(networks, batches, precisions, resolutions,
                                               cache_dir), coverage)
     typer.echo(zoo.format_predictions(pred))
@@ -83,7 +105,7 @@ def zoo_predict(
     typer.echo(f"{len(pred)} rows, model platform {m.platform_}, coverage {coverage}, "
                f"{n_ext} flagged extrapolated")
     if out is not None:
-        write_table(pred, out, "--out")
+        write_table(pred, out, "--out", backup=backup)
         typer.echo(f"wrote {out}")
 
 
@@ -100,8 +122,9 @@ def zoo_screen(
     coverage: float = typer.Option(DEFAULT_COVERAGE, help="Conformal coverage of the upper bounds."),
     k: int = typer.Option(10, help="Shortlist size."),
     method: str = typer.Option("crowding", help="Shortlist ranking: crowding | knee."),
-    out: Path = typer.Option(Path("results/screening/zoo_shortlist.csv"), "--out", help="Shortlist table (.csv/.parquet); _front and _summary.json are written beside it."),
+    out: Path = typer.Option(Path("runs/screening/zoo_shortlist.csv"), "--out", help="Shortlist table (.csv/.parquet); _front and _summary.json are written beside it."),
     cache_dir: Path | None = _ZOO_CACHE,
+    force: bool = _ZOO_FORCE,
 ) -> None:
     """Screen zoo networks against budgets into a Pareto shortlist, accuracy an objective."""
     from carb_lib import screening as scr
@@ -109,8 +132,12 @@ def zoo_screen(
     from carb_lib.ensemble.routing import routed
     from carb_lib.families.zoo import resolve_names
 
+    backup = scr.check_shortlist_outs(out, force, "carb zoo screen", inputs=[("--model", model)])
     resolve_names(networks)  # bad names before anything is loaded
     m = routed(load_model(model))  # families the fit did not hold: its transfer model
+    from carb_lib.app.cli_checks import check_coverage
+
+    check_coverage(m, coverage, model)
     spec = scr.DeploymentSpec(
         platform=getattr(m, "platform_", None), budgets=budget or [],
         objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
@@ -118,7 +145,7 @@ def zoo_screen(
     )
     cands = _zoo_candidates(networks, batches, precisions, resolutions, cache_dir)
     result = scr.screen(m, cands, spec)
-    paths = result.write(out)
+    paths = result.write(out, backup=backup)
     typer.echo(result.summary_text())
     cols = [c for c in ("network", "resolution", "batch", "precision", "latency_ms_hi",
                         "peak_mem_mib_hi", quality) if c in result.shortlist.columns]
@@ -134,15 +161,16 @@ def zoo_configs(
     networks: str | None = typer.Option(None, "--networks", help="Comma-separated zoo networks (default: the campaign's 46)."),
     resolutions: str = typer.Option("224,160", "--resolutions", help="Input resolutions (px)."),
     cache_dir: Path | None = _ZOO_CACHE,
+    force: bool = _ZOO_FORCE,
 ) -> None:
     """Write the zoo measurement campaign's config list (module-family rows)."""
-    from carb_lib.core.tables import table_format, write_table
+    from carb_lib.core.tables import write_table
     from carb_lib.families import zoo
 
-    table_format(out, "--out")
+    backup = _check_out(out, force, "carb zoo configs", ("config_id", "module", "module_kwargs"))
     df = zoo.campaign_configs(phase, networks, zoo.parse_ints(resolutions, "--resolutions"),
                               cache_dir=cache_dir)
-    write_table(df.drop(columns="flops"), out, "--out")
+    write_table(df.drop(columns="flops"), out, "--out", backup=backup)
     typer.echo(f"wrote {out}: {len(df)} configs of {df['module'].nunique()} networks, "
                f"{df['flops'].sum() / 1e12:.1f} TFLOP in all (one forward each); measure with "
                f"carb profile --configs {out} --threads 1 --out DIR")

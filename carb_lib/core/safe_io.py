@@ -5,7 +5,16 @@
   ``carb fit --data d.parquet --out d.parquet``).
 * An existing file is replaced only if it is a previous output of the same command (the
   caller's ``own`` test, e.g. a CARB model file for ``fit``); anything else is refused unless
-  ``--force`` is given, and then the previous file is kept as ``<name>.bak``.
+  ``--force`` is given, and then the previous file is kept as a numbered backup
+  (``<name>.bak``, ``<name>.bak.1``, ...), never written over an older backup.
+* The checkout's ``data/``, ``results/`` and ``figures/`` (:data:`PROTECTED`) hold what the
+  study ships; a command writes there only if it owns the folder (``owns``): ``reproduce``
+  owns ``results/`` and ``figures/``; ``merge``, ``kernels`` and ``convert-help`` own
+  ``data/`` (their output path is always named by the user). Every other command refuses a
+  path inside them, whatever ``--force``.
+* A command that writes several files (a shortlist, its ``_front`` and ``_summary.json``)
+  checks all of them first, prepares every byte, then renames them in
+  (:func:`write_set`): an error in the inputs leaves none of them written.
 * Writes go to a temporary file in the same folder, renamed over the target
   (:func:`carb_lib.core.tables.atomic_write`): a crash or a full disk leaves the old file or the new
   one, never half a file.
@@ -21,19 +30,55 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import IO
 
-from carb_lib.core.tables import backup_path
+from carb_lib.core.tables import next_backup_path
 
 __all__ = [
-    "PUBLISHED", "OutputError", "check_folder", "check_output", "check_publish_dest",
-    "publish_fresh", "same_file", "swap_folder", "table_columns", "table_with",
+    "PROTECTED", "PUBLISHED", "OutputError", "check_area", "check_folder", "check_output",
+    "check_outputs", "check_publish_dest", "checkout_root", "publish_fresh", "same_file",
+    "swap_folder", "table_bytes", "table_columns", "table_with", "write_set",
 ]
+
+#: Folders of the checkout that hold what the study ships (refused to commands that do not
+#: own them: :func:`check_area`).
+PROTECTED: tuple[str, ...] = ("data", "results", "figures")
 
 
 class OutputError(ValueError):
     """An output path breaks the rule; the message names the option, the path and why."""
+
+
+def checkout_root() -> Path | None:
+    """The repository checkout CARB runs from (the folder holding ``pyproject.toml`` and
+    ``carb_lib/``), or None for an installed package."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "carb_lib").is_dir() else None
+
+
+def check_area(path: str | Path, option: str = "--out", *, owns: Iterable[str] = (),
+               command: str = "this command") -> None:
+    """Refuse ``path`` inside the checkout's ``data/``, ``results/`` or ``figures/`` unless
+    ``command`` owns that folder (``owns``, e.g. ``("data",)`` for ``carb merge``).
+
+    Raises
+    ------
+    OutputError
+        Naming the option, the path and the folder.
+    """
+    root = checkout_root()
+    if root is None:
+        return
+    target = Path(path).resolve()
+    for area in PROTECTED:
+        base = (root / area).resolve()
+        if area not in owns and (target == base or base in target.parents):
+            raise OutputError(
+                f"{option} {path} is inside the checkout's {area}/, which holds what the study "
+                f"ships and {command} does not write; choose a path outside data/, results/ "
+                "and figures/")
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -56,6 +101,7 @@ def check_output(
     own: Callable[[Path], bool] | None = None,
     force: bool = False,
     command: str = "this command",
+    owns: Iterable[str] = (),
 ) -> bool:
     """Check an output file before any work starts.
 
@@ -75,6 +121,8 @@ def check_output(
         ``.bak``).
     command : str
         The command's name in messages.
+    owns : iterable of str
+        The :data:`PROTECTED` folders the command may write into (:func:`check_area`).
 
     Returns
     -------
@@ -89,6 +137,7 @@ def check_output(
         file without ``force``.
     """
     path = Path(path)
+    check_area(path, option, owns=owns, command=command)
     for in_option, in_path in inputs:
         if in_path is not None and same_file(path, in_path):
             raise OutputError(f"{option} {path} is the same file as {in_option} {in_path}: "
@@ -108,8 +157,69 @@ def check_output(
     if not force:
         raise OutputError(
             f"{option} {path} already exists and is not an output of {command}; refusing to "
-            f"replace it (pass --force to replace it, keeping {backup_path(path).name})")
+            f"replace it (pass --force to replace it, keeping {next_backup_path(path).name})")
     return True
+
+
+def check_outputs(
+    paths: Iterable[str | Path],
+    option: str = "--out",
+    **kw,
+) -> set[Path]:
+    """:func:`check_output` for each file of a set a command writes together; returns the
+    files whose write must keep a backup (for :func:`write_set`)."""
+    return {Path(p) for p in paths if check_output(p, option, **kw)}
+
+
+def table_bytes(df, path: str | Path) -> Callable[[IO[bytes]], None]:
+    """A writer of ``df`` as ``path``'s format (``.csv``/``.parquet``, no index) for
+    :func:`write_set`; an unknown suffix is refused now."""
+    from carb_lib.core.tables import table_format
+
+    if table_format(path, "--out") == "parquet":
+        return lambda fh: df.to_parquet(fh, index=False)
+    return lambda fh: df.to_csv(fh, index=False)
+
+
+def write_set(files: Mapping[str | Path, Callable[[IO[bytes]], None] | bytes | str],
+              backup: Iterable[str | Path] | bool = ()) -> list[Path]:
+    """Write a command's set of files all or none: every file is first written in full to a
+    temporary file beside it (an error there removes them all and leaves every target as it
+    was), then each is renamed over its target, keeping a numbered backup of the targets in
+    ``backup`` (or of every existing target with ``backup=True``). Returns the paths."""
+    from carb_lib.core.tables import _fsync_dir, _link_new, _umask
+
+    items = [(Path(p), w) for p, w in files.items()]
+    keep = ({p for p, _ in items} if backup is True else
+            set() if backup is False else {Path(b) for b in backup})
+    temps: list[Path] = []
+    try:
+        for path, w in items:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
+            temps.append(Path(tmp))
+            with os.fdopen(fd, "wb") as fh:
+                if callable(w):
+                    w(fh)
+                else:
+                    fh.write(w.encode() if isinstance(w, str) else w)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+        for (path, _), tmp in zip(items, temps, strict=True):
+            if path in keep and path.exists():
+                _link_new(path, next_backup_path(path))
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp in temps:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+        raise
+    for folder in {p.parent for p, _ in items}:
+        _fsync_dir(folder)
+    return [p for p, _ in items]
 
 
 def _is_own(own: Callable[[Path], bool], path: Path) -> bool:
@@ -124,10 +234,16 @@ def check_folder(
     option: str = "--out",
     *,
     inputs: Iterable[tuple[str, str | Path | None]] = (),
+    owns: Iterable[str] = (),
+    command: str = "this command",
+    create: bool = True,
 ) -> Path:
     """Check an output folder before any work starts: not an input (nor inside one, nor
-    holding one), not a file, and writable (created if missing). Returns the folder."""
+    holding one), not inside a :data:`PROTECTED` folder the command does not own, not a
+    file, and writable (created if missing, unless ``create`` is False). Returns the
+    folder."""
     folder = Path(folder)
+    check_area(folder, option, owns=owns, command=command)
     for in_option, in_path in inputs:
         if in_path is None:
             continue
@@ -137,6 +253,11 @@ def check_folder(
                               "writes into its input; choose another folder")
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{option} {folder} is a file; give a folder")
+    if not create and not folder.exists():
+        existing = next((p for p in folder.parents if p.exists()), Path("."))
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise OutputError(f"{option} {folder}: cannot create the folder in {existing}")
+        return folder
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -213,14 +334,29 @@ def check_publish_dest(dest: str | Path, run_dir: str | Path) -> None:
     if dest.exists() and not dest.is_dir():
         raise OutputError(f"--dest {dest} is a file; give a folder")
     if dest.is_dir():
+        pages = _published_pages(dest)
         foreign = sorted(str(p.relative_to(dest)) for p in dest.rglob("*")
                          if not (p.is_file() and p.parent == dest
-                                 and any(p.match(g) for g in PUBLISHED)))
+                                 and any(p.match(g) for g in PUBLISHED)
+                                 and (p.suffix != ".html" or p.name in pages)))
         if foreign:
             raise OutputError(
                 f"--dest {dest} holds files publish did not write ({', '.join(foreign[:3])}"
                 f"{', ...' if len(foreign) > 3 else ''}); refusing to replace it: choose an "
                 "empty or new folder")
+
+
+def _published_pages(dest: Path) -> set[str]:
+    """The pages an earlier publish wrote into ``dest``: ``index.html`` and the pages its
+    ``pages.json`` lists (none without a readable ``pages.json``: a user's ``*.html``)."""
+    import json
+
+    try:
+        listed = json.loads((dest / "pages.json").read_text())
+        names = {str(p.get("page") or f"{p['name']}.html") for p in listed}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return set()
+    return names | {"index.html"}
 
 
 def publish_fresh(run_dir: str | Path, dest: str | Path,

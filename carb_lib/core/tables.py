@@ -8,8 +8,10 @@ naming the file, never a parser traceback; a missing file is a :class:`MissingTa
 
 Writes are atomic (:func:`atomic_write`: a temporary file in the same folder, fsync,
 ``os.replace``, fsync of the folder): a crash leaves the old file or the new one, never half
-a file. With ``backup=True`` the previous version is kept as ``<name>.bak``
-(:func:`backup_path`).
+a file. With ``backup=True`` the previous version is kept as a numbered backup
+(``<name>.bak``, ``<name>.bak.1``, ...: :func:`next_backup_path`), never written over an
+older one; ``backup="rolling"`` (``carb merge`` extending its own dataset) replaces
+``<name>.bak``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pandas as pd
 
 __all__ = [
     "SUFFIXES", "MissingTableError", "TableError", "atomic_write", "atomic_write_parquet",
-    "backup_path", "clean_temporary_files", "read_table", "table_format", "write_table",
+    "backup_path", "clean_temporary_files", "next_backup_path", "read_table", "table_format", "write_table",
 ]  # fmt: skip
 
 #: The suffixes to name a table with (``.pq`` is read as Parquet too).
@@ -131,10 +133,30 @@ def _umask() -> int:
 
 
 def backup_path(path: str | Path) -> Path:
-    """Where a write with ``backup=True`` keeps the previous version of ``path``
-    (``<name>.bak``)."""
+    """The newest backup of ``path`` that a write with ``backup=True`` kept (``<name>.bak``,
+    then ``<name>.bak.1``, ``<name>.bak.2``, ...); ``<name>.bak`` when there is none."""
     path = Path(path)
-    return path.with_name(path.name + ".bak")
+    found = [p for p in _backups(path) if p.exists()]
+    return found[-1] if found else path.with_name(path.name + ".bak")
+
+
+def _backups(path: Path):
+    """``<name>.bak``, ``<name>.bak.1``, ... up to the first that does not exist."""
+    yield path.with_name(path.name + ".bak")
+    n = 1
+    while True:
+        nxt = path.with_name(f"{path.name}.bak.{n}")
+        yield nxt
+        if not nxt.exists():
+            return
+        n += 1
+
+
+def next_backup_path(path: str | Path) -> Path:
+    """Where the next backup of ``path`` goes: the first of ``<name>.bak``, ``<name>.bak.1``,
+    ... that does not exist (a backup is never overwritten)."""
+    path = Path(path)
+    return next(p for p in _backups(path) if not p.exists())
 
 
 def clean_temporary_files(folder: str | Path) -> list[Path]:
@@ -150,21 +172,43 @@ def clean_temporary_files(folder: str | Path) -> list[Path]:
     return removed
 
 
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None], backup: bool = False) -> Path:
+def _link_new(src: Path, dest: Path) -> None:
+    """Make ``dest`` a copy of ``src`` that never replaces an existing ``dest`` (a hard link;
+    a copy where the file system has no hard links)."""
+    try:
+        os.link(src, dest)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some network and FUSE file systems)
+        with open(src, "rb") as fin, open(dest, "xb") as fout:
+            shutil.copyfileobj(fin, fout)
+        shutil.copystat(src, dest)
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None],
+                 backup: bool | str = False) -> Path:
     """Write ``path`` atomically with ``write(binary file handle)``.
 
     A temporary ``.tmp-<name>.*`` file in the same folder is written, flushed and fsynced,
     then renamed over ``path`` (``os.replace``) and the folder fsynced. With ``backup``, an
-    existing ``path`` is first copied (atomically too) to :func:`backup_path`. On any error
+    existing ``path`` is first copied (atomically too) to :func:`next_backup_path` (never over
+    an older backup), or with ``backup="rolling"`` to ``<name>.bak``. On any error
     the temporary file is removed and ``path`` is unchanged.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if backup and path.exists():
-        bak = backup_path(path)
+        rolling = backup == "rolling"
+        bak = path.with_name(path.name + ".bak") if rolling else next_backup_path(path)
         tmp_bak = bak.with_name(f".tmp-{bak.name}")
         shutil.copy2(path, tmp_bak)
-        os.replace(tmp_bak, bak)
+        if rolling:
+            os.replace(tmp_bak, bak)
+        else:
+            try:
+                _link_new(tmp_bak, bak)
+            finally:
+                os.unlink(tmp_bak)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -183,13 +227,13 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None], backup: b
     return path
 
 
-def atomic_write_parquet(df: pd.DataFrame, path: str | Path, backup: bool = False) -> Path:
+def atomic_write_parquet(df: pd.DataFrame, path: str | Path, backup: bool | str = False) -> Path:
     """Write ``df`` to ``path`` as Parquet (no index), atomically (see :func:`atomic_write`)."""
     return atomic_write(path, lambda fh: df.to_parquet(fh, index=False), backup=backup)
 
 
 def write_table(
-    df: pd.DataFrame, path: str | Path, what: str = "--out", backup: bool = False
+    df: pd.DataFrame, path: str | Path, what: str = "--out", backup: bool | str = False
 ) -> Path:
     """Write ``df`` as ``.csv`` or ``.parquet`` (by suffix, no index), atomically.
 

@@ -703,11 +703,12 @@ def write_dataset(
     require_features: bool = True,
     unique: bool = True,
     extra_columns: Iterable[str] = (),
-    backup: bool = False,
+    backup: bool | str = False,
 ) -> Path:
     """Conform, validate, then write ``df`` to Parquet atomically
     (:func:`carb_lib.core.tables.atomic_write_parquet`). With ``backup``, an existing file at
-    ``path`` is first copied to :func:`backup_path` (replacing an older backup). Returns the
+    ``path`` is first kept as a numbered backup (``"rolling"``: as ``<name>.bak``,
+    replacing an older one; :func:`carb_lib.core.tables.atomic_write`). Returns the
     path.
 
     Raises

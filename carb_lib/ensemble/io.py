@@ -20,6 +20,7 @@ line), for files the user wrote themselves.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import platform as _py_platform
 import warnings
@@ -268,10 +269,43 @@ def save_model(model: CARBRegressor, path: str | Path, backup: bool = False,
     path = Path(path)
     meta = {**(extra or {}), **_metadata(model)}
     data = sio.dumps({"metadata": _encode(meta), "model": _encode(model)})
-    side = json.dumps(meta, indent=2, default=str) + "\n"
+    # the sidecar names the model file it describes by its content (checked by load_model)
+    side = json.dumps({**meta, MODEL_HASH: hashlib.sha256(data).hexdigest()}, indent=2,
+                      default=str) + "\n"
     atomic_write(path, lambda fh: fh.write(data), backup=backup)
-    atomic_write(_meta_path(path), lambda fh: fh.write(side.encode()))
+    atomic_write(_meta_path(path), lambda fh: fh.write(side.encode()), backup=backup)
     return path
+
+
+#: The sidecar's key holding the SHA-256 of the model file it describes.
+MODEL_HASH = "model_sha256"
+
+
+def _check_sidecar(path: Path, side: Path, side_meta: dict[str, Any],
+                   meta: dict[str, Any]) -> None:
+    """The sidecar belongs to the model file: its ``model_sha256`` (sidecars written since
+    2026-12-07) is the file's, and every other key equals the metadata inside the file.
+
+    Raises
+    ------
+    ModelFileError
+        Naming both files and the first key that differs.
+    """
+    want = side_meta.get(MODEL_HASH)
+    if want is not None:
+        have = hashlib.sha256(path.read_bytes()).hexdigest()
+        if want != have:
+            raise ModelFileError(f"{side} describes another model file than {path} (its "
+                                 f"{MODEL_HASH} is not {path.name}'s): the two files do not "
+                                 "belong together; remove the .json or save the model again")
+    inside = json.loads(json.dumps(meta, default=str))
+    for key in sorted((set(side_meta) | set(inside)) - {MODEL_HASH}):
+        if want is None and key not in side_meta:
+            continue  # an older sidecar lacks keys added since
+        if side_meta.get(key) != inside.get(key):
+            raise ModelFileError(f"{side} disagrees with {path} on {key!r}: it was edited or "
+                                 "belongs to another model; remove the .json or save the model "
+                                 "again")
 
 
 def load_model(
@@ -330,6 +364,7 @@ def load_model(
                                  "again") from None
         if not isinstance(side_meta, dict):
             raise ModelFileError(f"{side} (the metadata of {path.name}) is not a JSON object")
+        _check_sidecar(path, side, side_meta, meta)
         for key in (
             "feature_set",
             "feature_names_in",

@@ -237,13 +237,86 @@ def _read_cache(path: Path) -> pd.DataFrame:
         return pd.DataFrame()
     if "versions" not in df.columns:
         return pd.DataFrame()
-    return df[df["versions"] == _versions()].reset_index(drop=True)
+    df = df[df["versions"] == _versions()].reset_index(drop=True)
+    bad, why = _failed_rows(df)
+    if bad.any():
+        logger.warning("zoo feature cache %s: %d row(s) fail their check (%s): rebuilding them",
+                       path, int(bad.sum()), why)
+        df = df[~bad].reset_index(drop=True)
+    return df.drop(columns=DIGEST, errors="ignore")
+
+
+#: The cache's column holding each row's digest (:func:`_digest`).
+DIGEST = "row_digest"
+
+
+def _digest(df: pd.DataFrame) -> list[str]:
+    """A content digest per row (every column but :data:`DIGEST`, by name): a row edited
+    since it was written no longer matches its digest."""
+    import hashlib
+    import math
+
+    def text(v: Any) -> str:
+        if isinstance(v, (bool, np.bool_)):
+            return str(bool(v))
+        if isinstance(v, (int, np.integer)):
+            return str(int(v))
+        if isinstance(v, (float, np.floating)):
+            return "nan" if math.isnan(v) else repr(float(v))
+        return "nan" if v is None else str(v)
+
+    cols = sorted(c for c in df.columns if c != DIGEST)
+    return [hashlib.sha256("\x1f".join(f"{c}={text(v)}" for c, v in zip(cols, row, strict=True))
+                           .encode()).hexdigest()[:32]
+            for row in df[cols].itertuples(index=False, name=None)]
+
+
+def _failed_rows(df: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """Rows of the cache that cannot be trusted: no or a wrong digest (edited), a key held
+    twice, a network name that is not a string, a batch or resolution out of range, or a
+    feature that is negative or infinite (FLOPs and parameters: not a finite number > 0).
+    Returns the mask
+    and the reasons found."""
+    n = len(df)
+    bad = np.zeros(n, dtype=bool)
+    why: list[str] = []
+    if not n:
+        return bad, ""
+    if DIGEST not in df.columns or set(_KEY) - set(df.columns):
+        return np.ones(n, dtype=bool), "no row digest or key"
+
+    def flag(mask: Any, reason: str) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            why.append(reason)
+            bad[:] |= mask
+
+    flag(np.asarray(_digest(df), dtype=object) != df[DIGEST].to_numpy(dtype=object),
+         "edited since written")
+    flag(df.duplicated(list(_KEY), keep=False).to_numpy(), "a key held twice")
+    flag(~df["network"].map(lambda v: isinstance(v, str)).to_numpy(dtype=bool),
+         "a network that is not a name")
+    for col, lo in (("batch", 1), ("resolution", 8)):
+        v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        flag(~(np.isfinite(v) & (v >= lo)), f"{col} out of range")
+    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
+
+    features = {*STATIC_FEATURES, *EXTRA_STATIC_FEATURES, *ALLOC_FEATURES.values()}
+    for col in [c for c in df.columns if c in features]:
+        v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        if col in ("flops", "params"):  # every network has them
+            flag(~(np.isfinite(v) & (v > 0)), f"{col} not a finite number > 0")
+        else:  # a feature a family lacks is missing (NaN), never negative or infinite
+            flag(np.isinf(v) | (v < 0), f"{col} negative or infinite")
+    return bad, ", ".join(why)
 
 
 def _write_cache(path: Path, df: pd.DataFrame) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        df = df.drop(columns=[DIGEST], errors="ignore").reset_index(drop=True)
+        df = df.assign(**{DIGEST: _digest(df)})
         df.to_parquet(tmp, index=False)
         os.replace(tmp, path)
     except OSError as exc:  # a read-only cache folder costs speed, not results

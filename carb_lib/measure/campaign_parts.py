@@ -343,17 +343,32 @@ def merge_parts(
     carb_lib.dataset.schema.SchemaError
         The merged data violates the schema, or the existing file cannot be read.
     """
-    from carb_lib.core.safe_io import same_file
+    from carb_lib.core.safe_io import check_output, same_file, table_with
 
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such campaign folder")
+    for option, path in (("OUT", out_path), ("--reference-out", reference_out)):
+        if path is None:
+            continue
+        path = Path(path)
+        if path.is_dir():
+            raise IsADirectoryError(f"{option} {path} is a folder; give a .parquet file name")
+        if path.suffix != ".parquet":
+            raise ValueError(f"{option} {path}: a dataset is written as Parquet; name it "
+                             "*.parquet")
+        if folder.resolve() in path.resolve().parents:  # a part file, or a file among them
+            raise ValueError(f"{option} {path} is inside the campaign folder {folder}: the "
+                             "next merge would read it as a part; write it outside the folder")
+        # merge owns data/ (OUT is always named); an existing OUT is read as the dataset it
+        # extends (a file that is not one is refused then), other files must be reference rows
+        own = (lambda p: True) if option == "OUT" else table_with("platform", "config_id")
+        check_output(path, option, own=own, force=force, command="carb merge", owns=("data",))
+    if out_path is not None and reference_out is not None and same_file(out_path,
+                                                                         reference_out):
+        raise ValueError(f"--reference-out {reference_out} is OUT itself; give another file")
     if out_path is not None:
         out_path = Path(out_path)
-        if out_path.is_dir():
-            raise IsADirectoryError(f"{out_path} is a folder; give a .parquet file name")
-        if out_path.suffix != ".parquet":
-            raise ValueError(f"{out_path}: a dataset is written as Parquet; name it *.parquet")
     if existing is not None:
         existing = Path(existing)
         if not existing.is_file():
@@ -391,6 +406,7 @@ def _merge_parts(folder: Path, out_path: Path | None, existing: Path | None, fea
     from carb_lib.dataset.features import static_features
 
     passes = pass_dirs(folder)
+    _refuse_foreign_columns(folder, passes)
     try:
         df = merge_passes(folder) if passes else read_parts(folder, RESULTS_PREFIX)
     except Exception as exc:  # a corrupt part file
@@ -443,16 +459,48 @@ def _merge_parts(folder: Path, out_path: Path | None, existing: Path | None, fea
                         feats.set_index(df.index)], axis=1)
     df = conform(df)
     validate(df, require_features=features)
-    if out_path is not None:
-        write_dataset(df, out_path, require_features=features, backup=True)
-    if reference_out is not None and len(ref):
+    if reference_out is not None and len(ref):  # made and checked before OUT is written
         ref_out = Path(reference_out)
         if ref_out.exists() and not force:
-            prev = conform(pd.read_parquet(ref_out))
+            try:
+                prev = conform(pd.read_parquet(ref_out))
+            except Exception as exc:
+                raise SchemaError(f"--reference-out {ref_out}: cannot read the existing "
+                                  f"reference rows: {exc}") from None
             ref = conform(pd.concat([prev, ref], ignore_index=True))
             ref = ref.drop_duplicates(subset=["platform", "config_id", "measured_at"])
-        write_dataset(ref, ref_out, require_features=False, unique=False, backup=True)
+        ref = conform(ref).reset_index(drop=True)
+        validate(ref, require_features=False, unique=False)
+    if out_path is not None:  # extending its own dataset keeps one rolling OUT.bak
+        from carb_lib.core.safe_io import same_file
+
+        extending = existing is not None and same_file(existing, out_path)
+        write_dataset(df, out_path, require_features=features,
+                      backup="rolling" if extending else True)
+    if reference_out is not None and len(ref):
+        write_dataset(ref, ref_out, require_features=False, unique=False,
+                      backup="rolling" if not force else True)
     return df
+
+
+def _refuse_foreign_columns(folder: Path, passes: list) -> None:
+    """A part file holding a column a dataset does not hold is refused, naming the file and
+    the column (before anything is read into a dataset)."""
+    import pyarrow.parquet as pq
+
+    from carb_lib.dataset.schema import COLUMNS
+
+    for sub in passes or [folder]:
+        for f in _part_files(Path(sub), RESULTS_PREFIX):
+            try:
+                names = pq.read_schema(f).names
+            except Exception as exc:
+                raise SchemaError(f"{folder}: cannot read the part files: {f.name}: {exc}") from None
+            foreign = [c for c in names if c not in COLUMNS and not c.startswith("__")]
+            if foreign:
+                raise SchemaError(f"part file {f} has column(s) {foreign} that a dataset does "
+                                  "not hold; it was not written by carb profile: move it out "
+                                  f"of {folder}")
 
 
 def _plain_configs(df: pd.DataFrame) -> pd.DataFrame:

@@ -3,10 +3,44 @@ CUDA kernel launches of one inference. Used by :mod:`carb_lib.measure.profiling`
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 NAN = float("nan")
+#: Line prefixes of the PyTorch profiler's (Kineto's) own notes on stderr, two per profiled
+#: call ("USDT: ... profiler_start", "... profiler_stop"); kept out of the terminal.
+PROFILER_NOTES = ("USDT:", "STAGE:")
+
+
+@contextmanager
+def profiler_notes_kept_out() -> Iterator[None]:
+    """Run a ``torch.profiler`` block with its native notes (:data:`PROFILER_NOTES`) kept off
+    stderr: file descriptor 2 goes to a temporary file meanwhile, and every other line written
+    to it is passed on to stderr afterwards."""
+    import sys
+    import tempfile
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2: nothing to keep out
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            lines = tmp.read().decode(errors="replace").splitlines(keepends=True)
+            rest = "".join(ln for ln in lines if not ln.startswith(PROFILER_NOTES))
+            if rest:
+                os.write(2, rest.encode())
 
 
 def _resident_bytes(model: Any, *tensors: Any) -> int:
@@ -67,7 +101,7 @@ def cpu_peak_memory_bytes(model: Any, x: Any) -> dict[str, int]:
     from torch.profiler import ProfilerActivity, profile
 
     resident = _resident_bytes(model, x)
-    with torch.inference_mode():
+    with torch.inference_mode(), profiler_notes_kept_out():
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             model(x)
     ev = memory_events(prof)
@@ -97,7 +131,7 @@ def count_kernel_launches(model: Any, x: Any) -> float:
     from torch.profiler import ProfilerActivity, profile
 
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), profiler_notes_kept_out():
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 model(x)
                 torch.cuda.synchronize()

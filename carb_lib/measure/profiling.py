@@ -42,7 +42,7 @@ from carb_lib.measure.protocol import (  # noqa: F401  (re-exported)
 )
 from carb_lib.measure.protocol import deadline_check as _deadline_check  # noqa: F401
 from carb_lib.measure.telemetry import NAN
-from carb_lib.measure.watchdog import wall_clock_cap
+from carb_lib.measure.watchdog import exits_trapped, wall_clock_cap
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -137,8 +137,9 @@ def profile_config(
         # the cap holds for code that never returns too (a user module's build or forward);
         # the deadline checks between inferences come first, the watchdog is the backstop
         slack = None if protocol.timeout_s is None else max(5.0, 0.25 * protocol.timeout_s)
-        with wall_clock_cap(protocol.timeout_s, "building and timing the config",
-                            slack_s=slack or 0.0):
+        with (wall_clock_cap(protocol.timeout_s, "building and timing the config",
+                             slack_s=slack or 0.0),
+              exits_trapped("building and timing the config")):
             model = space.build_model(config)
             model, x = dev.prepare(model, config, protocol)
             meas = dev.measure(model, x, protocol, idle_power_w, deadline)

@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterator
 
 from carb_lib.measure.protocol import ConfigTimeoutError
 
-__all__ = ["HARD_EXIT_CODE", "before_hard_exit", "wall_clock_cap"]
+__all__ = ["HARD_EXIT_CODE", "UserExitError", "before_hard_exit", "exits_trapped",
+           "wall_clock_cap"]
 
 #: Callbacks the second stage runs before it ends the process (:func:`before_hard_exit`).
 _HOOKS: list[Callable[[], None]] = []
@@ -143,3 +144,33 @@ def _release_locks() -> None:
         except Exception as exc:  # noqa: BLE001 - the process ends anyway: say why, go on
             sys.stderr.write(f"warning: {type(exc).__name__}: {exc}\n")
     release_all()
+
+
+class UserExitError(RuntimeError):
+    """User code (a ``--module`` network's build or forward) tried to end the process."""
+
+
+@contextlib.contextmanager
+def exits_trapped(what: str) -> Iterator[None]:
+    """Run user code whose ``sys.exit(...)`` or ``os._exit(...)`` must not end CARB's process:
+    either becomes a :class:`UserExitError` naming ``what`` (the network's failure, reported
+    as such). ``os._exit`` is trapped in this thread only; the watchdog's own hard exit
+    (another thread) still ends the process."""
+    import threading
+
+    real, me = os._exit, threading.get_ident()
+
+    def trapped(code: int = 0) -> None:
+        if threading.get_ident() != me:
+            real(code)
+        raise UserExitError(f"{what}: the network's code called os._exit({code}), which would "
+                            "end the process; a network must return or raise")
+
+    os._exit = trapped
+    try:
+        yield
+    except SystemExit as exc:
+        raise UserExitError(f"{what}: the network's code called sys.exit({exc.code!r}), which "
+                            "would end the process; a network must return or raise") from None
+    finally:
+        os._exit = real

@@ -72,7 +72,7 @@ from carb_lib.screening.pareto import (
     pareto_front,
     pareto_ranks,
 )
-from carb_lib.screening.result import ScreeningResult
+from carb_lib.screening.result import ScreeningResult, check_shortlist_outs, tightest_budget
 from carb_lib.screening.scenarios import (
     PAPER_SCREENING,
     Scenario,
@@ -97,6 +97,7 @@ from carb_lib.screening.validate import (
 )
 
 __all__ = [
+    "check_shortlist_outs", "tightest_budget",
     "BUDGET_METRICS",
     "CONFIG_KEYS",
     "PAPER_SCREENING",

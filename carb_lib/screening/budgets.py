@@ -251,6 +251,10 @@ class DeploymentSpec:
         if isinstance(self.budgets, (str, Budget)):
             self.budgets = [self.budgets]
         self.budgets = tuple(Budget.parse(b) for b in self.budgets)
+        labels = [b.label for b in self.budgets]
+        twice = sorted({x for x in labels if labels.count(x) > 1})
+        if twice:
+            raise ValueError(f"budget {twice[0]!r} is given twice; give each budget once")
         if isinstance(self.objectives, (str, Objective)):
             self.objectives = [self.objectives]
         objs = [Objective.parse(o) for o in self.objectives]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pandas as pd
 
 from carb_lib.screening.budgets import DeploymentSpec
 
-__all__ = ["ScreeningResult"]
+__all__ = ["ScreeningResult", "check_shortlist_outs", "shortlist_paths", "tightest_budget"]
 
 
 @dataclass
@@ -59,7 +60,7 @@ class ScreeningResult:
         """The budget failed by most candidates (None without budgets)."""
         if self.budget_report.empty:
             return None
-        return str(self.budget_report.sort_values("n_fail", ascending=False).index[0])
+        return tightest_budget(self.budget_report)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary: spec, funnel, per-budget eliminations, times, notes."""
@@ -72,9 +73,9 @@ class ScreeningResult:
             "eliminated_fraction_to_shortlist": (1 - self.counts["shortlist"]
                                                  / self.counts["candidates"]),
             "budgets": {
-                b: {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                    for k, v in row.items()}
-                for b, row in self.budget_report.to_dict(orient="index").items()
+                str(b): {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                         for k, v in row.items()}
+                for b, row in self.budget_report.iterrows()
             },
             "tightest_budget": self.tightest_budget,
             "timings_s": {k: round(v, 6) for k, v in self.timings_s.items()},
@@ -110,25 +111,69 @@ class ScreeningResult:
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def write(self, out: str | Path, full_table: bool = False, backup: bool = False) -> list[Path]:
+    def write(self, out: str | Path, full_table: bool = False,
+              backup: bool | Iterable[str | Path] = False) -> list[Path]:
         """Write the shortlist to ``out`` (.csv or .parquet), the front beside it
         (``<stem>_front``), the summary as ``<stem>_summary.json`` and, if ``full_table``,
-        every scored candidate (``<stem>_all``); each file atomically, keeping the previous
-        version as ``<name>.bak`` with ``backup``."""
-        from carb_lib.core.tables import atomic_write, write_table
+        every scored candidate (``<stem>_all``): all or none of them
+        (:func:`carb_lib.core.safe_io.write_set`: the summary and tables are made before the
+        first file is written), keeping a numbered backup of the files in ``backup`` (every
+        existing one with ``backup=True``)."""
+        from carb_lib.core.safe_io import table_bytes, write_set
 
-        out = Path(out)
-        if out.suffix not in (".csv", ".parquet"):
-            raise ValueError(f"output must end in .csv or .parquet, got {out.name!r}")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        paths = [out, out.with_name(f"{out.stem}_front{out.suffix}"),
-                 out.with_name(f"{out.stem}_summary.json")]
-        frames = [self.shortlist, self.front]
-        if full_table:
-            paths.append(out.with_name(f"{out.stem}_all{out.suffix}"))
-            frames.append(self.table)
-        for p, f in zip(paths[:2] + paths[3:], frames, strict=True):
-            write_table(f, p, backup=backup)
+        paths = shortlist_paths(out, full_table)
+        out = paths[0]
+        frames = [self.shortlist, self.front] + ([self.table] if full_table else [])
         text = json.dumps(self.summary(), indent=2, default=str)
-        atomic_write(paths[2], lambda fh: fh.write(text.encode()), backup=backup)
+        files = {p: table_bytes(f, p) for p, f in zip(paths[:2] + paths[3:], frames, strict=True)}
+        files[paths[2]] = text
+        write_set({p: files[p] for p in paths}, backup)
         return paths
+
+
+def tightest_budget(report: pd.DataFrame) -> str | None:
+    """The budget of a budget report that removes the most candidates; among budgets that
+    remove as many, the one whose limit is lowest against the lowest predicted bound
+    (``limit / min_upper``): of ``latency_ms<=10`` and ``latency_ms<=5`` failed by all, the
+    second."""
+    if report.empty:
+        return None
+    ratio = (pd.to_numeric(report["limit"], errors="coerce")
+             / pd.to_numeric(report["min_upper"], errors="coerce"))
+    order = pd.DataFrame({"n_fail": report["n_fail"].to_numpy(),
+                          "ratio": ratio.fillna(math.inf).to_numpy()})
+    best = order.sort_values(["n_fail", "ratio"], ascending=[False, True], kind="stable").index[0]
+    return str(report.index[best])
+
+
+def shortlist_paths(out: str | Path, full_table: bool = False) -> list[Path]:
+    """The files a shortlist ``out`` is written as: ``out``, ``<stem>_front``,
+    ``<stem>_summary.json`` (and ``<stem>_all`` with ``full_table``)."""
+    out = Path(out)
+    if out.suffix not in (".csv", ".parquet"):
+        raise ValueError(f"output must end in .csv or .parquet, got {out.name!r}")
+    paths = [out, out.with_name(f"{out.stem}_front{out.suffix}"),
+             out.with_name(f"{out.stem}_summary.json")]
+    if full_table:
+        paths.append(out.with_name(f"{out.stem}_all{out.suffix}"))
+    return paths
+
+
+def check_shortlist_outs(out: str | Path, force: bool, command: str = "carb screen", *,
+                         inputs: Iterable[tuple[str, str | Path | None]] = (),
+                         extra: Iterable[str | Path] = ()) -> set[Path]:
+    """The output rule (:mod:`carb_lib.core.safe_io`) for a shortlist and its companions
+    (``_front``, ``_summary.json``, and ``extra`` files such as ``_hardware.csv``): an earlier
+    shortlist is recognised by its ``_summary.json`` (a JSON object with ``counts`` and
+    ``spec``); anything else is refused unless ``force``. Returns the files to back up."""
+    from carb_lib.core.safe_io import check_outputs
+
+    paths = shortlist_paths(out)
+    summary = paths[2]
+
+    def own(_path: Path) -> bool:
+        data = json.loads(summary.read_text())
+        return isinstance(data, dict) and {"counts", "spec"} <= set(data)
+
+    return check_outputs([*paths, *extra], "--out", inputs=list(inputs), own=own, force=force,
+                         command=command)

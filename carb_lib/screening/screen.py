@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import DEFAULT_COVERAGE, TELEMETRY_FEATURES
+from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGETS, TELEMETRY_FEATURES
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY, DeploymentSpec
 from carb_lib.screening.pareto import (
     crowding_distance,
@@ -329,7 +330,9 @@ def _outcome_notes(report: pd.DataFrame, spec: DeploymentSpec, *, n_survivors: i
                    n_front: int, n_scored: int) -> list[str]:
     """The notes on stage 1 leaving nobody, or a front smaller than ``k``."""
     if n_survivors == 0 and spec.budgets:
-        tight = report.sort_values("n_fail", ascending=False).iloc[0]
+        from carb_lib.screening.result import tightest_budget
+
+        tight = report.loc[tightest_budget(report)]
         b = next(bb for bb in spec.budgets if bb.label == tight.name)
         return [
             f"no candidate meets every budget at coverage {spec.coverage:.2f}: the tightest "
@@ -479,6 +482,68 @@ def unknown_candidates(source: Any, what: str = "--candidates") -> ValueError:
     return ValueError(f"--candidates {str(source)!r} is neither {names} nor an existing file")
 
 
+#: Bytes a sampled candidate takes in memory while it is screened (config columns, features,
+#: predictions and the stage tables; measured at 100,000 candidates, rounded up).
+CANDIDATE_BYTES = 4096
+
+
+def check_sample_size(n: int, option: str = "--n-extended") -> None:
+    """A sample size of at least 1 whose candidates fit in the memory available now
+    (:data:`CANDIDATE_BYTES` each): a huge ``--n-extended`` is one error line, not a
+    memory blow-up.
+
+    Raises
+    ------
+    ValueError
+        Naming the option, the memory it needs and the memory available.
+    """
+    if n < 1:
+        raise ValueError(f"{option} must be >= 1, got {n}")
+    avail = _available_memory()
+    if avail is None:  # pragma: no cover - neither /proc/meminfo nor sysconf
+        return
+    need = n * CANDIDATE_BYTES
+    if need > avail:
+        raise ValueError(f"{option} {n}: screening it needs about {need / 2**30:.1f} GiB of "
+                         f"memory, {avail / 2**30:.1f} GiB are available; lower it, or screen "
+                         "on a cluster (--cluster, partitioned)")
+
+
+def _measured_costs(df: pd.DataFrame, what: str) -> pd.DataFrame:
+    """Measured rows whose costs are numbers, and in ``ok`` rows finite and > 0
+    (:func:`carb_lib.dataset.schema.check_costs`), else an error naming the file, the row (as
+    the file counts it), the column and the value."""
+    from carb_lib.dataset.schema import SchemaError, check_costs
+
+    df = df.copy()
+    for name in [c for c in TARGETS if c in df.columns]:
+        num = pd.to_numeric(df[name], errors="coerce")
+        bad = (df[name].notna() & num.isna()).to_numpy(dtype=bool)
+        if bad.any():
+            i = df.index[bad][0]
+            raise SchemaError(f"{what}: row {i}: column {name!r} value {df[name][i]!r} is not a "
+                              "number")
+        df[name] = num
+    check_costs(df, what)
+    return df
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (``MemAvailable`` of /proc/meminfo, else
+    the free pages), or None."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0,
                     what: str = "--candidates") -> pd.DataFrame:
     """Candidates from ``"grid"`` (the paper's 17,280), ``"extended"`` (a seeded sample of
@@ -499,7 +564,13 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
     if str(source) == "grid":
         return space.paper_grid()
     if str(source) in space.SAMPLED_SPACES:
-        df = space.SAMPLED_SPACES[str(source)](int(n_extended), seed=seed)
+        check_sample_size(int(n_extended))
+        try:
+            df = space.SAMPLED_SPACES[str(source)](int(n_extended), seed=seed)
+        except MemoryError:
+            raise ValueError(f"--n-extended {n_extended}: the sample does not fit in this "
+                             "machine's memory; lower it, or screen on a cluster "
+                             "(--cluster)") from None
     else:
         path = Path(source)
         if not path.exists():
@@ -507,6 +578,8 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
         df = read_table(path, what=what)
         space.validate_config_frame(df, f"{what} {path}")
         space.check_config_ids(df, f"{what} {path}")  # a wrong id would be copied through
+        if what == "--measured":  # measurements the screening is scored against
+            df = _measured_costs(df, f"{what} {path}")
     if "config_id" not in df.columns:
         df = space.add_config_ids(df)
     dup = df["config_id"].duplicated().to_numpy()
