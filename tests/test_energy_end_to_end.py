@@ -1,0 +1,132 @@
+"""Energy end to end on the shipped NVIDIA H200 rows: ``carb fit`` on both H200 files,
+``carb predict`` with intervals, ``carb screen`` with an energy budget (energy among the
+default objectives), ``carb zoo predict`` with the GPU model; and the bad input around energy
+(a budget on a target the model lacks, ok rows without energy in a fit)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from cli_helpers import one_line_error
+from typer.testing import CliRunner
+
+from carb_lib.app.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = [ROOT / "data" / "gpu_nvidia_h200.parquet",
+        ROOT / "data" / "new_families" / "gpu_nvidia_h200.parquet"]
+runner = CliRunner()
+
+pytestmark = pytest.mark.skipif(not all(p.is_file() for p in H200),
+                                reason="the shipped H200 rows are not in this checkout")
+
+
+def cli(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def _ok_rows() -> pd.DataFrame:
+    rows = pd.concat([pd.read_parquet(p) for p in H200], ignore_index=True)
+    return rows[rows["status"].astype(str).eq("ok")].reset_index(drop=True)
+
+
+def _check_energy(table: pd.DataFrame, where: str, col: str = "energy_j_pred") -> None:
+    """``col`` (the energy prediction) with its interval ``col_lo``, ``col_hi``: finite,
+    positive, lo <= prediction <= hi."""
+    for c in (col, f"{col}_lo", f"{col}_hi"):
+        assert c in table.columns, (where, c, list(table.columns))
+        v = table[c].to_numpy(float)
+        assert len(v) and np.isfinite(v).all() and (v > 0).all(), (where, c, v)
+    assert (table[f"{col}_lo"] <= table[col]).all(), where
+    assert (table[col] <= table[f"{col}_hi"]).all(), where
+
+
+@pytest.fixture(scope="module")
+def h200_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("h200")
+    args = ["fit", "--quick", "--out", str(d / "m.joblib")]
+    for p in H200:
+        args += ["--data", str(p)]
+    res = cli(*args)
+    assert res.exit_code == 0, res.output
+    return d / "m.joblib", res.output
+
+
+def test_fit_on_both_h200_files_predicts_energy_with_cv_error(h200_model):
+    path, output = h200_model
+    meta = json.loads(Path(f"{path}.json").read_text())
+    text = json.dumps(meta)
+    assert "energy_j" in text and "cuda" in text
+    assert f"{len(_ok_rows())} rows" in output
+    assert "energy_j: RMSE of log energy_j" in output  # cross-validated error of the energy target
+
+
+def test_predict_writes_energy_with_intervals_for_h200_configs(h200_model, tmp_path):
+    rows = _ok_rows().groupby("family").head(3)
+    configs = rows.drop(columns=["energy_j", "latency_ms", "peak_mem_mib"])
+    configs.to_csv(tmp_path / "q.csv", index=False)
+    out = tmp_path / "p.csv"
+    res = cli("predict", "--model", str(h200_model[0]), "--configs", str(tmp_path / "q.csv"),
+              "--out", str(out))
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out)
+    assert len(pred) == len(rows)
+    _check_energy(pred, "carb predict")
+
+
+def test_screen_with_energy_budget_minimises_energy_by_default(h200_model, tmp_path):
+    median = float(_ok_rows()["energy_j"].median())
+    out = tmp_path / "s.csv"
+    res = cli("screen", "--model", str(h200_model[0]), "--budget", f"energy_j<={median:.3f}",
+              "--out", str(out), "--k", "5")
+    assert res.exit_code == 0, res.output
+    assert "min:energy_j" in res.output and "min:latency_ms" in res.output
+    summary = json.loads((tmp_path / "s_summary.json").read_text())
+    assert "min:energy_j" in json.dumps(summary)
+    short = pd.read_csv(out)
+    assert len(short) > 0
+    _check_energy(short, "carb screen", col="energy_j")
+    assert (short["energy_j_hi"] <= median + 1e-3).all()  # the budget holds on the bound
+
+
+def test_zoo_predict_with_the_h200_model_gives_energy_intervals(h200_model, tmp_path):
+    out = tmp_path / "z.csv"
+    res = cli("zoo", "predict", "--model", str(h200_model[0]), "--networks",
+              "resnet18,mobilenet_v2", "--resolutions", "64",
+              "--cache-dir", str(tmp_path / "cache"), "--out", str(out))
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out)
+    assert list(pred["network"]) == ["resnet18", "mobilenet_v2"]
+    _check_energy(pred, "carb zoo predict")
+
+
+def test_energy_budget_with_a_model_without_energy_is_one_line_naming_its_targets(tmp_path):
+    rows = pd.read_parquet(H200[0]).assign(energy_j=np.nan)
+    rows.to_parquet(tmp_path / "no_energy.parquet")
+    res = cli("fit", "--quick", "--data", str(tmp_path / "no_energy.parquet"),
+              "--out", str(tmp_path / "m.joblib"))
+    assert res.exit_code == 0, res.output
+    res = cli("screen", "--model", str(tmp_path / "m.joblib"), "--budget", "energy_j<=1",
+              "--out", str(tmp_path / "s.csv"))
+    one_line_error(res, "energy_j", "latency_ms", "peak_mem_mib")
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_ok_rows_without_energy_leave_the_energy_target_only_with_a_count(tmp_path):
+    rows = pd.read_parquet(H200[0])
+    ok = rows.index[rows["status"].astype(str).eq("ok")]
+    rows.loc[ok[:5], "energy_j"] = np.nan
+    rows.loc[ok[:5], "energy_reason"] = "power samples missing"
+    rows.to_parquet(tmp_path / "some.parquet")
+    res = cli("fit", "--quick", "--data", str(tmp_path / "some.parquet"),
+              "--out", str(tmp_path / "m.joblib"))
+    assert res.exit_code == 0, res.output
+    assert f"energy_j: 5 of {len(ok)} ok rows have no energy_j" in res.output
+    metrics = {ln.split(":")[0].strip(): ln for ln in res.output.splitlines()
+               if "RMSE of log" in ln}
+    assert f"{len(ok) - 5} rows" in metrics["energy_j"]
+    assert f"{len(ok)} rows" in metrics["latency_ms"]
