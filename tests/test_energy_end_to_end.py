@@ -130,3 +130,54 @@ def test_ok_rows_without_energy_leave_the_energy_target_only_with_a_count(tmp_pa
                if "RMSE of log" in ln}
     assert f"{len(ok) - 5} rows" in metrics["energy_j"]
     assert f"{len(ok)} rows" in metrics["latency_ms"]
+
+
+# ---------------------------------------------------------------------------- the gpu profile
+def _prepared(path: Path) -> pd.DataFrame:
+    from carb_lib.characterize.scaling import load_measured
+    from carb_lib.evaluation import prepare_dataset
+
+    return prepare_dataset(load_measured([str(path)]))
+
+
+def test_cross_family_judges_energy_where_every_row_holds_it_and_not_on_cpu_rows():
+    from carb_lib.evaluation.cross_family import CROSS_FAMILY_TARGETS, cross_family_targets
+
+    src, tgt = _prepared(H200[0]), _prepared(H200[1])
+    assert cross_family_targets(src, tgt) == (*CROSS_FAMILY_TARGETS, "energy_j")
+    cpu = _prepared(ROOT / "data" / "cpu_epyc_zen3_2c.parquet")
+    assert cross_family_targets(cpu, tgt) == CROSS_FAMILY_TARGETS  # CPU rows carry no energy
+    gap = tgt.copy()
+    gap.loc[gap.index[0], "energy_j"] = np.nan
+    assert "energy_j" not in cross_family_targets(src, gap)
+
+
+def test_fitting_ks_keeps_the_k_values_the_h200_families_allow_and_names_the_rest():
+    from carb_lib.evaluation.cross_family import cross_family_targets, fitting_ks
+
+    src, tgt = _prepared(H200[0]), _prepared(H200[1])
+    kept, notes = fitting_ks(tgt, [10, 20, 50], 5, cross_family_targets(src, tgt))
+    assert kept == [10] and len(notes) == 2
+    assert all("training rows" in n for n in notes) and "k = 50 left out" in notes[-1]
+
+
+def test_the_gpu_profile_reads_references_and_audits_from_data_with_ks_that_fit():
+    """Notebook 05 of the gpu profile on the H200 rows: references and audit under data/
+    (present or absent there, never a results/ path), the profile's ks of which the families'
+    sizes allow one at least, and energy judged."""
+    from carb_lib.app.reproduce import load_runs
+    from carb_lib.evaluation.cross_family import cross_family_targets, fitting_ks
+
+    runs = {r.name: r for r in load_runs("gpu")}
+    for nb in ("01_characterization", "03_carb-gpu_nvidia_h200", "04_screening-gpu_nvidia_h200",
+               "05_cross_family-gpu_nvidia_h200"):
+        assert nb in runs, sorted(runs)
+    p = runs["05_cross_family-gpu_nvidia_h200"].parameters
+    for key in ("source_reference", "target_reference", "target_audit", "kernel_bench"):
+        assert str(p[key]).startswith("data/"), (key, p[key])
+    assert (ROOT / p["source_reference"]).is_file()  # the H200 campaign's reference rows
+    src, tgt = _prepared(ROOT / p["source_dataset"]), _prepared(ROOT / p["target_dataset"])
+    targets = cross_family_targets(src, tgt)
+    assert "energy_j" in targets
+    kept, _ = fitting_ks(tgt, p["ks"], p["n_seeds"], targets)
+    assert kept and min(kept) == 10
