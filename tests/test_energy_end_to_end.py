@@ -102,6 +102,7 @@ def test_zoo_predict_with_the_h200_model_gives_energy_intervals(h200_model, tmp_
     pred = pd.read_csv(out)
     assert list(pred["network"]) == ["resnet18", "mobilenet_v2"]
     _check_energy(pred, "carb zoo predict")
+    assert "energy J [lo, hi]" in res.output  # the printed table shows the energy interval
 
 
 def test_energy_budget_with_a_model_without_energy_is_one_line_naming_its_targets(tmp_path):
@@ -181,3 +182,16 @@ def test_the_gpu_profile_reads_references_and_audits_from_data_with_ks_that_fit(
     assert "energy_j" in targets
     kept, _ = fitting_ks(tgt, p["ks"], p["n_seeds"], targets)
     assert kept and min(kept) == 10
+
+
+def test_gpu_quick_runs_every_notebook_of_the_gpu_profile_on_the_same_files():
+    from carb_lib.app.reproduce import load_runs
+
+    full, quick = load_runs("gpu"), load_runs("gpu_quick")
+    assert [r.name for r in quick] == [r.name for r in full]
+    data_keys = ("data_paths", "dataset", "source_dataset", "target_dataset",
+                 "source_reference", "target_reference", "target_audit", "kernel_bench")
+    for q, f in zip(quick, full, strict=True):
+        assert {k: q.parameters.get(k) for k in data_keys} == \
+            {k: f.parameters.get(k) for k in data_keys}, q.name
+        assert q.parameters.get("quick") is True, q.name

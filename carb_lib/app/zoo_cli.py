@@ -66,7 +66,7 @@ def zoo_predict(
     out: Path | None = typer.Option(None, "--out", help="Also write the predictions (.csv/.parquet)."),
     cache_dir: Path | None = _ZOO_CACHE,
 ) -> None:
-    """Predict latency and peak memory of zoo networks with intervals and the extrapolated flag."""
+    """Predict latency and peak memory (and energy where the model predicts it) of zoo networks with intervals and the extrapolated flag."""
     from carb_lib.core.tables import table_format, write_table
     from carb_lib.ensemble import load_model
     from carb_lib.families import zoo
