@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from carb_lib.core.claims import interval_method, verdict
-from carb_lib.evaluation import energy_claims as ec
 from carb_lib.evaluation import prepare_dataset
+from carb_lib.screening import energy_claims as ec
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = [ROOT / "data" / "gpu_nvidia_h200.parquet",

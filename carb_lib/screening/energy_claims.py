@@ -30,25 +30,24 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.metrics import mape_pct, r2
-from carb_lib.core.vocab import DEFAULT_COVERAGE
+from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
+from carb_lib.evaluation.claims import PAPER_R2
+from carb_lib.screening.scenarios import PAPER_SCREENING
 
 __all__ = ["ENERGY_COLUMNS", "PAPER", "energy_claim_rows", "energy_rows", "energy_scores"]
 
 #: Energy columns judged: the whole energy and the energy above idle.
 ENERGY_COLUMNS: tuple[str, ...] = ("energy_j", "energy_dynamic_j")
-#: The paper's reported numbers (claim id prefix -> (statement, value)).
+#: The paper's reported numbers (claim id prefix -> (statement, value)), from the tables
+#: that carry them for notebooks 03 and 04.
 PAPER: dict[str, tuple[str, float]] = {
-    "carb_r2_energy_j": ("CARB test-set R2, energy", 0.993),
-    "b1_flops_r2": ("B1 FLOPs-only linear regression R2, energy", 0.279),
-    "b2_latency_proxy_r2": ("B2 latency as energy proxy R2", 0.993),
-    "lobto_r2_energy_j": ("Leave-one-batch-tier-out (train batch>8, test <=8) R2, energy", 0.991),
-    "screening_budget_accuracy": ("Energy-budget classification is 95.8% accurate", 0.958),
-    "screening_false_accept_rate": ("Energy-budget classification has 2.1% false accepts "
-                                    "(predicted within, measured over)", 0.021),
+    **{k: PAPER_R2[k] for k in ("carb_r2_energy_j", "lobto_r2_energy_j")},
+    "b1_flops_r2": PAPER_R2["b1_flops_r2_energy_j"],
+    "b2_latency_proxy_r2": PAPER_R2["b2_latency_proxy_r2_energy_j"],
+    **{k: PAPER_SCREENING[k] for k in ("screening_budget_accuracy",
+                                       "screening_false_accept_rate")},
 }
 SUFFIX = "_all_families"
-#: Batch at or below which a row is in the small tier (held out by leave-one-batch-tier-out).
-SMALL_BATCH_MAX = 8
 
 
 def energy_rows(rows: pd.DataFrame) -> pd.DataFrame:
