@@ -174,7 +174,7 @@ def energy_claim_rows(scores: pd.DataFrame, rows: pd.DataFrame, platform: str,
         if base.startswith(("b1_", "b2_")):
             reason += "; linear regression on raw values"
         if budget:
-            claim = f"{claim} (budget {budget} J)"
+            claim = f"{claim}; here at a budget of {float(budget):.3g} J"
             reason += f"; budget {budget} J fixed beforehand (a quantile of the rows' energy)"
         cid = (f"{base}_{float(budget):g}j" if budget else base).replace(".", "p") + SUFFIX
         out.append({"claim_id": cid, "claim": claim, "paper_value": paper, "our_value": m,
