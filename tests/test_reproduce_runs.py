@@ -294,3 +294,39 @@ def test_claims_of_runs_over_several_files_join_the_run_table(tmp_path):
     assert sorted(table["source"]) == ["01_characterization", "03_carb", "03_carb"]
     assert sorted(table["platform"]) == ["gpu_a", "gpu_a", "gpu_b"]
     assert len(pd.read_csv(run / "claims_vs_paper.csv")) == 3
+
+
+# ---------------------------------------------------------------------------- a failing notebook
+def _tiny_notebook(path: Path, source: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(source)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_a_failing_notebook_still_leaves_the_index_and_summary_of_those_that_ran(tmp_path):
+    good = _tiny_notebook(tmp_path / "a_good.ipynb",
+                          "from carb_lib.app.record import glue\nglue('answer', 42)")
+    bad = _tiny_notebook(tmp_path / "b_bad.ipynb", "raise ValueError('too few rows of family x')")
+    after = _tiny_notebook(tmp_path / "c_after.ipynb", "y = 2")
+    runs = _runs_file(tmp_path, {"profiles": {"t": [{"notebook": str(p)}
+                                                     for p in (good, bad, after)]}})
+    run_dir = tmp_path / "run"
+    with pytest.raises(ReproduceError) as info:
+        run_profile("t", runs_file=runs, run_dir=run_dir)
+    message = str(info.value)
+    assert "b_bad" in message and "too few rows of family x" in message
+    assert "not run: c_after" in message and "index.html" in message
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["a_good"] == {"answer": 42}
+    assert summary["_run"]["failed"]["notebook"] == "b_bad"
+    assert summary["_run"]["failed"]["not_run"] == ["c_after"]
+    pages = json.loads((run_dir / "pages.json").read_text())
+    assert [p["name"] for p in pages] == ["a_good"]
+    index = (run_dir / "index.html").read_text()
+    assert "a_good.html" in index and "Notebook b_bad failed" in index
+    assert "too few rows of family x" in index
+    assert not (run_dir / "c_after.ipynb").exists()

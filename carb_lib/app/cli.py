@@ -268,7 +268,9 @@ def screen(
     budget: list[str] | None = typer.Option(None, "--budget", help="e.g. 'latency_ms<=10', "
                                                "'energy_j_per_sample<=0.5' (repeatable)."),
     objective: list[str] | None = typer.Option(None, "--objective", help="Cost to minimise, "
-                                                  "or max:COLUMN (repeatable)."),
+                                                  "or max:COLUMN (repeatable; default latency_ms, "
+                                                  "peak_mem_mib, and energy_j where the model "
+                                                  "predicts it)."),
     quality: str | None = typer.Option(None, help="Column to maximise (default: params as a "
                                           "capacity proxy)."),
     no_quality: bool = typer.Option(False, "--no-quality", help="Cost-only front."),

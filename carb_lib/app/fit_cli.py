@@ -61,6 +61,26 @@ def fit_metrics_lines(model) -> list[str]:
     return lines
 
 
+def missing_target_lines(rows) -> list[str]:
+    """One line per cost that some of ``rows`` (ok rows) hold and others lack (``energy_j``
+    where power sampling failed, its ``energy_reason`` saying why): those rows are left out of
+    that target's fit only, never out of the other targets'."""
+    import pandas as pd
+
+    from carb_lib.core.vocab import TARGETS
+
+    lines = []
+    for t in TARGETS:
+        if t not in rows.columns:
+            continue
+        v = pd.to_numeric(rows[t], errors="coerce")
+        n_nan, n = int(v.isna().sum()), len(v)
+        if 0 < n_nan < n:
+            lines.append(f"{t}: {n_nan:,} of {n:,} ok rows have no {t}; they are left out of "
+                         f"the {t} target only (the other targets use all {n:,})")
+    return lines
+
+
 def run_fit(
         *, data: Path | list[Path], out: Path, feature_set: str, platform: str | None, quick: bool,
         n_jobs: int, preset: str, latency_law: str, kernel_bench: Path | None,
@@ -116,6 +136,8 @@ def run_fit(
     from carb_lib.measure.protocol import rows_protocol
 
     rp = rows_protocol(rows, what)  # one protocol, or one line naming the mixed column
+    for line in missing_target_lines(rows):
+        echo(line)
     if latency_law == "roofline":
         choice = LatencyLawChoice("roofline", "--latency-law roofline")
     elif plat is None:

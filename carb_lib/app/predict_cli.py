@@ -102,7 +102,7 @@ def run_screen(
         check_coverage(m_a, coverage, model)
     spec = scr.DeploymentSpec(
         platform=getattr(m_deploy, "platform_", None), budgets=budget or [],
-        objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
+        objectives=objective or scr.default_objectives(m_deploy), quality=quality,
         use_quality=not no_quality, coverage=coverage, k=k, shortlist_method=method,
     )
     if not timeout_s > 0:

@@ -348,7 +348,9 @@ def run_profile(
     Raises
     ------
     ReproduceError
-        Naming the notebook, the cell and the error when a notebook fails, or the parameter
+        Naming the notebook, the cell and the error when a notebook fails (after writing
+        ``summary.json``, the pages and ``index.html`` of the notebooks that ran before it, the
+        failure named in both), or the parameter
         when an override names no parameter of the run's notebooks.
     """
     runs = load_runs(profile, runs_file)
@@ -380,11 +382,19 @@ def run_profile(
     state = git_state(paths=PUBLISHED_SOURCES)
     saved_env = {k: os.environ.get(k) for k in RUN_ENV}
     os.environ.update(RUN_ENV)
+    failure: dict[str, Any] | None = None
     try:
         for k, run in enumerate(runs, 1):
             params = output_parameters(run, out_root, keep=set(overrides))
             executed[run.name] = params
-            pages.append(_run_one(run, params, k, len(runs), run_dir, kernel_name, summary))
+            try:
+                pages.append(_run_one(run, params, k, len(runs), run_dir, kernel_name, summary))
+            except ReproduceError as exc:  # the notebooks that ran still get their pages
+                failure = {"notebook": run.name, "error": str(exc),
+                           "not_run": [r.name for r in runs[k:]]}
+                logger.error("%s failed; writing the index of the %d notebook(s) that ran",
+                             run.name, len(pages))
+                break
     finally:
         for key, value in saved_env.items():
             if value is None:
@@ -394,11 +404,17 @@ def run_profile(
     meta = {**state, "profile": profile, "only": list(only or []),
             "overrides": overrides, "shipped_results": shipped,
             "out_root": _display_path(out_root), "parameters": executed,
+            "failed": failure,
             "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     (run_dir / "summary.json").write_text(json.dumps({"_run": meta, **summary}, indent=2,
                                                      default=str))
     _collect_claims(out_root / OUTPUT_DIRS["results_dir"], run_dir)
     write_index(run_dir, pages, profile=profile)
+    if failure is not None:
+        rest = (f"; not run: {', '.join(failure['not_run'])}" if failure["not_run"] else "")
+        raise ReproduceError(f"{failure['error']}\nthe {len(pages)} notebook(s) that ran before "
+                             f"it have their pages, index.html and summary.json in "
+                             f"{_display_path(run_dir)}{rest}")
     return summary
 
 
@@ -629,6 +645,11 @@ def write_index(run_dir: str | Path, pages: list[dict[str, Any]], profile: str =
     varied = (f" Parameters changed from the profile: <code>{esc(json.dumps(overrides))}</code>."
               if overrides else "")
     written = meta.get("written") or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    failed = meta.get("failed")
+    failed_html = "" if not failed else (
+        f"<p class='failed'><b>Notebook {esc(failed['notebook'])} failed</b>; the run stopped "
+        f"there{' (not run: ' + esc(', '.join(failed['not_run'])) + ')' if failed.get('not_run') else ''}."
+        f"</p>\n<pre>{esc(failed['error'])}</pre>")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>CARB run {esc(run_name)}</title>
 <style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}
@@ -639,6 +660,7 @@ tr.not-testable td{{color:#555}}</style></head><body>
 <h1>CARB: the study's notebooks, executed</h1>
 <p>Commit <code class="commit">{esc(commit)}</code>{esc(dirty)}; profile <b>{esc(profile or meta.get("profile") or "?")}</b>;
 run <code>{esc(run_name)}</code>, written {esc(written)} by <code>carb reproduce</code>.{varied}</p>
+{failed_html}
 {_claims_html(run_dir)}
 <h2>Notebooks</h2>
 <p>Each page is one notebook as executed by papermill (inputs, tables, figures); nothing needs

@@ -85,7 +85,7 @@ def zoo_predict(
     cache_dir: Path | None = _ZOO_CACHE,
     force: bool = _ZOO_FORCE,
 ) -> None:
-    """Predict latency and peak memory of zoo networks with intervals and the extrapolated flag."""
+    """Predict latency and peak memory (and energy where the model predicts it) of zoo networks with intervals and the extrapolated flag."""
     from carb_lib.core.tables import write_table
     from carb_lib.ensemble import load_model
     from carb_lib.ensemble.routing import routed
@@ -117,7 +117,7 @@ def zoo_screen(
     precisions: str = _ZOO_PRECISIONS,
     resolutions: str = _ZOO_RES,
     budget: list[str] | None = typer.Option(None, "--budget", help="e.g. 'latency_ms<=10', 'peak_mem_mib<=200' (repeatable)."),
-    objective: list[str] | None = typer.Option(None, "--objective", help="Cost to minimise, or max:COLUMN (repeatable; default latency_ms, peak_mem_mib)."),
+    objective: list[str] | None = typer.Option(None, "--objective", help="Cost to minimise, or max:COLUMN (repeatable; default latency_ms, peak_mem_mib, and energy_j where the model predicts it)."),
     quality: str = typer.Option("imagenet_acc1", "--quality", help="Column to maximise: the published ImageNet acc@1 (imagenet_acc1), or imagenet_acc5."),
     coverage: float = typer.Option(DEFAULT_COVERAGE, help="Conformal coverage of the upper bounds."),
     k: int = typer.Option(10, help="Shortlist size."),
@@ -140,7 +140,7 @@ def zoo_screen(
     check_coverage(m, coverage, model)
     spec = scr.DeploymentSpec(
         platform=getattr(m, "platform_", None), budgets=budget or [],
-        objectives=objective or ["latency_ms", "peak_mem_mib"], quality=quality,
+        objectives=objective or scr.default_objectives(m), quality=quality,
         coverage=coverage, k=k, shortlist_method=method,
     )
     cands = _zoo_candidates(networks, batches, precisions, resolutions, cache_dir)
@@ -148,7 +148,7 @@ def zoo_screen(
     paths = result.write(out, backup=backup)
     typer.echo(result.summary_text())
     cols = [c for c in ("network", "resolution", "batch", "precision", "latency_ms_hi",
-                        "peak_mem_mib_hi", quality) if c in result.shortlist.columns]
+                        "peak_mem_mib_hi", "energy_j_hi", quality) if c in result.shortlist.columns]
     if len(result.shortlist):
         typer.echo(result.shortlist[cols].to_string(index=False))
     typer.echo("wrote " + ", ".join(str(p) for p in paths))

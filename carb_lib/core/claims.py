@@ -126,6 +126,10 @@ INTERVAL_METHODS: dict[str, str] = {
     "fp16_": "bootstrap percentile over pairs",
     "small_batch_": "bootstrap percentile over pairs",
     "transfer_slope_": "interquartile range over pairs",
+    # the energy claims on every row of a GPU (carb_lib.screening.energy_claims)
+    "lobto_r2_energy_j_all_families": "t interval over model seeds",
+    "screening_budget_accuracy_": "t interval over random splits",
+    "screening_false_accept_rate_": "t interval over random splits",
 }
 #: Columns of the reviewer table (:func:`reviewer_table`). ``target`` / ``target source``: the
 #: value and origin of a target the project set itself (``paper (reported)`` stays empty).

@@ -54,6 +54,8 @@ __all__ = [
     "FEW_SHOT_METHODS",
     "CrossFamilyResult",
     "cross_family_evaluation",
+    "cross_family_targets",
+    "fitting_ks",
     "family_candidates",
     "issue_targets",
     "law_comparison",
@@ -63,8 +65,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Targets evaluated (CPU rows carry no energy).
+#: Targets evaluated on every platform (CPU rows carry no energy); :func:`cross_family_targets`
+#: adds ``energy_j`` where the rows hold it (GPU rows).
 CROSS_FAMILY_TARGETS: tuple[str, ...] = ("peak_mem_mib", "latency_ms")
+#: Targets judged where every ok row of both the source and the new families holds them.
+MEASURED_ONLY_TARGETS: tuple[str, ...] = ("energy_j",)
 #: Few-shot methods of :func:`carb_lib.transfer.pairwise.recalibrate` evaluated, source-based first, then
 #: the two baselines that use the k rows alone.
 FEW_SHOT_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "offset", "target_only",
@@ -116,6 +121,46 @@ def prepare_rows(df: pd.DataFrame, targets: Sequence[str] = CROSS_FAMILY_TARGETS
         keep &= np.isfinite(y) & (y > 0)
     out = df.loc[keep].reset_index(drop=True)
     return fill_static_features(out, (*STATIC_FEATURES, *EXTRA_STATIC_FEATURES))
+
+
+def cross_family_targets(source: pd.DataFrame, target: pd.DataFrame) -> tuple[str, ...]:
+    """:data:`CROSS_FAMILY_TARGETS`, and ``energy_j`` where every ok row of ``source`` and
+    ``target`` holds a finite value > 0 (the GPU campaigns; CPU rows carry none)."""
+    out = list(CROSS_FAMILY_TARGETS)
+    for t in MEASURED_ONLY_TARGETS:
+        held = []
+        for df in (source, target):
+            ok = df["status"].astype(str).eq("ok") if "status" in df.columns else \
+                pd.Series(True, df.index)
+            y = pd.to_numeric(df[t], errors="coerce")[ok] if t in df.columns else pd.Series([])
+            held.append(len(y) > 0 and bool((np.isfinite(y) & (y > 0)).all()))
+        if all(held):
+            out.append(t)
+    return tuple(out)
+
+
+def fitting_ks(target: pd.DataFrame, ks: Sequence[int], n_seeds: int,
+               targets: Sequence[str] = CROSS_FAMILY_TARGETS,
+               test_fraction: float = 0.3) -> tuple[list[int], list[str]]:
+    """The values of ``ks`` that every family of ``target`` allows under the splits of
+    :func:`cross_family_evaluation` (its training part holds at least k rows for every seed),
+    and one note per value left out, naming the smallest family's training part."""
+    rows = prepare_rows(target, targets)
+    smallest: dict[str, int] = {}
+    for family, g in rows.groupby(rows["family"].astype(str), sort=True):
+        g = g.reset_index(drop=True)
+        smallest[family] = min(
+            int((grouped_split(g, (1 - test_fraction, 0.0, test_fraction),
+                               random_state=seed).to_numpy() == "train").sum())
+            for seed in range(max(1, int(n_seeds))))
+    if not smallest:
+        return [], [f"no ok rows with {', '.join(targets)} in the new families"]
+    family, pool = min(smallest.items(), key=lambda kv: (kv[1], kv[0]))
+    kept = [int(k) for k in ks if int(k) <= pool]
+    notes = [f"k = {int(k)} left out: family {family!r} has {pool} training rows (of "
+             f"{int((rows['family'].astype(str) == family).sum())}) in its smallest split"
+             for k in ks if int(k) > pool]
+    return kept, notes
 
 
 def _score_rows(seed, family, target, model, k, n_train, y, p) -> dict[str, Any]:

@@ -452,16 +452,20 @@ def _interval(r: Any, t: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
 
 
 def format_predictions(pred: pd.DataFrame) -> str:
-    """One line per row: network, resolution, batch, precision, latency and peak memory with
-    their intervals, accuracy, and ``extrapolated`` where the model extrapolates."""
+    """One line per row: network, resolution, batch, precision, latency and peak memory (and
+    energy, where the model predicts it) with their intervals, accuracy, and ``extrapolated``
+    where the model extrapolates."""
+    energy = "energy_j_pred" in pred.columns
     head = (f"{'network':<20} {'px':>4} {'batch':>5} {'prec':<4}  {'latency ms [lo, hi]':<26} "
-            f"{'peak MiB [lo, hi]':<26} {'acc@1':>6}")
+            f"{'peak MiB [lo, hi]':<26} " + (f"{'energy J [lo, hi]':<26} " if energy else "")
+            + f"{'acc@1':>6}")
     lines = [head]
     for _, r in pred.iterrows():
         flag = "  extrapolated" if bool(r.get("extrapolated", False)) else ""
+        joules = f"{_interval(r, 'energy_j', fmt='{:.3g}'):<26} " if energy else ""
         lines.append(f"{r['network']:<20} {int(r['resolution']):>4} {int(r['batch']):>5} "
                      f"{r['precision']:<4}  {_interval(r, 'latency_ms'):<26} "
-                     f"{_interval(r, 'peak_mem_mib'):<26} {r[ACC1]:>6.2f}{flag}")
+                     f"{_interval(r, 'peak_mem_mib'):<26} {joules}{r[ACC1]:>6.2f}{flag}")
     return "\n".join(lines)
 
 

@@ -58,6 +58,7 @@ from carb_lib.screening.budgets import (
     Budget,
     DeploymentSpec,
     Objective,
+    default_objectives,
 )
 from carb_lib.screening.hardware import (
     CONFIG_KEYS,
@@ -116,6 +117,7 @@ __all__ = [
     "ShortlistError",
     "check_model",
     "crowding_distance",
+    "default_objectives",
     "default_scenarios",
     "format_hardware",
     "format_validation",

@@ -24,7 +24,7 @@ import numpy as np
 from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGET_SHORT, TARGET_UNITS, TARGETS
 
 __all__ = ["BUDGET_METRICS", "PER_SAMPLE_TARGETS", "QUALITY_PROXY", "TARGETS", "Budget",
-           "DeploymentSpec", "Objective"]
+           "DeploymentSpec", "Objective", "default_objectives"]
 
 #: Metrics a budget may name (targets and per-sample variants, divided by ``batch``).
 PER_SAMPLE_TARGETS: tuple[str, ...] = ("energy_j", "latency_ms")
@@ -201,6 +201,23 @@ class Objective:
         if s in BUDGET_METRICS and sense == "max":
             raise ValueError(f"objective {text!r}: costs are minimised, not maximised")
         return cls(column=s, sense=sense)
+
+
+#: Costs a screen minimises when none is named: latency and peak memory, and energy where
+#: the model predicts it (:func:`default_objectives`).
+DEFAULT_OBJECTIVES: tuple[str, ...] = ("latency_ms", "peak_mem_mib", "energy_j")
+
+
+def default_objectives(model: Any) -> list[str]:
+    """The costs to minimise when the user names none: those of :data:`DEFAULT_OBJECTIVES`
+    that ``model`` predicts (its ``targets_``), latency and peak memory at least.
+
+    >>> class M: targets_ = ["peak_mem_mib", "energy_j", "latency_ms"]
+    >>> default_objectives(M())
+    ['latency_ms', 'peak_mem_mib', 'energy_j']
+    """
+    have = set(getattr(model, "targets_", None) or ())
+    return [t for t in DEFAULT_OBJECTIVES if t in have or t != "energy_j"]
 
 
 # ============================================================================ spec
