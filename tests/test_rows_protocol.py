@@ -292,6 +292,8 @@ def test_screen_validate_times_the_shortlist_under_the_models_protocol(files, tm
     assert res.exit_code == 0, res.output
     assert seen and seen[0].describe() == "1 thread, default heap (cpu)"
     assert "under the rows' protocol: 1 thread, default heap (cpu)" in res.output
+    summary = json.loads((tmp_path / "s_summary.json").read_text())
+    assert summary["protocol"] == "1 thread, default heap (cpu)"
     res = runner.invoke(app, ["screen", "--model", str(model), "--candidates",
                               str(tmp_path / "c.csv"), "--out", str(tmp_path / "t.csv"), "--k", "2",
                               "--validate", "--device", "cuda"])

@@ -29,15 +29,6 @@ def _calibrated(model: Any, calibrate: bool, budget_s: float, echo) -> Any:
     return CalibratedModel(model, cal)
 
 
-def _record_calibration(summary_json: Path, cal: Any) -> None:
-    """Add the host calibration to a shortlist's ``_summary.json``."""
-    import json
-
-    data = json.loads(summary_json.read_text()) if summary_json.is_file() else {}
-    data["host_calibration"] = cal.to_dict()
-    summary_json.write_text(json.dumps(data, indent=2, default=str))
-
-
 def run_screen(
         *, model, model_b, top_n, rank_by, candidates, n_extended, seed, budget, objective,
         quality, no_quality, coverage, k, method, out, fig_dir, measured, validate, device,
@@ -124,10 +115,14 @@ def run_screen(
     # scored before anything is written: a --measured that cannot be scored writes nothing
     v = (scr.validate_against_measured(m_deploy, held_out, spec, model_a=m_a, top_n=top_n)
          if measured is not None else None)
-    paths = result.write(out, backup=backup)
+    from carb_lib.measure.protocol import model_protocol
+
+    result.extra["protocol"] = model_protocol(m_deploy).describe()
     if calibrate:  # the factor and its spread go into the summary beside the shortlist
-        _record_calibration(summary_json, m_deploy.calibration_)
+        result.extra["host_calibration"] = m_deploy.calibration_.to_dict()
+    paths = result.write(out, backup=backup)
     echo(result.summary_text())
+    echo(f"protocol: predictions for {result.extra['protocol']}")
     echo("wrote " + ", ".join(str(p) for p in paths))
     if fig_dir is not None:
         from carb_lib import plots

@@ -98,12 +98,15 @@ def zoo_predict(
     from carb_lib.app.cli_checks import check_coverage
 
     check_coverage(m, coverage, model)
+    from carb_lib.measure.protocol import model_protocol
+
     pred = zoo.predict_zoo(m, _zoo_candidates(networks, batches, precisions, resolutions,
                                               cache_dir), coverage)
+    pred["protocol"] = model_protocol(m).describe()
     typer.echo(zoo.format_predictions(pred))
     n_ext = int(pred["extrapolated"].sum()) if "extrapolated" in pred.columns else 0
     typer.echo(f"{len(pred)} rows, model platform {m.platform_}, coverage {coverage}, "
-               f"{n_ext} flagged extrapolated")
+               f"{n_ext} flagged extrapolated; predictions for {model_protocol(m).describe()}")
     if out is not None:
         write_table(pred, out, "--out", backup=backup)
         typer.echo(f"wrote {out}")
@@ -145,6 +148,9 @@ def zoo_screen(
     )
     cands = _zoo_candidates(networks, batches, precisions, resolutions, cache_dir)
     result = scr.screen(m, cands, spec)
+    from carb_lib.measure.protocol import model_protocol
+
+    result.extra["protocol"] = model_protocol(m).describe()
     paths = result.write(out, backup=backup)
     typer.echo(result.summary_text())
     cols = [c for c in ("network", "resolution", "batch", "precision", "latency_ms_hi",

@@ -39,6 +39,9 @@ class ScreeningResult:
         Seconds per stage.
     notes : list of str
         Human-readable remarks (capacity proxy, tightest budget, ...).
+    extra : dict
+        More JSON-ready keys of the summary (``carb screen`` adds the protocol its model
+        predicts for and the host calibration).
     """
 
     spec: DeploymentSpec
@@ -50,6 +53,7 @@ class ScreeningResult:
     notes: list[str] = field(default_factory=list)
     platform: str | None = None
     platform_a: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def front(self) -> pd.DataFrame:
@@ -80,6 +84,7 @@ class ScreeningResult:
             "tightest_budget": self.tightest_budget,
             "timings_s": {k: round(v, 6) for k, v in self.timings_s.items()},
             "notes": list(self.notes),
+            **self.extra,
         }
 
     def summary_text(self) -> str:
