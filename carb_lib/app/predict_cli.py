@@ -46,7 +46,6 @@ def run_screen(
     if validate and not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(device)):
         raise ValueError(f"--device {device}: not a device --validate can measure on; use "
                          "auto, cpu, cuda or cuda:N")
-    summary_json = out.with_name(f"{out.stem}_summary.json")
     backup = scr.check_shortlist_outs(  # the output rule for the shortlist and its companions
         out, force, "carb screen", inputs=inputs,
         extra=[out.with_name(f"{out.stem}_hardware.csv")] if validate else [])
