@@ -49,6 +49,7 @@ distinct_scaling above 0 | divergence_ about 0.25 | fp16_ about 0.25 | small_bat
 transfer_slope_ about 0.25 | cpu_transfer_zero_shot_ape_over_noise at_most 0
 cpu_transfer_few_shot_k10_ape_over_noise at_most 0 | cpu_transfer_zero_shot_spearman at_least 0
 platform_latency_mape_over_noise at_most 0 | platform_small_batch_r2 at_least 0
+host_calibration_ape_change_pp at_most 0
 """
 
 

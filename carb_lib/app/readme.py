@@ -667,6 +667,26 @@ def screening_by_family(results: Path) -> str:
                                            "cross_family/screening_shortlist_summary.json")
 
 
+def host_calibration(results: Path) -> str:
+    s = _read(results, "transfer/host_calibration_summary.csv").set_index("calibration")
+    names = {"none": "none", "ladder": "the model's ladder (`--calibrate`)",
+             "reference": "3 reference rows of the other campaign",
+             "configs": "5 queried configs (`--calibrate-on-query 5`)"}
+    out = ["| calibration | median APE % | within ±10 % | interval coverage (nominal "
+           f"{s['nominal'].iloc[0]:.0%}) | factor applied | change of median APE, pp (95 % CI "
+           "over pairs) |", "|---|---|---|---|---|---|"]
+    for cal, r in s.iterrows():
+        change = ("" if cal == "none" else f"{r['ape_change_pp']:+.1f} "
+                  f"[{r['ape_change_ci_low']:+.1f}, {r['ape_change_ci_high']:+.1f}]")
+        out.append(f"| {names.get(cal, cal)} | {r['median_ape_pct']:.1f} | "
+                   f"{r['within_10pct']:.0%} | {r['coverage']:.0%} | "
+                   f"{'' if cal == 'none' else format(r['applied_share'], '.0%')} | {change} |")
+    n = s["n_pairs"].iloc[0]
+    return ("\n".join(out) + f"\n\nMean over {n} ordered campaign pairs, "
+            f"{int(s['n_seeds'].iloc[0])} model seeds each.\n"
+            + _source("transfer/host_calibration_summary.csv"))
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "headline": headline,
     "fewshot": fewshot,
@@ -691,6 +711,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "platforms": platforms_block,
     "platforms-splits": platforms_splits_block,
     "field": field_block,
+    "host-calibration": host_calibration,
 }
 
 #: The pages that hold generated blocks, relative to the repository root (README.md's folder).
