@@ -348,14 +348,41 @@ def transfer_summary(results: Path) -> str:
             "cross-GPU pairs).\n" + _source("transfer/pairwise.csv", "claims.csv"))
 
 
-def fewshot(results: Path) -> str:
-    h = _read(results, "transfer/help_comparison.csv")
-    out = ["| k = 10, Spearman | ours (on HELP's shipped devices) | HELP (reported, on its own "
-           "unseen devices) |", "|---|---|---|"]
+def _fewshot_rows(h: pd.DataFrame) -> list[str]:
+    out = []
     for _, r in h.iterrows():
         bold = "**" if r["group"] == "mean over devices" else ""
-        out.append(f"| {r['group']} | {bold}{r['ours']:.3f}{bold} | {r['help_reported']:.3f} |")
-    return "\n".join(out) + "\n" + _source("transfer/help_comparison.csv")
+        helped = "not reported" if pd.isna(r["help_reported"]) else f"{r['help_reported']:.3f}"
+        b = r.get("batch")
+        label = r["group"] if pd.isna(b) or "batch" in str(r["group"]) else \
+            f"{r['group']} (batch {int(b)})"
+        out.append(f"| {label} | {bold}{r['ours']:.3f}{bold} | {helped} |")
+    return out
+
+
+def _fewshot_header(h: pd.DataFrame) -> list[str]:
+    chosen = "ours" if "ours_default" not in h.columns else \
+        "ours (method chosen on the other devices)"
+    return [f"| k = 10, Spearman | {chosen} | HELP (reported, on its own unseen devices) |",
+            "|---|---|---|"]
+
+
+def fewshot(results: Path) -> str:
+    h = _read(results, "transfer/help_comparison.csv")
+    main = h[~h["group"].str.contains("batch")]
+    return "\n".join(_fewshot_header(h) + _fewshot_rows(main)) + "\n" + \
+        _source("transfer/help_comparison.csv")
+
+
+def fewshot_batches(results: Path) -> str:
+    h = _read(results, "transfer/help_comparison.csv")
+    rest = h[h["group"].str.contains("batch")]
+    methods = sorted({str(m).split(": ")[-1] for m in h.get("our_method", pd.Series(dtype=str))
+                      .dropna() if str(m).startswith("chosen")})
+    note = (f"\nFew-shot methods chosen on the other devices (over every target): "
+            f"{', '.join(methods)}.\n" if methods else "")
+    return "\n".join(_fewshot_header(h) + _fewshot_rows(rest)) + "\n" + note + \
+        _source("transfer/help_comparison.csv")
 
 
 def screening(results: Path) -> str:
@@ -690,6 +717,7 @@ def host_calibration(results: Path) -> str:
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "headline": headline,
     "fewshot": fewshot,
+    "fewshot-batches": fewshot_batches,
     "screening": screening,
     "static-features-bench": static_features_bench,
     "allocator": allocator_check,
