@@ -60,12 +60,17 @@ def test_the_block_is_registered_and_placed_in_memory_md():
     assert "<!-- carb:allocator-precision -->" in page
 
 
-def test_by_precision_sums_the_files_of_each_platform():
+def _check_allocator():
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("check_allocator",
                                                   root / "benchmarks" / "check_allocator.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_by_precision_sums_the_files_of_each_platform():
+    mod = _check_allocator()
     files = pd.DataFrame([
         {"platform": "cpu_x", "rows_fp32": 10, "exact_fp32": 10, "rows_fp16": 4,
          "exact_fp16": 3, "max_rel_err_pct_fp32": 0.0, "max_rel_err_pct_fp16": 2.0},
@@ -83,15 +88,6 @@ def test_by_precision_sums_the_files_of_each_platform():
     x32 = t.iloc[0]
     assert (x32["files"], x32["rows"], x32["exact_rows"], x32["exact_share"]) == (2, 15, 15, 1.0)
     assert t.iloc[2]["exact_share"] == pytest.approx(2 / 3)
-
-
-def _check_allocator():
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("check_allocator",
-                                                  root / "benchmarks" / "check_allocator.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_a_config_re_measured_in_several_files_counts_as_one_pair_exact_only_if_every_row_is():
