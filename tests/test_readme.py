@@ -270,3 +270,15 @@ def test_readme_and_docs_call_the_second_measurement_re_measurement_noise_never_
     assert not hits, f"'ceiling' for the re-measurement noise in {hits}"
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "re-measurement noise" in readme and "1/√2" in readme
+
+
+def test_the_small_batch_headline_puts_the_strict_kernel_law_in_bold(tmp_path):
+    from carb_lib.app.readme import small_batch_headline
+
+    (tmp_path / "carb/cpu_x").mkdir(parents=True)
+    pd.DataFrame({"split": ["batch_small"] * 3, "law": ["roofline", "kernel", "kernel_strict"],
+                  "r2": [0.8, 0.95, 0.82]}).to_csv(tmp_path / "carb/cpu_x/kernel_law_strict.csv",
+                                                   index=False)
+    line = small_batch_headline(tmp_path, "cpu_x", 0.8, 0.95)
+    assert "kernel law **0.820** with no operator timed at a held-out batch" in line
+    assert "(0.950 with operators timed at every batch)" in line

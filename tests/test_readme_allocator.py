@@ -117,3 +117,4 @@ def test_the_headline_counts_distinct_pairs_when_the_check_wrote_them(tmp_path):
         tmp_path / "benchmarks/allocator_exact_by_precision.csv", index=False)
     line = alloc_headline(alloc, 9, 10, tmp_path)
     assert "**6 of 7** distinct (platform, config) pairs (10 measured rows in 2 files" in line
+
