@@ -9,7 +9,8 @@ estimate ``param_bytes + peak_act_bytes``; and the meta-device simulation
 (:func:`carb_lib.families.allocator.simulate_peak`) on a seeded sample of rows. Writes
 ``results/benchmarks/allocator_check.csv`` (one row per dataset),
 ``results/benchmarks/allocator_exact_by_precision.csv`` (the same rows summed per platform and
-precision: :func:`by_precision`) and
+precision: :func:`by_precision`, with the distinct (platform, config) pairs beside them, a
+config re-measured in several files counted once: :func:`distinct_pairs`) and
 ``results/benchmarks/allocator_speed.csv`` (static features of 1M extended-space configs and
 of 100k configs per new family, cold caches, median of ``--repeats``). Both of the model's
 oneDNN channel blocks are checked (8 on AVX2, 16 on AVX-512: ``exact_rows_block8/16``), and
@@ -86,7 +87,10 @@ def _simulate_row(row: pd.Series, block: int = 8) -> int:
     return simulate_peak(model, shape, precision=cfg.precision, block=block).peak_bytes
 
 
-def check(path: Path, n_sim: int, seed: int) -> dict:
+def check(path: Path, n_sim: int, seed: int, rows_out: list | None = None) -> dict:
+    """The check of one file (one row of ``allocator_check.csv``); with ``rows_out``, its rows'
+    ``platform``, ``config_id``, ``precision`` and ``exact`` (the learned variant's peak within
+    1 byte) are appended to it as one frame (:func:`distinct_pairs`)."""
     from carb_lib.core.vocab import ALLOC_FEATURES
     from carb_lib.dataset.features import static_features
     from carb_lib.ensemble.base_models import fit_base_law
@@ -105,6 +109,11 @@ def check(path: Path, n_sim: int, seed: int) -> dict:
     pred = feats[ALLOC_FEATURES[block]].to_numpy()
     old = (feats["param_bytes"] + feats["peak_act_bytes"]).to_numpy(dtype=float)
     rel = np.abs(pred / meas - 1)
+    if rows_out is not None:
+        rows_out.append(pd.DataFrame({"platform": df["platform"].astype(str).to_numpy(),
+                                      "config_id": df["config_id"].astype(str).to_numpy(),
+                                      "precision": df["precision"].astype(str).to_numpy(),
+                                      "exact": exact[block]}))
     sample = df.sample(min(n_sim, len(df)), random_state=seed)
     t0 = time.perf_counter()
     exact_sim = sum(abs(_simulate_row(row, block) - row["peak_mem_mib"] * 2**20) <= 1
@@ -159,6 +168,20 @@ def by_precision(table: pd.DataFrame) -> pd.DataFrame:
                                       "exact_share", "max_rel_err_pct"])
 
 
+def distinct_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Distinct (platform, config) pairs per platform and precision over the rows of every
+    file (a config re-measured in reference, audit or noise files counts once): ``pairs`` and
+    ``exact_pairs`` (every row of the pair exact to the byte)."""
+    per = rows.groupby(["platform", "precision", "config_id"], sort=True)["exact"].all()
+    g = per.groupby(level=["platform", "precision"])
+    return pd.DataFrame({"pairs": g.size(), "exact_pairs": g.sum().astype(int)}).reset_index()
+
+
+def with_pairs(prec: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`by_precision`'s table with the :func:`distinct_pairs` columns beside it."""
+    return prec.merge(distinct_pairs(rows), on=["platform", "precision"], how="left")
+
+
 def speed(repeats: int) -> pd.DataFrame:
     import importlib
 
@@ -203,9 +226,9 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path("data"),
                     help="every measured file under it is checked (glob)")
     args = ap.parse_args()
-    rows = []
+    rows, row_frames = [], []
     for p in measured_files(args.data_dir):
-        r = check(p, args.n_sim, args.seed)
+        r = check(p, args.n_sim, args.seed, rows_out=row_frames)
         rows.append(r)
         print(f"{p}: {r['exact_rows']:,}/{r['rows']:,} rows exact to the byte "
               f"(max error {r['max_rel_err_pct']:.3g} %; byte estimate MAPE "
@@ -217,7 +240,7 @@ def main() -> None:
     table = pd.DataFrame(rows)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out_dir / "allocator_check.csv", index=False)
-    prec = by_precision(table)
+    prec = with_pairs(by_precision(table), pd.concat(row_frames, ignore_index=True))
     prec.to_csv(args.out_dir / "allocator_exact_by_precision.csv", index=False)
     print(f"\n{len(table)} files, {table['rows'].sum():,} ok rows; exact to the byte by platform "
           "and precision (files, rows exact / rows, share, largest relative error of a row):")
@@ -225,7 +248,9 @@ def main() -> None:
         print(f"  {r['platform']:>18} {r['precision']}: {r['files']} files, "
               f"{r['exact_rows']:,}/{r['rows']:,} ({100 * r['exact_share']:.2f} %), "
               f"max error {r['max_rel_err_pct']:.3g} %")
-    print(f"  {'all':>18}: {table['exact_rows'].sum():,}/{table['rows'].sum():,}")
+    print(f"  {'all':>18}: {table['exact_rows'].sum():,}/{table['rows'].sum():,} rows, "
+          f"{prec['exact_pairs'].sum():,}/{prec['pairs'].sum():,} distinct (platform, config) "
+          "pairs")
     if not args.skip_speed:
         speed(args.repeats).to_csv(args.out_dir / "allocator_speed.csv", index=False)
 

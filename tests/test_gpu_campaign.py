@@ -129,3 +129,23 @@ def test_the_gpu_window_default_rests_on_the_shipped_noise_files(repo_root):
     assert (round(ratio["3"]["p10"], 3), round(ratio["3"]["p90"], 3)) == (0.993, 1.001)
     doc = " ".join(Protocol.__doc__.split())
     assert "17.8 % (0.5 s windows) to 9.6 % (3 s)" in doc and "0.976-1.022 to 0.993-1.001" in doc
+
+
+def test_the_gpu_window_runs_were_minutes_apart_and_every_config_moved_between_them(repo_root):
+    """The confound stated beside the window numbers (Protocol docstring, docs/gpu.md): the two
+    noise runs' gap and how far each config's median moved between them."""
+    from carb_lib.measure.profiling import Protocol
+
+    d = repo_root / "data" / "noise"
+    runs = [pd.read_parquet(d / f"gpu_nvidia_h200_spread_window{w}s.parquet") for w in ("0.5", "3")]
+    t = [pd.to_datetime(r["measured_at"]) for r in runs]
+    assert round((t[1].min() - t[0].max()).total_seconds() / 60) == 7
+    med = [r.groupby("config_id")[["latency_ms", "energy_j"]].median() for r in runs]
+    moved = (med[1] / med[0]).dropna()
+    assert len(moved) == 10
+    assert (round(moved["latency_ms"].min(), 1), round(moved["latency_ms"].max(), 1)) == (1.2, 2.2)
+    assert (round(moved["energy_j"].min(), 1), round(moved["energy_j"].max(), 1)) == (1.2, 1.9)
+    doc = " ".join(Protocol.__doc__.split())
+    page = " ".join((repo_root / "docs" / "gpu.md").read_text(encoding="utf-8").split())
+    for text in (doc, page):
+        assert "7 minutes apart" in text and "1.2-2.2x" in text and "(energy 1.2-1.9x)" in text

@@ -82,3 +82,13 @@ def test_notebook_02_quick(tmp_path):
     assert paper.at["transfer_slope_latency", "testable"]
     assert 0.2 < paper.at["transfer_slope_latency", "our_value"] < 5
     assert rec["claim/transfer_slope_latency"]["testable"] is True
+    # part 3: host calibration on the four campaigns of one protocol, 12 ordered pairs
+    cal = pd.read_csv(out / "results/transfer/host_calibration_summary.csv").set_index("calibration")
+    assert set(cal.index) == {"none", "ladder", "reference", "configs"}
+    assert (cal["n_pairs"] == 12).all()
+    assert rec["host_calibration_ape_change_pp"]["ape_change_pp"] == pytest.approx(
+        cal.at["ladder", "ape_change_pp"], rel=1e-9)
+    row = paper.loc["host_calibration_ape_change_pp"]
+    assert row["n"] == 12 and row["target_value"] == 0.0
+    assert row["our_ci_low"] <= row["our_value"] <= row["our_ci_high"]
+    assert (out / "results/transfer/host_calibration.csv").exists()

@@ -285,3 +285,15 @@ def test_every_figure_the_readme_says_a_notebook_writes_exists(repo_root):
     assert names
     missing = [n for n in names if not list((repo_root / "figures").glob(f"{n.rstrip('*')}*"))]
     assert not missing, f"the README names figures no run writes: {missing}"
+
+
+def test_the_small_batch_headline_puts_the_strict_kernel_law_in_bold(tmp_path):
+    from carb_lib.app.readme import small_batch_headline
+
+    (tmp_path / "carb/cpu_x").mkdir(parents=True)
+    pd.DataFrame({"split": ["batch_small"] * 3, "law": ["roofline", "kernel", "kernel_strict"],
+                  "r2": [0.8, 0.95, 0.82]}).to_csv(tmp_path / "carb/cpu_x/kernel_law_strict.csv",
+                                                   index=False)
+    line = small_batch_headline(tmp_path, "cpu_x", 0.8, 0.95)
+    assert "kernel law **0.820** with no operator timed at a held-out batch" in line
+    assert "(0.950 with operators timed at every batch)" in line

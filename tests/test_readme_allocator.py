@@ -60,12 +60,17 @@ def test_the_block_is_registered_and_placed_in_memory_md():
     assert "<!-- carb:allocator-precision -->" in page
 
 
-def test_by_precision_sums_the_files_of_each_platform():
+def _check_allocator():
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("check_allocator",
                                                   root / "benchmarks" / "check_allocator.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_by_precision_sums_the_files_of_each_platform():
+    mod = _check_allocator()
     files = pd.DataFrame([
         {"platform": "cpu_x", "rows_fp32": 10, "exact_fp32": 10, "rows_fp16": 4,
          "exact_fp16": 3, "max_rel_err_pct_fp32": 0.0, "max_rel_err_pct_fp16": 2.0},
@@ -83,3 +88,33 @@ def test_by_precision_sums_the_files_of_each_platform():
     x32 = t.iloc[0]
     assert (x32["files"], x32["rows"], x32["exact_rows"], x32["exact_share"]) == (2, 15, 15, 1.0)
     assert t.iloc[2]["exact_share"] == pytest.approx(2 / 3)
+
+
+def test_a_config_re_measured_in_several_files_counts_as_one_pair_exact_only_if_every_row_is():
+    mod = _check_allocator()
+    rows = pd.DataFrame([
+        # c1 stored and re-measured, both exact; c2 stored exact, re-measured one byte off
+        ("cpu_x", "c1", "fp32", True), ("cpu_x", "c1", "fp32", True),
+        ("cpu_x", "c2", "fp32", True), ("cpu_x", "c2", "fp32", False),
+        ("cpu_x", "c3", "fp16", True), ("cpu_y", "c1", "fp32", True),
+    ], columns=["platform", "config_id", "precision", "exact"])
+    t = mod.distinct_pairs(rows).set_index(["platform", "precision"])
+    assert (t.at[("cpu_x", "fp32"), "pairs"], t.at[("cpu_x", "fp32"), "exact_pairs"]) == (2, 1)
+    assert (t.at[("cpu_x", "fp16"), "pairs"], t.at[("cpu_y", "fp32"), "pairs"]) == (1, 1)
+
+
+def test_the_headline_counts_distinct_pairs_when_the_check_wrote_them(tmp_path):
+    from carb_lib.app.readme import alloc_headline
+
+    alloc = pd.DataFrame({"rows": [6, 4], "exact_rows": [5, 4], "max_rel_err_pct": [1.5, 0.0]})
+    (tmp_path / "benchmarks").mkdir()
+    prec = pd.DataFrame({"platform": ["cpu_x"], "precision": ["fp32"], "files": [2],
+                         "rows": [10], "exact_rows": [9], "exact_share": [0.9],
+                         "max_rel_err_pct": [1.5]})
+    prec.to_csv(tmp_path / "benchmarks/allocator_exact_by_precision.csv", index=False)
+    assert "**9 of 10** measured rows (2 files" in alloc_headline(alloc, 9, 10, tmp_path)
+    prec.assign(pairs=[7], exact_pairs=[6]).to_csv(
+        tmp_path / "benchmarks/allocator_exact_by_precision.csv", index=False)
+    line = alloc_headline(alloc, 9, 10, tmp_path)
+    assert "**6 of 7** distinct (platform, config) pairs (10 measured rows in 2 files" in line
+

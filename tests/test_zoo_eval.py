@@ -231,6 +231,39 @@ def test_every_zoo_row_is_predicted_by_models_that_never_saw_its_network():
     assert mem.loc["leave_network_out", "median_ape_pct"] < 0.5
     assert mem.loc["flops_only", "exact_share"] < 0.1 and mem.loc["flops_only",
                                                                   "median_ape_pct"] > 5
+    # the out-of-fold model (the zoo screening's) predicts as the fold that held the network out
+    got = ev.out_of_fold_model().predict(zoo)
+    lno = p[p["method"] == "leave_network_out"].pivot(index="config_id", columns="target",
+                                                       values="predicted")
+    for t in ("latency_ms", "peak_mem_mib"):
+        np.testing.assert_allclose(got[t].to_numpy(float),
+                                   lno.loc[zoo["config_id"], t].to_numpy(float), rtol=1e-12)
+
+
+class _Const:
+    """A stand-in fold model: predicts its own number for every row."""
+
+    targets_ = ("latency_ms",)
+
+    def __init__(self, v):
+        self.v = v
+
+    def predict(self, X):
+        return pd.DataFrame({"latency_ms": np.full(len(X), self.v, dtype=float)})
+
+    def predict_interval(self, X, coverage=0.9):
+        return self.predict(X).assign(latency_ms_lo=self.v - 1.0, latency_ms_hi=self.v + 1.0)
+
+
+def test_the_out_of_fold_model_predicts_each_network_by_the_fold_that_held_it_out():
+    oof = ez.OutOfFoldModel({0: _Const(10.0), 1: _Const(20.0)}, {"a": 0, "b": 1, "c": 0})
+    X = pd.DataFrame({"network": ["b", "a", "c", "b", "a"]})
+    assert oof.predict(X)["latency_ms"].tolist() == [20.0, 10.0, 10.0, 20.0, 10.0]
+    iv = oof.predict_interval(X, coverage=0.9)
+    assert iv["latency_ms_hi"].tolist() == [21.0, 11.0, 11.0, 21.0, 11.0]
+    assert oof.targets_ == ("latency_ms",)
+    with pytest.raises(ValueError, match="no fold held out network"):
+        oof.predict(pd.DataFrame({"network": ["a", "zz"]}))
 
 
 def test_the_operators_of_a_network_whose_factory_computes_with_tensors_are_listed():

@@ -81,6 +81,32 @@ def static_features_bench(results: Path) -> str:
             + _source("benchmarks/static_features.csv"))
 
 
+def small_batch_headline(results: Path, p: str, roofline: float, kernel: float) -> str:
+    """The headline's small-batch line: the kernel law with no operator timed at a held-out batch
+    (``carb/<p>/kernel_law_strict.csv``, notebook 03) in bold, the one whose operators were
+    timed at every batch beside it."""
+    strict = _read(results, f"carb/{p}/kernel_law_strict.csv")
+    r2 = strict[strict["split"] == "batch_small"].groupby("law")["r2"].mean()
+    return (f"| small batches held out, latency R² (`{p}`) | roofline law {roofline:.3f}, "
+            f"kernel law **{r2['kernel_strict']:.3f}** with no operator timed at a held-out "
+            f"batch ({kernel:.3f} with operators timed at every batch) | – |")
+
+
+def alloc_headline(alloc: pd.DataFrame, exact: int, rows: int, results: Path) -> str:
+    """The headline's allocator line: distinct (platform, config) pairs where the check counted
+    them (``pairs`` in ``allocator_exact_by_precision.csv``), else measured rows."""
+    err = f"largest error {alloc['max_rel_err_pct'].max():.2f} %"
+    path = results / "benchmarks" / "allocator_exact_by_precision.csv"
+    prec = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    if "pairs" in prec.columns and prec["pairs"].notna().all():
+        return (f"| peak memory, allocator model | exact to the byte on "
+                f"**{int(prec['exact_pairs'].sum()):,} of {int(prec['pairs'].sum()):,}** distinct "
+                f"(platform, config) pairs ({rows:,} measured rows in {len(alloc)} files; {err}) "
+                "| – |")
+    return (f"| peak memory, allocator model | exact to the byte on **{exact:,} of {rows:,}** "
+            f"measured rows ({len(alloc)} files; {err}) | – |")
+
+
 def allocator_check(results: Path) -> str:
     """The allocator model against every measured CPU row (``benchmarks/check_allocator.py``)."""
     df = _read(results, "benchmarks/allocator_check.csv")
@@ -348,14 +374,41 @@ def transfer_summary(results: Path) -> str:
             "cross-GPU pairs).\n" + _source("transfer/pairwise.csv", "claims.csv"))
 
 
-def fewshot(results: Path) -> str:
-    h = _read(results, "transfer/help_comparison.csv")
-    out = ["| k = 10, Spearman | ours (on HELP's shipped devices) | HELP (reported, on its own "
-           "unseen devices) |", "|---|---|---|"]
+def _fewshot_rows(h: pd.DataFrame) -> list[str]:
+    out = []
     for _, r in h.iterrows():
         bold = "**" if r["group"] == "mean over devices" else ""
-        out.append(f"| {r['group']} | {bold}{r['ours']:.3f}{bold} | {r['help_reported']:.3f} |")
-    return "\n".join(out) + "\n" + _source("transfer/help_comparison.csv")
+        helped = "not reported" if pd.isna(r["help_reported"]) else f"{r['help_reported']:.3f}"
+        b = r.get("batch")
+        label = r["group"] if pd.isna(b) or "batch" in str(r["group"]) else \
+            f"{r['group']} (batch {int(b)})"
+        out.append(f"| {label} | {bold}{r['ours']:.3f}{bold} | {helped} |")
+    return out
+
+
+def _fewshot_header(h: pd.DataFrame) -> list[str]:
+    chosen = "ours" if "ours_default" not in h.columns else \
+        "ours (method chosen on the other devices)"
+    return [f"| k = 10, Spearman | {chosen} | HELP (reported, on its own unseen devices) |",
+            "|---|---|---|"]
+
+
+def fewshot(results: Path) -> str:
+    h = _read(results, "transfer/help_comparison.csv")
+    main = h[~h["group"].str.contains("batch")]
+    return "\n".join(_fewshot_header(h) + _fewshot_rows(main)) + "\n" + \
+        _source("transfer/help_comparison.csv")
+
+
+def fewshot_batches(results: Path) -> str:
+    h = _read(results, "transfer/help_comparison.csv")
+    rest = h[h["group"].str.contains("batch")]
+    methods = sorted({str(m).split(": ")[-1] for m in h.get("our_method", pd.Series(dtype=str))
+                      .dropna() if str(m).startswith("chosen")})
+    note = (f"\nFew-shot methods chosen on the other devices (over every target): "
+            f"{', '.join(methods)}.\n" if methods else "")
+    return "\n".join(_fewshot_header(h) + _fewshot_rows(rest)) + "\n" + note + \
+        _source("transfer/help_comparison.csv")
 
 
 def screening(results: Path) -> str:
@@ -616,12 +669,10 @@ def headline(results: Path) -> str:
         f"{_paper(claims, 'divergence_latency_growth', 'x{:.1f}')} (energy "
         f"{_paper(claims, 'divergence_energy_growth', 'x{:.1f}')}: not testable on a CPU) |",
         gpu_row,
-        f"| peak memory, allocator model | exact to the byte on **{exact:,} of {rows:,}** measured "
-        f"rows ({len(alloc)} files; largest error {alloc['max_rel_err_pct'].max():.2f} %) | – |",
+        alloc_headline(alloc, exact, rows, results),
         f"| CARB, random split (`{p}`) | memory MAPE {_num(mem['mape_pct_mean'], 2)} %; latency "
         f"MAPE **{lat['mape_pct_mean']:.2f} %**, R² {lat['r2_mean']:.3f} | – |",
-        f"| small batches held out, latency R² (`{p}`) | roofline law {held_out('carb'):.3f}, "
-        f"kernel law **{held_out('kernel_law'):.3f}** | – |",
+        small_batch_headline(results, p, held_out("carb"), held_out("kernel_law")),
         f"| one steady campaign (notebook 06), kernel law | "
         f"{100 * steady.loc[('random', 'within_10pct'), 'mean']:.1f} % of rows within ±10 %, "
         f"small-batch R² {steady.loc[('batch_small', 'r2'), 'mean']:.3f} | – |",
@@ -639,6 +690,7 @@ def headline(results: Path) -> str:
     return "\n".join(out) + "\n" + _source(
         "characterization/divergence.csv", "benchmarks/allocator_check.csv",
         f"carb/{p}/protocol_summary.csv", f"carb/{p}/extrapolation_summary.csv",
+        f"carb/{p}/kernel_law_strict.csv",
         "carb/steady_campaign/targets.csv", "cross_family/issue_targets_kernel_law.csv",
         "transfer/help_comparison.csv", "screening/scenarios.csv", "claims.csv")
 
@@ -667,9 +719,30 @@ def screening_by_family(results: Path) -> str:
                                            "cross_family/screening_shortlist_summary.json")
 
 
+def host_calibration(results: Path) -> str:
+    s = _read(results, "transfer/host_calibration_summary.csv").set_index("calibration")
+    names = {"none": "none", "ladder": "the model's ladder (`--calibrate`)",
+             "reference": "3 reference rows of the other campaign",
+             "configs": "5 queried configs (`--calibrate-on-query 5`)"}
+    out = ["| calibration | median APE % | within ±10 % | interval coverage (nominal "
+           f"{s['nominal'].iloc[0]:.0%}) | factor applied | change of median APE, pp (95 % CI "
+           "over pairs) |", "|---|---|---|---|---|---|"]
+    for cal, r in s.iterrows():
+        change = ("" if cal == "none" else f"{r['ape_change_pp']:+.1f} "
+                  f"[{r['ape_change_ci_low']:+.1f}, {r['ape_change_ci_high']:+.1f}]")
+        out.append(f"| {names.get(cal, cal)} | {r['median_ape_pct']:.1f} | "
+                   f"{r['within_10pct']:.0%} | {r['coverage']:.0%} | "
+                   f"{'' if cal == 'none' else format(r['applied_share'], '.0%')} | {change} |")
+    n = s["n_pairs"].iloc[0]
+    return ("\n".join(out) + f"\n\nMean over {n} ordered campaign pairs, "
+            f"{int(s['n_seeds'].iloc[0])} model seeds each.\n"
+            + _source("transfer/host_calibration_summary.csv"))
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {
     "headline": headline,
     "fewshot": fewshot,
+    "fewshot-batches": fewshot_batches,
     "screening": screening,
     "static-features-bench": static_features_bench,
     "allocator": allocator_check,
@@ -691,6 +764,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "platforms": platforms_block,
     "platforms-splits": platforms_splits_block,
     "field": field_block,
+    "host-calibration": host_calibration,
 }
 
 #: The pages that hold generated blocks, relative to the repository root (README.md's folder).

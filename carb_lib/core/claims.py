@@ -74,6 +74,7 @@ N_COUNTS: dict[str, str] = {
     "screening_time_s": "candidates",
     "cpu_transfer_": "runs",
     "platform_": "seeds",
+    "host_calibration_": "campaign pairs",
 }
 #: How a claim is judged (by claim id prefix): the tolerance band around its reference value
 #: (the paper's number, or our target's). ``("at_least", m)``: ours >= ref - m;
@@ -108,6 +109,7 @@ RULES: dict[str, tuple[str, float]] = {
     "cpu_transfer_zero_shot_spearman": ("at_least", 0.0),
     "platform_latency_mape_over_noise": ("at_most", 0.0),
     "platform_small_batch_r2": ("at_least", 0.0),
+    "host_calibration_ape_change_pp": ("at_most", 0.0),
 }
 #: Claims whose value is a count over a fixed set (no sampling noise): the value alone decides.
 NOISE_FREE: tuple[str, ...] = ("screening_eliminated_fraction",)
@@ -130,6 +132,7 @@ INTERVAL_METHODS: dict[str, str] = {
     "lobto_r2_energy_j_all_families": "t interval over model seeds",
     "screening_budget_accuracy_": "t interval over random splits",
     "screening_false_accept_rate_": "t interval over random splits",
+    "host_calibration_": "bootstrap percentile over campaign pairs",
 }
 #: Columns of the reviewer table (:func:`reviewer_table`). ``target`` / ``target source``: the
 #: value and origin of a target the project set itself (``paper (reported)`` stays empty).

@@ -107,10 +107,60 @@ def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class ZooEvaluation:
-    """Predictions of every measured zoo row by every method, and how they were made."""
+    """Predictions of every measured zoo row by every method, and how they were made.
+
+    ``fold_models``: the ``leave_network_out`` model of each fold (by fold number) and
+    ``fold_of``: the fold of each network; :meth:`out_of_fold_model` routes each network's rows
+    to the model that held it out."""
 
     predictions: pd.DataFrame
     params: dict[str, Any] = field(default_factory=dict)
+    fold_models: dict[int, Any] = field(default_factory=dict, repr=False)
+    fold_of: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def out_of_fold_model(self) -> OutOfFoldModel:
+        """A model whose prediction of a row is made by the fold model that never saw the row's
+        network (:class:`OutOfFoldModel`)."""
+        if not self.fold_models:
+            raise ValueError("this evaluation kept no fold models")
+        return OutOfFoldModel(self.fold_models, self.fold_of)
+
+
+class OutOfFoldModel:
+    """Predictions of zoo configs, each by the fold model that held its network out.
+
+    ``predict`` and ``predict_interval`` split the rows by ``network``; every other attribute
+    (targets, platform, feature set) is the first fold model's (every fold has the same
+    parameters). A network that no fold held out is refused."""
+
+    def __init__(self, fold_models: dict[int, Any], fold_of: dict[str, int]) -> None:
+        self.fold_models, self.fold_of = dict(fold_models), dict(fold_of)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("fold_models", "fold_of"):
+            raise AttributeError(name)
+        return getattr(next(iter(self.fold_models.values())), name)
+
+    def _route(self, X: pd.DataFrame, how: str, **kwargs: Any) -> pd.DataFrame:
+        nets = X["network"].astype(str)
+        unknown = sorted(set(nets) - set(self.fold_of))
+        if unknown:
+            raise ValueError(f"no fold held out network(s) {unknown[:5]}: out-of-fold "
+                             "predictions exist only for the evaluated zoo networks")
+        folds = nets.map(self.fold_of).to_numpy()
+        out = None
+        for f in np.unique(folds):
+            idx = np.flatnonzero(folds == f)
+            p = pd.DataFrame(getattr(self.fold_models[int(f)], how)(X.iloc[idx], **kwargs))
+            p.index = idx
+            out = p if out is None else pd.concat([out, p])
+        return out.sort_index().reset_index(drop=True)
+
+    def predict(self, X: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
+        return self._route(X, "predict", **kwargs)
+
+    def predict_interval(self, X: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
+        return self._route(X, "predict_interval", **kwargs)
 
 
 def network_folds(networks: pd.Series, n_folds: int, seed: int) -> np.ndarray:
@@ -173,10 +223,11 @@ def evaluate_zoo(design: pd.DataFrame, zoo: pd.DataFrame, *, n_folds: int = 8,
         from tqdm.auto import tqdm
 
         it = tqdm(it, desc="zoo folds", unit="fold")
+    fold_models = {}
     for f in it:
         test, rest = zoo[folds == f], zoo[folds != f]
         train = pd.concat([design, rest], ignore_index=True)
-        model = fit_quiet(params, train)
+        model = fold_models[f] = fit_quiet(params, train)
         p = model.predict(test)
         parts += _long(test, "leave_network_out", {t: p[t].to_numpy() for t in TARGETS})
         parts += _long(test, "flops_only",
@@ -190,7 +241,10 @@ def evaluate_zoo(design: pd.DataFrame, zoo: pd.DataFrame, *, n_folds: int = 8,
     pred = pd.concat(parts, ignore_index=True)
     return ZooEvaluation(pred, dict(n_folds=n_folds, preset=preset, seed=seed,
                                     platform=plats.pop(), n_design=len(design),
-                                    n_zoo=len(zoo), n_networks=int(zoo["network"].nunique())))
+                                    n_zoo=len(zoo), n_networks=int(zoo["network"].nunique())),
+                         fold_models=fold_models,
+                         fold_of=dict(zip(zoo["network"].astype(str), folds.tolist(),
+                                          strict=True)))
 
 
 def _scores(g: pd.DataFrame, target: str) -> dict[str, float]:

@@ -121,18 +121,19 @@ def plot_help_comparison(comparison, dataset_label: str = "HELP NB201"):
     """Bars: our few-shot Spearman (k=10) beside the values reported by HELP (Table 3)."""
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    fig, ax = plt.subplots(figsize=(9.0, 4.2))
     x = np.arange(len(comparison))
     ax.bar(x - 0.2, comparison["help_reported"], width=0.4, label="reported by HELP "
            "(its unseen devices)", color=OKABE_ITO[1])
     ax.bar(x + 0.2, comparison["ours"], width=0.4, label="ours (shipped devices)",
            color=OKABE_ITO[0])
     for xi, (h, o) in enumerate(zip(comparison["help_reported"], comparison["ours"], strict=True)):
-        ax.text(xi - 0.2, h + 0.005, f"{h:.3f}", ha="center", va="bottom", fontsize=FONT)
+        if np.isfinite(h):
+            ax.text(xi - 0.2, h + 0.005, f"{h:.3f}", ha="center", va="bottom", fontsize=FONT)
         if np.isfinite(o):
             ax.text(xi + 0.2, o + 0.005, f"{o:.3f}", ha="center", va="bottom", fontsize=FONT)
     ax.set_xticks(x)
-    ax.set_xticklabels(comparison["group"], fontsize=9)
+    ax.set_xticklabels(comparison["group"], fontsize=8, rotation=30, ha="right")
     ax.set_ylabel("Spearman, k = 10 target samples")
     ax.set_ylim(0.5, 1.05)
     ax.legend(loc="lower left")

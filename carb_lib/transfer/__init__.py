@@ -2,7 +2,8 @@
 recalibration (:mod:`carb_lib.transfer.pairwise`), the study's data
 (:mod:`carb_lib.transfer.data`), the comparison with HELP
 (:mod:`carb_lib.transfer.help_benchmark`), leave-one-CPU-out over the measured CPUs
-(:mod:`carb_lib.transfer.cpus`) and host calibration (:mod:`carb_lib.transfer.calibration`).
+(:mod:`carb_lib.transfer.cpus`), host calibration (:mod:`carb_lib.transfer.calibration`) and its
+evaluation on stored campaigns of one CPU (:mod:`carb_lib.transfer.calibration_eval`).
 
 The names of :mod:`carb_lib.transfer.pairwise` are also reachable here; they are imported on
 first use.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = ("pairwise", "data", "help_benchmark", "cpus", "calibration")
+_SUBMODULES = ("pairwise", "data", "help_benchmark", "cpus", "calibration", "calibration_eval")
 
 
 def __getattr__(name: str) -> Any:

@@ -501,12 +501,28 @@ def _light_model(rows: pd.DataFrame, coverage: float, seed: int):
     return (lambda d: m.predict(model_features(d))), half
 
 
+def _ladder_calibration_rows(model_rows: pd.DataFrame, budget_s: float) -> pd.DataFrame:
+    """The configs the product's calibration of a model fitted on ``model_rows`` would time
+    (:func:`reference_rows` -> :func:`calibration_configs`, ``budget_s`` seconds)."""
+    from types import SimpleNamespace
+
+    ladder = reference_rows(model_rows)
+    fake = SimpleNamespace(reference_rows_=ladder,
+                           band_edges_ms_=band_edges(model_rows["latency_ms"]))
+    return calibration_configs(fake, budget_s=budget_s)
+
+
 def campaign_calibration(model_rows: pd.DataFrame, other_rows: pd.DataFrame,
                          other_reference: pd.DataFrame | None = None, *,
                          n_reference: int = 3, n_configs: int = 5, coverage: float = 0.9,
-                         seeds: int = 5) -> pd.DataFrame:
+                         seeds: int = 5, budget_s: float = 60.0) -> pd.DataFrame:
     """A model of one campaign predicting another campaign of the same CPU, raw and host-
     calibrated.
+
+    Every calibration goes through :func:`host_factor` with the model rows' size bands
+    (:func:`band_edges`) and is applied as the product applies it
+    (:meth:`HostCalibration.factors_for`: the one factor or the band factors, only when
+    ``applied``), to the prediction and its interval bounds.
 
     Parameters
     ----------
@@ -516,50 +532,65 @@ def campaign_calibration(model_rows: pd.DataFrame, other_rows: pd.DataFrame,
         The other campaign's reference rows (``data/reference/``): its first ``n_reference``
         ok rows calibrate (``calibration="reference"``).
     n_configs : int, default 5
-        Calibration from this many of the other campaign's rows (seeded; left out of the
-        scores): ``calibration="configs"``.
+        Calibration from this many of the other campaign's rows (seeded), as
+        ``--calibrate-on-query``: ``calibration="configs"``.
     coverage : float, default 0.9
         Nominal coverage of the split-conformal interval of the model's campaign.
     seeds : int, default 5
+    budget_s : float, default 60
+        Timing budget of the ``ladder`` calibration: the configs ``carb predict --calibrate``
+        times for a model of ``model_rows`` (:func:`calibration_configs` of its
+        :func:`reference_rows`), their latency taken from the other campaign.
 
     Returns
     -------
     pandas.DataFrame
-        One row per seed and calibration (``none``, ``reference``, ``configs``): ``seed``,
-        ``calibration``, ``factor``, ``spread`` (multiplicative), ``applied``, ``n_scored``,
-        ``median_ape_pct``, ``within_10pct``, ``coverage`` (share of the scored rows inside
-        the interval), ``nominal``.
+        One row per seed and calibration (``none``, ``ladder``, ``reference``, ``configs``):
+        ``seed``, ``calibration``, ``factor``, ``spread`` (multiplicative), ``n_timings``,
+        ``applied``, ``per_band``, ``n_scored``, ``median_ape_pct``, ``within_10pct``,
+        ``spearman``, ``coverage`` (share of the scored rows inside the interval),
+        ``nominal``. Every calibration of a seed is scored on the same rows: the other
+        campaign's rows less those any calibration timed.
     """
     from carb_lib.transfer.cpus import _score
 
     out = []
     y = other_rows["latency_ms"].to_numpy(float)
+    ids = other_rows["config_id"].astype(str).to_numpy()
+    edges = band_edges(model_rows["latency_ms"])
+    ladder_ids = set(_ladder_calibration_rows(model_rows, budget_s)["config_id"].astype(str))
+    ladder_mask = np.isin(ids, list(ladder_ids))
     for seed in range(seeds):
         predict, half = _light_model(model_rows, coverage, seed)
-        lp = predict(other_rows)
-        cals: list[tuple[str, HostCalibration | None, np.ndarray]] = [
-            ("none", None, np.ones(len(y), dtype=bool))]
+        lp = np.exp(predict(other_rows))
+        pick = np.random.default_rng([seed, 11]).permutation(len(y))[:n_configs]
+        keep = ~ladder_mask
+        keep[pick] = False
+        cals: list[tuple[str, HostCalibration | None]] = [("none", None)]
+        if ladder_mask.sum() >= MIN_TIMINGS:
+            cals.append(("ladder", host_factor(y[ladder_mask], lp[ladder_mask],
+                                               edges_ms=edges)))
         if other_reference is not None and len(other_reference):
             ref = other_reference
             if "status" in ref.columns:
                 ref = ref[ref["status"].astype(str).eq("ok")]
             ref = ref.sort_values("measured_at").head(n_reference)
-            pr = np.exp(predict(ref))
-            cals.append(("reference", host_factor(ref["latency_ms"].to_numpy(float), pr),
-                         np.ones(len(y), dtype=bool)))
-        pick = np.random.default_rng([seed, 11]).permutation(len(y))[:n_configs]
-        keep = np.ones(len(y), dtype=bool)
-        keep[pick] = False
-        cals.append(("configs", host_factor(y[pick], np.exp(lp[pick])), keep))
-        for name, cal, mask in cals:
-            f = cal.factor if cal is not None and cal.applied else 1.0
-            p = np.exp(lp[mask]) * f
+            if len(ref) >= MIN_TIMINGS:
+                pr = np.exp(predict(ref))
+                cals.append(("reference", host_factor(ref["latency_ms"].to_numpy(float), pr,
+                                                      edges_ms=edges)))
+        cals.append(("configs", host_factor(y[pick], lp[pick], edges_ms=edges)))
+        yk = y[keep]
+        for name, cal in cals:
+            p = lp[keep] * (cal.factors_for(lp[keep]) if cal is not None else 1.0)
             lo, hi = p * np.exp(-half), p * np.exp(half)
             out.append({"seed": seed, "calibration": name,
                         "factor": cal.factor if cal is not None else 1.0,
                         "spread": float(np.exp(cal.spread)) if cal is not None else 1.0,
+                        "n_timings": cal.n if cal is not None else 0,
                         "applied": cal.applied if cal is not None else False,
-                        "n_scored": int(mask.sum()), **_score(y[mask], p),
-                        "coverage": float(np.mean((y[mask] >= lo) & (y[mask] <= hi))),
+                        "per_band": cal.per_band if cal is not None else False,
+                        "n_scored": int(keep.sum()), **_score(yk, p),
+                        "coverage": float(np.mean((yk >= lo) & (yk <= hi))),
                         "nominal": coverage})
     return pd.DataFrame(out)

@@ -12,8 +12,12 @@ import pandas as pd
 from carb_lib.core.claims import CLAIM_COLUMNS
 from carb_lib.transfer.data import DEFAULT_METHOD, SETTING, primary_settings
 
-__all__ = ["HELP_TABLE3", "claim_rows", "help_comparison", "help_reported_by_kind",
-           "paper_transfer_claims", "write_tables"]
+__all__ = ["CHOICE_METHODS", "HELP_TABLE3", "claim_rows", "heldout_choice", "help_comparison",
+           "help_reported_by_kind", "paper_transfer_claims", "write_tables"]
+
+#: Few-shot methods the held-out choice picks from (:func:`heldout_choice`); the FLOPs baseline
+#: is reported beside them, never chosen.
+CHOICE_METHODS: tuple[str, ...] = ("blend", "ridge", "loglinear", "target_only")
 
 #: HELP Table 3 (NAS-Bench-201, Spearman rank correlation on unseen devices), as printed in
 #: the HELP README / paper. ``n_target_samples``: measurements from the target device.
@@ -40,46 +44,110 @@ def help_reported_by_kind() -> dict[str, float]:
             "mobile": float(h.at["HELP", "mobile_pixel2"])}
 
 
+def heldout_choice(summary: pd.DataFrame, k: int = 10,
+                   methods: tuple[str, ...] = CHOICE_METHODS) -> pd.DataFrame:
+    """The few-shot method chosen for each target setting on the *other* devices.
+
+    For a target setting, every method of ``methods`` in ``summary`` is scored by its mean
+    Spearman at ``k`` over the settings of the other platforms; the best one is the choice, and
+    its Spearman on the target is the target's score. The choice never sees the device it is
+    scored on.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per target setting: ``target``, ``platform``, ``device_kind``, ``chosen_method``,
+        ``spearman_chosen``, ``spearman_default`` (:data:`DEFAULT_METHOD`, a fixed choice).
+    """
+    s = summary[(summary["k"] == k) & summary["method"].isin(methods)]
+    rows = []
+    for (target, platform, kind), g in s.groupby(["target", "platform", "device_kind"],
+                                                 sort=True):
+        others = s[s["platform"] != platform]
+        score = others.groupby("method")["spearman_mean"].mean()
+        score = score[score.index.isin(g["method"])]
+        chosen = str(score.idxmax()) if len(score) else DEFAULT_METHOD
+        own = g.set_index("method")["spearman_mean"]
+        rows.append({"target": target, "platform": platform, "device_kind": kind,
+                     "chosen_method": chosen, "spearman_chosen": float(own.get(chosen, np.nan)),
+                     "spearman_default": float(own.get(DEFAULT_METHOD, np.nan))})
+    return pd.DataFrame(rows, columns=["target", "platform", "device_kind", "chosen_method",
+                                       "spearman_chosen", "spearman_default"])
+
+
+def _batch_of(target: str) -> int | None:
+    tail = str(target).rpartition("@b")[2]
+    return int(tail) if tail.isdigit() else None
+
+
 def help_comparison(summary: pd.DataFrame, settings: pd.DataFrame, k: int = 10,
                     method: str = DEFAULT_METHOD) -> pd.DataFrame:
     """Our few-shot Spearman at ``k`` beside HELP Table 3 ("reported by HELP").
 
-    Groups use one setting per device (:func:`primary_settings`). Rows: desktop GPU, desktop
-    CPU, mobile, mean over devices, and the FLOPs-alone baseline (mean over devices).
+    ``ours`` is the method chosen on the other devices for each target
+    (:func:`heldout_choice`); ``ours_default`` is ``method`` on every target (a choice made
+    with every device in view). Rows: desktop GPU, desktop CPU, mobile, mean over devices and
+    the FLOPs-alone baseline (mean over devices) on one setting per device
+    (:func:`primary_settings`: GPUs at batch 256), then each device kind at each of its other
+    batches (``batch``; HELP reports its GPU at batch 256 only, other batches have no HELP
+    value) and the mean over every setting.
     """
     prim = set(primary_settings(settings))
-    s = summary[(summary["k"] == k) & summary["target"].isin(prim)]
-    ours = s[s["method"] == method]
-    fl = s[s["method"] == "flops"]
+    choice = heldout_choice(summary, k)
+    choice = choice.assign(batch=choice["target"].map(_batch_of))
+    s = summary[(summary["k"] == k)]
+    fl = s[(s["method"] == "flops")]
+    default = s[s["method"] == method].set_index("target")["spearman_mean"]
     h = HELP_TABLE3.set_index("method")
 
-    def grp(kind):
-        v = ours[ours["device_kind"] == kind]
-        return float(v["spearman_mean"].mean()) if len(v) else np.nan, ", ".join(v["target"])
+    def row(label, sub, help_val, help_dev, batch):
+        dflt = default.reindex(sub["target"])
+        methods = sorted(set(sub["chosen_method"]))
+        return {"group": label, "batch": batch, "help_reported": help_val,
+                "help_devices": help_dev,
+                "ours": float(sub["spearman_chosen"].mean()) if len(sub) else np.nan,
+                "ours_default": float(dflt.mean()) if len(sub) else np.nan,
+                "our_devices": ", ".join(sub["target"]),
+                "our_method": "chosen on the other devices: " + "/".join(methods),
+                "default_method": method, "k": k}
 
+    kinds = [("desktop GPU", "desktop_gpu", h.at["HELP", "desktop_gpu_titan_rtx_b256"],
+              "Titan RTX, batch 256", 256),
+             ("desktop CPU", "desktop_cpu", h.at["HELP", "desktop_cpu_gold_6226"],
+              "Xeon Gold 6226", 1),
+             ("mobile", "mobile", h.at["HELP", "mobile_pixel2"], "Pixel 2", 1)]
+    cp = choice[choice["target"].isin(prim)]
     rows = []
-    for label, kind, help_val, help_dev in [
-        ("desktop GPU", "desktop_gpu", h.at["HELP", "desktop_gpu_titan_rtx_b256"],
-         "Titan RTX, batch 256"),
-        ("desktop CPU", "desktop_cpu", h.at["HELP", "desktop_cpu_gold_6226"], "Xeon Gold 6226"),
-        ("mobile", "mobile", h.at["HELP", "mobile_pixel2"], "Pixel 2"),
-    ]:
-        val, devs = grp(kind)
-        rows.append({"group": label, "help_reported": help_val, "help_devices": help_dev,
-                     "ours": val, "our_devices": devs, "our_method": method, "k": k})
-    rows.append({"group": "mean over devices", "help_reported": h.at["HELP", "mean"],
-                 "help_devices": "6 unseen devices (GPU, CPU, Pixel 2, Raspi 4, ASIC, FPGA)",
-                 "ours": float(ours["spearman_mean"].mean()) if len(ours) else np.nan,
-                 "our_devices": f"{len(ours)} devices, leave-one-device-out",
-                 "our_method": method, "k": k})
-    rows.append({"group": "FLOPs alone", "help_reported": h.at["FLOPS", "mean"],
+    for label, kind, help_val, help_dev, _ in kinds:
+        sub = cp[cp["device_kind"] == kind]
+        batch = int(sub["batch"].iloc[0]) if len(sub) and sub["batch"].nunique() == 1 else None
+        rows.append(row(label, sub, help_val, help_dev, batch))
+    mean_row = row("mean over devices", cp, h.at["HELP", "mean"],
+                   "6 unseen devices (GPU, CPU, Pixel 2, Raspi 4, ASIC, FPGA)", None)
+    mean_row["our_devices"] = f"{len(cp)} devices, leave-one-device-out"
+    rows.append(mean_row)
+    flp = fl[fl["target"].isin(prim)]
+    rows.append({"group": "FLOPs alone", "batch": None, "help_reported": h.at["FLOPS", "mean"],
                  "help_devices": "same 6 devices",
-                 "ours": float(fl["spearman_mean"].mean()) if len(fl) else np.nan,
-                 "our_devices": f"{len(fl)} devices", "our_method": "flops", "k": k})
+                 "ours": float(flp["spearman_mean"].mean()) if len(flp) else np.nan,
+                 "ours_default": float(flp["spearman_mean"].mean()) if len(flp) else np.nan,
+                 "our_devices": f"{len(flp)} devices", "our_method": "flops",
+                 "default_method": "flops", "k": k})
+    for label, kind, help_val, help_dev, help_batch in kinds:
+        sub_k = choice[choice["device_kind"] == kind]
+        for b, sub in sub_k.groupby("batch", sort=True):
+            if sub["target"].isin(prim).all():
+                continue  # the device kind's row above
+            same = int(b) == help_batch
+            rows.append(row(f"{label}, batch {int(b)}", sub, help_val if same else np.nan,
+                            help_dev if same else "not reported by HELP", int(b)))
+    every = row("mean over settings, every batch", choice, np.nan, "not reported by HELP", None)
+    every["our_devices"] = f"{len(choice)} settings of {choice['platform'].nunique()} devices"
+    rows.append(every)
     out = pd.DataFrame(rows)
+    out["batch"] = out["batch"].astype("Int64")
     out["help_source"] = "reported by HELP (NeurIPS 2021, Table 3)"
     return out
-
 
 
 def claim_rows(comparison: pd.DataFrame, summary: pd.DataFrame, k: int = 10) -> pd.DataFrame:
@@ -87,7 +155,8 @@ def claim_rows(comparison: pd.DataFrame, summary: pd.DataFrame, k: int = 10) -> 
     cmp = comparison.set_index("group")
     n_dev = int(summary.loc[summary["k"] == k, "platform"].nunique())
     why = ("same protocol (Spearman over the non-sampled NB201 architectures, k target "
-           "samples, leave-one-device-out) on the devices HELP ships; HELP's own test devices "
+           "samples, leave-one-device-out, the few-shot method chosen on the other devices) on "
+           "the devices HELP ships; HELP's own test devices "
            "(Titan RTX, Xeon Gold 6226, Pixel 2, Raspberry Pi 4, Eyeriss, FPGA) are not in the "
            "shipped data, so values are comparable in kind, not device for device")
     spec = [

@@ -85,6 +85,7 @@ from carb_lib.transfer.data import families_of as _families
 from carb_lib.transfer.help_benchmark import (  # noqa: F401  (re-exported)
     HELP_TABLE3,
     claim_rows,
+    heldout_choice,
     help_comparison,
     help_reported_by_kind,
     paper_transfer_claims,
@@ -592,7 +593,7 @@ __all__ = [
     "HELP_TABLE3", "METHODS", "DEFAULT_METHOD", "KS", "setting_of", "arch_keys", "clean",
     "model_features", "make_source_model", "metrics", "settings_table", "pairwise_transfer",
     "log_target_matrix", "slope_table", "source_predictions", "few_shot_predict", "recalibrate",
-    "few_shot_curve", "summarise_curve", "primary_settings", "help_comparison",
+    "few_shot_curve", "summarise_curve", "primary_settings", "heldout_choice", "help_comparison",
     "help_reported_by_kind",
     "load_transfer_data", "subsample_archs", "representative_settings", "claim_rows",
     "write_tables",
