@@ -28,9 +28,11 @@ median absolute deviation) of the log ratios.
   factor (``applied`` False), never an error of the prediction.
 
 :func:`campaign_calibration` evaluates the idea on stored campaigns of one CPU taken at
-different times: a model of one campaign, the factor from the other campaign's reference
-rows (its first few: the moment a calibration measures) or from a few of its configs, scored on
-that campaign (median APE, share within +-10 %, interval coverage).
+different times: a model of one campaign, the factor from the other campaign's rows of the
+configs ``--calibrate`` would time (its ladder), from its reference rows (its first few: the
+moment a calibration measures) or from a few of its configs, scored on that campaign (median
+APE, share within +-10 %, interval coverage); :mod:`carb_lib.transfer.calibration_eval` runs it
+over every pair of a CPU's campaigns of one protocol (notebook 02).
 """
 
 from __future__ import annotations
