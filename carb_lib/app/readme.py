@@ -23,8 +23,10 @@ import pandas as pd
 
 from carb_lib.app.readme_allocator import allocator_precision_block
 from carb_lib.app.readme_cli import cli_reference
+from carb_lib.app.readme_common import ReadmeError, _read, _source
 from carb_lib.app.readme_field import field_block
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
+from carb_lib.app.readme_transfer import fewshot, fewshot_batches, host_calibration
 from carb_lib.app.readme_zoo import zoo_block, zoo_platforms_block
 from carb_lib.core.vocab import TARGET_SHORT
 
@@ -32,23 +34,10 @@ MARK = re.compile(r"(<!-- carb:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /carb:(
                   re.S)
 
 
-class ReadmeError(RuntimeError):
-    """A block is missing from the README or its source file is missing."""
-
-
-def _read(results: Path, rel: str) -> pd.DataFrame:
-    path = results / rel
-    if not path.exists():
-        raise ReadmeError(f"{path} does not exist (run `make reproduce` first)")
-    return pd.read_csv(path)
 
 
 #: A MAPE (%) below this is floating-point rounding, not model error (a ratio of two is noise).
 ROUNDING_MAPE_PCT = 1e-6
-
-
-def _source(*rels: str) -> str:
-    return "\n_Source: " + ", ".join(f"`results/{r}`" for r in rels) + "._\n"
 
 
 def _x(v: float, digits: int = 1) -> str:
@@ -374,43 +363,6 @@ def transfer_summary(results: Path) -> str:
             "cross-GPU pairs).\n" + _source("transfer/pairwise.csv", "claims.csv"))
 
 
-def _fewshot_rows(h: pd.DataFrame) -> list[str]:
-    out = []
-    for _, r in h.iterrows():
-        bold = "**" if r["group"] == "mean over devices" else ""
-        helped = "not reported" if pd.isna(r["help_reported"]) else f"{r['help_reported']:.3f}"
-        b = r.get("batch")
-        label = r["group"] if pd.isna(b) or "batch" in str(r["group"]) else \
-            f"{r['group']} (batch {int(b)})"
-        out.append(f"| {label} | {bold}{r['ours']:.3f}{bold} | {helped} |")
-    return out
-
-
-def _fewshot_header(h: pd.DataFrame) -> list[str]:
-    chosen = "ours" if "ours_default" not in h.columns else \
-        "ours (method chosen on the other devices)"
-    return [f"| k = 10, Spearman | {chosen} | HELP (reported, on its own unseen devices) |",
-            "|---|---|---|"]
-
-
-def fewshot(results: Path) -> str:
-    h = _read(results, "transfer/help_comparison.csv")
-    main = h[~h["group"].str.contains("batch")]
-    return "\n".join(_fewshot_header(h) + _fewshot_rows(main)) + "\n" + \
-        _source("transfer/help_comparison.csv")
-
-
-def fewshot_batches(results: Path) -> str:
-    h = _read(results, "transfer/help_comparison.csv")
-    rest = h[h["group"].str.contains("batch")]
-    methods = sorted({str(m).split(": ")[-1] for m in h.get("our_method", pd.Series(dtype=str))
-                      .dropna() if str(m).startswith("chosen")})
-    note = (f"\nFew-shot methods chosen on the other devices (over every target): "
-            f"{', '.join(methods)}.\n" if methods else "")
-    return "\n".join(_fewshot_header(h) + _fewshot_rows(rest)) + "\n" + note + \
-        _source("transfer/help_comparison.csv")
-
-
 def screening(results: Path) -> str:
     s = _read(results, "screening/scenarios.csv")
     labels = {"paper_style": "paper-style", "edge_memory": "edge, memory-tight",
@@ -717,26 +669,6 @@ def screening_by_family(results: Path) -> str:
                f"{c['shortlist']:,} |")
     return "\n".join(out) + "\n" + _source("cross_family/screening_by_family.csv",
                                            "cross_family/screening_shortlist_summary.json")
-
-
-def host_calibration(results: Path) -> str:
-    s = _read(results, "transfer/host_calibration_summary.csv").set_index("calibration")
-    names = {"none": "none", "ladder": "the model's ladder (`--calibrate`)",
-             "reference": "3 reference rows of the other campaign",
-             "configs": "5 queried configs (`--calibrate-on-query 5`)"}
-    out = ["| calibration | median APE % | within ±10 % | interval coverage (nominal "
-           f"{s['nominal'].iloc[0]:.0%}) | factor applied | change of median APE, pp (95 % CI "
-           "over pairs) |", "|---|---|---|---|---|---|"]
-    for cal, r in s.iterrows():
-        change = ("" if cal == "none" else f"{r['ape_change_pp']:+.1f} "
-                  f"[{r['ape_change_ci_low']:+.1f}, {r['ape_change_ci_high']:+.1f}]")
-        out.append(f"| {names.get(cal, cal)} | {r['median_ape_pct']:.1f} | "
-                   f"{r['within_10pct']:.0%} | {r['coverage']:.0%} | "
-                   f"{'' if cal == 'none' else format(r['applied_share'], '.0%')} | {change} |")
-    n = s["n_pairs"].iloc[0]
-    return ("\n".join(out) + f"\n\nMean over {n} ordered campaign pairs, "
-            f"{int(s['n_seeds'].iloc[0])} model seeds each.\n"
-            + _source("transfer/host_calibration_summary.csv"))
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {

@@ -8,11 +8,18 @@ are imported when a learner is made.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
+
+# In a Jupyter kernel (papermill runs of the notebooks), scikit-learn 1.9 with joblib 1.6 warns
+# once per tree that its `delayed` ran outside its own Parallel while ExtraTrees fit and predict
+# with n_jobs > 1: thousands of identical lines per notebook, nothing to act on.
+warnings.filterwarnings("ignore", message=r"`sklearn\.utils\.parallel\.delayed` should be used",
+                        category=UserWarning)
 
 __all__ = ["LEARNERS", "PAPER_BLEND_WEIGHTS", "feature_importances", "fixed_weights",
            "make_corrector", "make_learner", "nnls_weights"]
