@@ -66,3 +66,43 @@ def test_claim_rows_have_intervals_and_a_verdict_by_the_rules(h200):
 def test_energy_scores_refuse_a_single_split(h200):
     with pytest.raises(ValueError, match="n_splits must be >= 2"):
         ec.energy_scores(h200[0], [1.0], n_splits=1)
+
+
+def test_energy_noise_scores_every_ordered_pair_of_a_config_per_window_policy():
+    noise = pd.DataFrame({
+        "config_id": ["a", "a", "b", "b", "c", "c"], "status": "ok",
+        "energy_j": [1.0, 1.1, 2.0, 2.0, 3.0, 3.3],
+        "window_s": [0.5, 0.52, 0.51, 0.6, 3.0, 3.1],
+        "campaign": ["short"] * 4 + ["long"] * 2})
+    out = ec.energy_noise([noise], n_boot=200).set_index("window_policy_s")
+    assert list(out.index) == [0.5, 3.0]
+    # a: |1.1 - 1| / 1 and / 1.1; b: 0
+    assert out.loc[0.5, "remeasurement_mape_pct"] == pytest.approx((10 + 100 / 11) / 2 / 2)
+    assert out.loc[3.0, "remeasurement_mape_pct"] == pytest.approx((10 + 30 / 3.3) / 2)
+    assert (out["n_configs"].to_dict(), out["n_rows"].to_dict()) == ({0.5: 2, 3.0: 1},
+                                                                     {0.5: 4, 3.0: 2})
+    assert out.loc[0.5, "ci_low"] <= out.loc[0.5, "remeasurement_mape_pct"] \
+        <= out.loc[0.5, "ci_high"]
+
+
+def test_noise_comparison_pairs_the_model_error_with_the_noise_of_the_same_window():
+    scores = pd.DataFrame({
+        "split": [0, 1, 0, 1, 0],
+        "measure": ["carb_mape_energy_j@window0.5s"] * 2 + ["carb_mape_energy_j@window3s"] * 2
+        + ["carb_r2_energy_j"],
+        "value": [20.0, 22.0, 12.0, 14.0, 0.9], "n": [30, 32, 5, 7, 40]})
+    noise = pd.DataFrame({"window_policy_s": [0.5], "n_configs": [10], "n_rows": [30],
+                          "energy_cv_pct": [17.8], "remeasurement_mape_pct": [25.0],
+                          "ci_low": [16.0], "ci_high": [38.0]})
+    out = ec.noise_comparison(scores, noise).set_index("window_policy_s")
+    assert out.loc[0.5, "model_mape_pct"] == pytest.approx(21.0)
+    assert out.loc[0.5, "model_over_noise"] == pytest.approx(21.0 / 25.0)
+    assert out.loc[0.5, "model_ci_low"] < 21.0 < out.loc[0.5, "model_ci_high"]
+    assert out.loc[3.0, "model_n_test"] == 6 and np.isnan(out.loc[3.0, "noise_mape_pct"])
+
+
+def test_the_h200_energy_error_is_split_by_the_rows_window_policy(h200):
+    policies = ec.energy_rows(h200[0])["window_policy_s"].value_counts().to_dict()
+    assert policies == {0.5: 112, 3.0: 20}  # the first campaign and the paired one
+    measures = set(h200[2]["measure"])
+    assert "carb_mape_energy_j@window0.5s" in measures

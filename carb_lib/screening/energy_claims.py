@@ -13,7 +13,10 @@ out), each split redrawing the rows and the model seed:
   model seed redrawn);
 * energy-budget screening: a test row is accepted when CARB's upper bound (``coverage``) is
   within the budget; accuracy (accepted = measured within) and false accepts (accepted,
-  measured over) at fixed budgets in joules.
+  measured over) at fixed budgets in joules;
+* CARB's energy MAPE per window policy of the rows (:func:`window_policy_s`), for the
+  comparison with the energy re-measurement noise of the same window length
+  (:func:`energy_noise`, :func:`noise_comparison`): a comparison, not a pass mark.
 
 Every value is a mean over the splits with a 95 % t interval; ``n`` is the test rows of one
 split. Claim rows (:mod:`carb_lib.core.claims`) are judged by its ``RULES`` against the paper's
@@ -34,7 +37,8 @@ from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
 from carb_lib.evaluation.claims import PAPER_R2
 from carb_lib.screening.scenarios import PAPER_SCREENING
 
-__all__ = ["ENERGY_COLUMNS", "PAPER", "energy_claim_rows", "energy_rows", "energy_scores"]
+__all__ = ["ENERGY_COLUMNS", "PAPER", "energy_claim_rows", "energy_noise", "energy_rows",
+           "energy_scores", "noise_comparison", "window_policy_s"]
 
 #: Energy columns judged: the whole energy and the energy above idle.
 ENERGY_COLUMNS: tuple[str, ...] = ("energy_j", "energy_dynamic_j")
@@ -50,16 +54,31 @@ PAPER: dict[str, tuple[str, float]] = {
 SUFFIX = "_all_families"
 
 
+def window_policy_s(rows: pd.DataFrame) -> pd.Series:
+    """The timing-window policy of each row, in seconds: the shortest ``window_s`` of the row's
+    campaign (``campaign`` column; all rows one campaign without it), rounded to 0.1 s.
+
+    A window is at least the policy's length and longer when the iterations it must hold take
+    longer, so a campaign's shortest window is its policy (0.5 s or 3 s on the shipped H200
+    rows). NaN where ``window_s`` is absent."""
+    w = pd.to_numeric(rows.get("window_s", pd.Series(np.nan, rows.index)), errors="coerce")
+    camp = rows["campaign"].astype(str) if "campaign" in rows.columns else \
+        pd.Series("", rows.index)
+    return w.groupby(camp).transform("min").round(1)
+
+
 def energy_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The ok rows with a finite ``energy_j`` > 0, with ``dynamic_nonpositive`` flagging the
-    rows whose ``energy_dynamic_j`` is <= 0 (kept: judged on the raw scale)."""
+    rows whose ``energy_dynamic_j`` is <= 0 (kept: judged on the raw scale) and
+    ``window_policy_s`` (:func:`window_policy_s`)."""
     ok = rows["status"].astype(str).eq("ok") if "status" in rows.columns else \
         pd.Series(True, rows.index)
     y = pd.to_numeric(rows.get("energy_j"), errors="coerce")
     out = rows[ok & np.isfinite(y) & (y > 0)].reset_index(drop=True)
     dyn = pd.to_numeric(out.get("energy_dynamic_j", pd.Series(np.nan, out.index)),
                         errors="coerce")
-    return out.assign(energy_dynamic_j=dyn, dynamic_nonpositive=dyn <= 0)
+    return out.assign(energy_dynamic_j=dyn, dynamic_nonpositive=dyn <= 0,
+                      window_policy_s=window_policy_s(out))
 
 
 def _linear(train: pd.DataFrame, test: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +127,12 @@ def energy_scores(rows: pd.DataFrame, budgets_j: Sequence[float], *, n_splits: i
         out += [{"split": s, "measure": "carb_r2_energy_j", "value": r2(y, p), "n": len(y)},
                 {"split": s, "measure": "carb_mape_energy_j", "value": mape_pct(y, p),
                  "n": len(y)}]
+        policy = test["window_policy_s"].to_numpy(float)
+        for w in np.unique(policy[np.isfinite(policy)]):
+            at = policy == w
+            if at.sum() >= 2:
+                out.append({"split": s, "measure": f"carb_mape_energy_j@window{w:g}s",
+                            "value": mape_pct(y[at], p[at]), "n": int(at.sum())})
         for col in ENERGY_COLUMNS:
             for name, x in (("b1_flops_r2", "flops"), ("b2_latency_proxy_r2", "latency_ms")):
                 yt, yp = _linear(train, test, x, col)
@@ -193,3 +218,93 @@ def summary(scores: pd.DataFrame) -> pd.DataFrame:
         rows.append({"measure": measure, "mean": m, "ci_low": lo, "ci_high": hi,
                      "n": int(g["n"].median()), "splits": g["split"].nunique()})
     return pd.DataFrame(rows)
+
+
+def energy_noise(noise: Sequence[pd.DataFrame], *, n_boot: int = 2000,
+                 seed: int = 0) -> pd.DataFrame:
+    """The energy re-measurement noise of repeated measurements, one row per window policy.
+
+    Each frame holds configs measured several times (``config_id``, ``energy_j``, ``window_s``;
+    ``carb noise``). Every ordered pair of measurements of one config is scored as a prediction
+    of the other (APE relative to the one predicted, as a model's error is): per config the mean
+    APE, then the mean over configs, with a 95 % percentile-bootstrap interval over configs.
+    ``energy_cv_pct`` is the median over configs of the coefficient of variation. A model that
+    knew each config's true mean carries the noise once, a re-measurement twice: for equal,
+    independent noise it scores about 1/sqrt(2) of this.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``window_policy_s``, ``n_configs``, ``n_rows``, ``energy_cv_pct``,
+        ``remeasurement_mape_pct``, ``ci_low``, ``ci_high``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"config_id": ["a", "a", "b", "b"], "window_s": [0.5] * 4,
+    ...                      "energy_j": [1.0, 1.1, 2.0, 2.0], "status": ["ok"] * 4})
+    >>> energy_noise([rows], n_boot=10)[["window_policy_s", "n_configs", "n_rows"]]
+       window_policy_s  n_configs  n_rows
+    0              0.5          2       4
+    """
+    out: list[dict[str, Any]] = []
+    rng = np.random.default_rng(seed)
+    for frame in noise:
+        rows = energy_rows(frame)
+        for w, g in rows.groupby("window_policy_s", sort=True):
+            per_cfg, cvs = [], []
+            for _, c in g.groupby("config_id", sort=True):
+                e = c["energy_j"].to_numpy(float)
+                if len(e) < 2:
+                    continue
+                ape = np.abs(e[None, :] - e[:, None]) / e[:, None]
+                per_cfg.append(ape[~np.eye(len(e), dtype=bool)].mean() * 100)
+                cvs.append(e.std(ddof=1) / e.mean() * 100)
+            if not per_cfg:
+                continue
+            v = np.asarray(per_cfg)
+            boot = rng.choice(v, size=(n_boot, len(v))).mean(axis=1)
+            out.append({"window_policy_s": float(w), "n_configs": len(v),
+                        "n_rows": len(g),
+                        "energy_cv_pct": float(np.median(cvs)),
+                        "remeasurement_mape_pct": float(v.mean()),
+                        "ci_low": float(np.percentile(boot, 2.5)),
+                        "ci_high": float(np.percentile(boot, 97.5))})
+    cols = ["window_policy_s", "n_configs", "n_rows", "energy_cv_pct",
+            "remeasurement_mape_pct", "ci_low", "ci_high"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def noise_comparison(scores: pd.DataFrame, noise: pd.DataFrame) -> pd.DataFrame:
+    """CARB's energy MAPE per window policy (from :func:`energy_scores`: mean over splits, 95 %
+    t interval) beside the energy re-measurement noise of the same policy
+    (:func:`energy_noise`), and their ratio. A policy without a noise file keeps NaN there.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``window_policy_s``, ``model_mape_pct``, ``model_ci_low``, ``model_ci_high``,
+        ``model_n_test`` (test rows of that policy in one split, median), ``splits``,
+        ``noise_mape_pct``, ``noise_ci_low``, ``noise_ci_high``, ``noise_n_configs``,
+        ``model_over_noise``.
+    """
+    rows: list[dict[str, Any]] = []
+    prefix = "carb_mape_energy_j@window"
+    for measure, g in scores[scores["measure"].str.startswith(prefix)].groupby("measure"):
+        w = float(measure[len(prefix):].rstrip("s"))
+        m, lo, hi = _t_interval(g["value"].to_numpy(float))
+        hit = noise[np.isclose(noise["window_policy_s"], w)] if len(noise) else noise
+        nz = hit.iloc[0] if len(hit) else None
+        rows.append({"window_policy_s": w, "model_mape_pct": m, "model_ci_low": lo,
+                     "model_ci_high": hi, "model_n_test": int(g["n"].median()),
+                     "splits": g["split"].nunique(),
+                     "noise_mape_pct": np.nan if nz is None else nz["remeasurement_mape_pct"],
+                     "noise_ci_low": np.nan if nz is None else nz["ci_low"],
+                     "noise_ci_high": np.nan if nz is None else nz["ci_high"],
+                     "noise_n_configs": 0 if nz is None else int(nz["n_configs"])})
+    out = pd.DataFrame(rows, columns=["window_policy_s", "model_mape_pct", "model_ci_low",
+                                      "model_ci_high", "model_n_test", "splits",
+                                      "noise_mape_pct", "noise_ci_low", "noise_ci_high",
+                                      "noise_n_configs"])
+    out["model_over_noise"] = out["model_mape_pct"] / out["noise_mape_pct"]
+    return out.sort_values("window_policy_s").reset_index(drop=True)
