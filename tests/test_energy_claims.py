@@ -43,6 +43,7 @@ def test_scores_cover_every_measure_on_every_split_with_test_rows(h200):
     for m in ("carb_r2_energy_j", "carb_mape_energy_j", "b1_flops_r2_energy_j",
               "b2_latency_proxy_r2_energy_j", "b1_flops_r2_energy_dynamic_j",
               "b2_latency_proxy_r2_energy_dynamic_j", "lobto_r2_energy_j",
+              "power_x_latency_r2_energy_j", "power_x_latency_mape_energy_j",
               *(f"screening_budget_accuracy@{b:g}" for b in budgets)):
         assert m in measures, m
     assert (scores["n"] > 0).all()
@@ -106,3 +107,38 @@ def test_the_h200_energy_error_is_split_by_the_rows_window_policy(h200):
     assert policies == {0.5: 112, 3.0: 20}  # the first campaign and the paired one
     measures = set(h200[2]["measure"])
     assert "carb_mape_energy_j@window0.5s" in measures
+
+
+def test_power_x_latency_needs_ten_power_readings_and_otherwise_predicts_joules(h200):
+    rows = ec.energy_rows(h200[0])
+    train, test = rows.iloc[:100], rows.iloc[100:]
+    few = train.assign(avg_power_w=np.where(np.arange(len(train)) < 9, 200.0, np.nan))
+    assert np.isnan(ec._power_x_latency(few, test, "quick", 0)).all()
+    pred = ec._power_x_latency(train, test, "quick", 0)
+    ratio = pred / test["energy_j"].to_numpy(float)
+    assert np.isfinite(pred).all() and 0.2 < np.median(ratio) < 5  # joules, not mJ or kJ
+
+
+def test_the_gpu_energy_model_block_reads_the_claims_scores_and_noise_it_names(h200, tmp_path):
+    from carb_lib.app.readme_energy import GPU_PLATFORM, gpu_energy_model
+    from carb_lib.core.claims import CLAIM_COLUMNS
+
+    rows, _, scores = h200
+    claims = ec.energy_claim_rows(scores, rows, GPU_PLATFORM)
+    claims.reindex(columns=[*CLAIM_COLUMNS, "our_ci_low", "our_ci_high"]).to_csv(
+        tmp_path / "claims.csv", index=False)
+    out = tmp_path / GPU_PLATFORM / "cross_family"
+    out.mkdir(parents=True)
+    scores.to_csv(out / "energy_scores.csv", index=False)
+    block = gpu_energy_model(tmp_path)
+    assert "energy_vs_noise" not in block  # no noise table without its file
+    assert block.count("_all_families") == 0  # claims shown by their words, not their ids
+    assert "| predicted latency x predicted power | **" in block
+    assert sum(line.startswith("| ") for line in block.splitlines()) == 1 + len(claims) + 1 + 3  # headers and rows
+    noise = pd.DataFrame({"window_policy_s": [0.5], "n_configs": [10], "n_rows": [30],
+                          "energy_cv_pct": [17.8], "remeasurement_mape_pct": [25.0],
+                          "ci_low": [16.0], "ci_high": [38.0]})
+    ec.noise_comparison(scores, noise).to_csv(out / "energy_vs_noise.csv", index=False)
+    block = gpu_energy_model(tmp_path)
+    assert "| 0.5 s | **" in block and "**25.0** [16.0, 38.0] (10)" in block
+    assert "energy_vs_noise.csv" in block

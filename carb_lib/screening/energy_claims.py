@@ -9,6 +9,8 @@ out), each split redrawing the rows and the model seed:
   values (never in log space: ``energy_dynamic_j``, the energy above idle, can be <= 0 where a
   config draws little more than idle; such rows are kept, counted and flagged), test-set R²
   on ``energy_j`` and ``energy_dynamic_j``;
+* energy as predicted latency x predicted average power (:func:`_power_x_latency`): the
+  decomposition energy = power x time, beside CARB fitted on energy directly and B2;
 * leave-one-batch-tier-out: CARB fitted on batch > 8, tested on batch <= 8 (one split; the
   model seed redrawn);
 * energy-budget screening: a test row is accepted when CARB's upper bound (``coverage``) is
@@ -101,6 +103,35 @@ def _carb(train: pd.DataFrame, test: pd.DataFrame, preset: str, seed: int, cover
     return model.predict_interval(test, coverage=coverage)
 
 
+#: Static features of the average-power model of :func:`_power_x_latency` (log scale).
+POWER_FEATURES: tuple[str, ...] = ("flops", "batch", "activation_bytes", "params")
+
+
+def _power_x_latency(train: pd.DataFrame, test: pd.DataFrame, preset: str,
+                     seed: int) -> np.ndarray:
+    """Energy of ``test`` as predicted latency x predicted average power: CARB on
+    ``latency_ms`` and a linear model of log ``avg_power_w`` on the log of
+    :data:`POWER_FEATURES` (the rows' own telemetry as the power target). NaN where the train
+    rows hold fewer than 10 power readings."""
+    from sklearn.linear_model import LinearRegression
+
+    from carb_lib.ensemble import preset as model_preset
+    from carb_lib.evaluation.models import fit_quiet
+
+    cols = [c for c in POWER_FEATURES if c in train.columns]
+    power = pd.to_numeric(train.get("avg_power_w"), errors="coerce")
+    ok = np.isfinite(power) & (power > 0)
+    if ok.sum() < 10 or not cols:
+        return np.full(len(test), np.nan)
+
+    def x(frame):
+        return np.log(frame[cols].astype(float).clip(lower=1.0).to_numpy())
+
+    watts = np.exp(LinearRegression().fit(x(train[ok]), np.log(power[ok])).predict(x(test)))
+    lat = fit_quiet(model_preset(preset, targets=("latency_ms",), random_state=seed), train)
+    return lat.predict(test)["latency_ms"].to_numpy(float) / 1000.0 * watts
+
+
 def energy_scores(rows: pd.DataFrame, budgets_j: Sequence[float], *, n_splits: int = 5,
                   test_fraction: float = 0.3, preset: str = "fast", seed: int = 0,
                   coverage: float = DEFAULT_COVERAGE) -> pd.DataFrame:
@@ -127,6 +158,12 @@ def energy_scores(rows: pd.DataFrame, budgets_j: Sequence[float], *, n_splits: i
         out += [{"split": s, "measure": "carb_r2_energy_j", "value": r2(y, p), "n": len(y)},
                 {"split": s, "measure": "carb_mape_energy_j", "value": mape_pct(y, p),
                  "n": len(y)}]
+        pxl = _power_x_latency(train, test, preset, seed + s)
+        if np.isfinite(pxl).all():
+            out += [{"split": s, "measure": "power_x_latency_r2_energy_j", "value": r2(y, pxl),
+                     "n": len(y)},
+                    {"split": s, "measure": "power_x_latency_mape_energy_j",
+                     "value": mape_pct(y, pxl), "n": len(y)}]
         policy = test["window_policy_s"].to_numpy(float)
         for w in np.unique(policy[np.isfinite(policy)]):
             at = policy == w
