@@ -56,8 +56,10 @@ def fit_metrics_lines(model) -> list[str]:
         final = float(r.get("rmse_final", np.nan))
         base = float(r.get("rmse_base", np.nan))
         ape = 100 * (np.exp(final) - 1) if np.isfinite(final) else np.nan
+        kept = (" - the learners were worse than it out of fold (by over 2 standard errors): "
+                "this target is predicted by the base law alone") if bool(r.get("base_law_only", False)) else ""
         lines.append(f"  {t}: RMSE of log {t} {final:.3f} (about {ape:.1f} % typical error), "
-                     f"{int(r.get('n', 0)):,} rows; base law alone {base:.3f}")
+                     f"{int(r.get('n', 0)):,} rows; base law alone {base:.3f}{kept}")
     return lines
 
 

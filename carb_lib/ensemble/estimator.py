@@ -226,7 +226,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     blend_weights_ : dict
     correction_floor_ : dict
         Target -> the threshold below which a correction of the base law (learning scale) is
-        set to zero (``memory_exact``; 0: every correction applied, ``inf``: none).
+        set to zero (``memory_exact``; 0: every correction applied, ``inf``: none, the base law
+        alone, also where the learners were worse than it out of fold).
     regime_models_ : dict
         Target -> fitted LightGBM residual corrector, or None.
     oof_predictions_ : pandas.DataFrame
@@ -235,7 +236,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     cascade_train_inputs_ : pandas.DataFrame
     oof_metrics_ : pandas.DataFrame
         OOF RMSE (learning scale) per target of the base law, each learner, both blends and the
-        final prediction.
+        final prediction; ``base_law_only``: the learners were worse than the base law out of
+        fold (mean squared-error increase over 2 standard errors), so the target is predicted
+        by the base law alone (``correction_floor_`` inf).
     conformal_scores_ : dict
         Target -> {group: sorted absolute residuals (learning scale)}; groups ``"all"`` and,
         when big enough, ``"small_batch"`` / ``"large_batch"``.

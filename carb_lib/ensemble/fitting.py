@@ -140,9 +140,24 @@ def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
 
     # corrections too small to help out of fold are set to zero (memory_exact)
     tau = snap_threshold(final[fy] - off[fy], r[fy], wt[fy]) if est._snaps(t) else 0.0
-    est.correction_floor_[t] = tau
     if tau > 0:
         final = np.where(np.abs(final - off) < tau, off, final)
+
+    # learners that are worse than the base law out of fold are not used: the base law alone
+    # (every correction set to zero, as memory_exact does for small ones), so that a model
+    # fitted on few rows is not worse than its own base law on its validation folds. "Worse":
+    # the mean increase of the squared OOF error over the rows exceeds twice its standard
+    # error (the same 2 SE rule as host calibration's), so noise alone does not switch it.
+    def rmse(pred):
+        return float(np.sqrt(np.mean((zt[fy] - pred[fy]) ** 2)))
+
+    base_only = False
+    if est._uses_base and len(fy) > 2:
+        d = (zt[fy] - final[fy]) ** 2 - (zt[fy] - off[fy]) ** 2
+        base_only = bool(d.mean() > 2 * d.std(ddof=1) / np.sqrt(len(d)))
+    if base_only:
+        tau, final = float("inf"), off.astype(float).copy()
+    est.correction_floor_[t] = tau
 
     # refit the learners on every fitting row with a target value
     est.models_[t] = {
@@ -160,12 +175,10 @@ def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
         est.conformal_by_regime,
     )
 
-    def rmse(pred):
-        return float(np.sqrt(np.mean((zt[fy] - pred[fy]) ** 2)))
-
     row = {"target": t, "n": len(fy), "n_calibration": int((cal & has_y).sum())}
     if est._uses_base:
         row["rmse_base"] = rmse(off)
+        row["base_law_only"] = base_only
     row.update({f"rmse_{nm}": rmse(off + P[:, k]) for k, nm in enumerate(learners)})
     if learners:
         row["rmse_blend_nnls"] = rmse(off + P @ w_nnls)
