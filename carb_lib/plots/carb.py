@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib
 
 from carb_lib.core.vocab import TARGET_SHORT, label
-from carb_lib.plots._style import FONT, colours, plt, words
+from carb_lib.plots._style import FONT, colours, legend_outside, plain_log_ticks, plt, words
 
 __all__ = ["plot_carb_model_comparison", "plot_carb_pred_vs_measured"]
 
@@ -17,7 +17,9 @@ def _carb_title(what: str, platform, dataset_label: str) -> str:
 
 def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
                                dataset_label: str = "measured", intervals=None, hue=None):
-    """Predicted against measured ``target`` on log-log axes, with y = x and a +-10 % band.
+    """Predicted against measured ``target`` on log-log axes, with y = x and a +-10 % band;
+    ticks are plain numbers that never crowd (:func:`carb_lib.plots._style.plain_log_ticks`),
+    the legend lies under the axes.
 
     Parameters
     ----------
@@ -47,7 +49,8 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
     sc = ax.scatter(y, p, c=c, s=9, cmap="viridis", norm=norm,
                     alpha=0.8, zorder=2, edgecolors="none")
     if c is not None:
-        fig.colorbar(sc, ax=ax, label=words(hue.name) if hue.name else "")
+        cbar = fig.colorbar(sc, ax=ax, label=words(hue.name) if hue.name else "")
+        plain_log_ticks(cbar.ax)
     lim = [min(y.min(), p.min()) * 0.8, max(y.max(), p.max()) * 1.25] if len(y) else [0.1, 10]
     grid = np.geomspace(lim[0], lim[1], 50)
     ax.plot(grid, grid, color="k", lw=1, label="y = x")
@@ -61,9 +64,10 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
             f"\nwithin ±10 %: {100 * m['within_10pct']:.0f} %\nn = {m['n']}",
             transform=ax.transAxes, va="top", fontsize=FONT,
             bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
-    ax.legend(loc="lower right")
+    plain_log_ticks(ax)
     ax.set_title(_carb_title(f"Test set: {TARGET_SHORT.get(target, words(target))}", platform,
                              dataset_label))
+    legend_outside(ax, "below", ncol=3)
     fig.tight_layout()
     return fig
 
@@ -111,16 +115,14 @@ def plot_carb_model_comparison(metrics, metric: str | None = None, platform=None
     ax.set_yticks(range(len(models)), [str(m).replace("_", " ") for m in models])
     ax.invert_yaxis()
     ax.set_xscale("log")
-    from matplotlib.ticker import FuncFormatter
-
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    plain_log_ticks(ax, "x")
     what = ("1 - R² of log values (unexplained share, log scale)" if base == "r2_log"
             else "1 - R² (unexplained share, log scale)" if r2
             else "mean absolute percentage error (%, log scale)" if base == "mape_pct"
             else f"{words(base)} (log scale)")
     ax.set_xlabel(what + (" — mean ± sd over seeds" if sd_col else ""))
     ax.set_ylabel("")
-    ax.legend(title="target", loc="best")
+    legend_outside(ax, "right", title="target")
     ax.set_title(_carb_title("Model variants on the test set (lower is better)", platform,
                              dataset_label))
     fig.tight_layout()
