@@ -123,10 +123,11 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
         handles.append(Line2D([], [], ls="none", marker="<", ms=6, mfc="white", mec="0.3",
                               mew=1.2))
         labels.append(f"MAPE below {MAPE_FLOOR:g} %,\ndrawn at {MAPE_FLOOR:g} %")
-        exact = ", exact to rounding" if smallest < 1e-6 else ""
+        least = ("0 %" if smallest <= 0 else f"{smallest:.1g} %, exact to rounding"
+                 if smallest < 1e-6 else f"{smallest:.2g} %")
         note(fig, f"{clipped} MAPE value{'s' if clipped > 1 else ''} below {MAPE_FLOOR:g} % "
-                  f"(the smallest {smallest:.1g} %{exact}) drawn at {MAPE_FLOOR:g} % as open "
-                  "triangles: a log axis cannot show 0.", width=150)
+                  f"(down to {least}) drawn at {MAPE_FLOOR:g} % as open triangles: a log axis "
+                  "cannot show 0.", width=150)
     axes[0][-1].legend(handles, labels, title="family", loc="upper left",
                        bbox_to_anchor=(1.01, 1.0))
     n = int(summary["n_seeds"].max()) if "n_seeds" in summary else 0
