@@ -161,3 +161,24 @@ def test_cross_family_summary_says_where_zero_errors_are_drawn():
     assert not any("below 0.1 %" in t.get_text() for t in fig.texts)
     assert "≤ 0.1" not in [t.get_text() for t in _tick_texts(fig.axes[0], "x")]
     _close(fig)
+
+
+def test_scaling_and_cross_family_prediction_legends_lie_outside_the_data():
+    from carb_lib.characterize.scaling import fit_scaling
+
+    df = _explorer_rows()
+    fits = fit_scaling(df, targets=["latency_ms"], x_cols=["flops"], by=(None, "precision"))
+    fig = plots.plot_scaling(df, targets=("latency_ms",), hue="precision", fits=fits)
+    assert fig.axes[0].get_legend() is not None and legend_overlaps(fig) == []
+    assert _sci([t.get_text() for t in _tick_texts(fig.axes[0], "y")]) == []
+    _close(fig)
+    rng = np.random.default_rng(0)
+    m = np.geomspace(1, 50, 30)
+    pred = pd.DataFrame([{"family": f, "target": "latency_ms", "model": mo, "k": k,
+                          "measured": v, "predicted": v * rng.uniform(0.8, 1.2)}
+                         for f in ("vgg", "mobilenetv2") for mo, k in (("zero_shot", 0),
+                                                                       ("blend", 10))
+                         for v in m])
+    fig = plots.plot_cross_family_predictions(pred, "latency_ms", platform="synthetic")
+    assert all(ax.get_legend() is not None for ax in fig.axes) and legend_overlaps(fig) == []
+    _close(fig)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import TARGET_SHORT, label
-from carb_lib.plots._style import colours, note, plain_number, plt
+from carb_lib.plots._style import colours, legend_outside, note, plain_log_ticks, plain_number, plt
 
 __all__ = ["model_label", "plot_cross_family_predictions", "plot_cross_family_summary"]
 
@@ -167,7 +167,8 @@ def plot_cross_family_predictions(predictions: pd.DataFrame, target: str = "late
         ax.set(xscale="log", yscale="log", xlabel=f"measured {label(target)}",
                ylabel=f"predicted {label(target)}")
         ax.set_title(f"{fam} (test architectures, seed 0)")
-        ax.legend(loc="upper left")
+        plain_log_ticks(ax)
+        legend_outside(ax, "below")
     fig.suptitle(f"Cross-family {TARGET_SHORT.get(target, label(target))} predictions, "
                  f"{platform or '?'}")
     fig.tight_layout()
