@@ -236,6 +236,10 @@ def plot_screening_validation(table, budgets=(), title: str = "Shortlist: predic
                 ax.axvline(b.limit, color="0.25", ls="-.", lw=1, label=text)
                 ax.axhline(b.limit, color="0.25", ls="-.", lw=1)
                 handles.append(Line2D([], [], color="0.25", ls="-.", lw=1, label=text))
+                for get, put in ((ax.get_xlim, ax.set_xlim), (ax.get_ylim, ax.set_ylim)):
+                    lo, hi = get()  # the line inside the axes, not on its frame
+                    if hi < b.limit + 0.04 * (b.limit - lo):
+                        put(lo, b.limit + 0.04 * (b.limit - lo))
         ax.set_xlabel("measured " + _screen_label(t))
         ax.set_ylabel("predicted " + _screen_label(t))
         ax.set_title(f"{_screen_label(t)}: {int(inside.sum())}/{len(d)} inside interval")
