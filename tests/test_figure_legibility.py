@@ -182,3 +182,20 @@ def test_scaling_and_cross_family_prediction_legends_lie_outside_the_data():
     fig = plots.plot_cross_family_predictions(pred, "latency_ms", platform="synthetic")
     assert all(ax.get_legend() is not None for ax in fig.axes) and legend_overlaps(fig) == []
     _close(fig)
+
+
+def test_model_comparison_says_where_exact_errors_are_drawn():
+    met = pd.DataFrame({"model": ["a", "a", "b", "b"],
+                        "target": ["peak_mem_mib", "latency_ms"] * 2,
+                        "mape_pct_mean": [1e-13, 12.0, 3.0, 15.0], "mape_pct_sd": 0.0})
+    fig = plots.plot_carb_model_comparison(met)
+    ax = fig.axes[0]
+    assert any("1 value below 0.0001 (down to 1e-13, exact to rounding) drawn at 0.0001" in
+               t.get_text() for t in fig.texts)
+    assert "≤ 0.0001" in [t.get_text() for t in _tick_texts(ax, "x")]
+    assert ax.get_legend() is not None and legend_overlaps(fig) == []
+    _close(fig)
+    met["mape_pct_mean"] = [2.0, 12.0, 3.0, 15.0]
+    fig = plots.plot_carb_model_comparison(met)
+    assert not fig.texts and "≤" not in "".join(t.get_text() for t in _tick_texts(fig.axes[0]))
+    _close(fig)

@@ -112,13 +112,13 @@ def note(fig: plt.Figure, text: str, width: int = 120) -> None:
 
 
 def plain_number(v: float, _pos=None) -> str:
-    """A tick value as a plain number (0.01, 6, 20, 100, 5000), never ``6×10⁰``; from 10⁴
-    up and under 10⁻³ as a power of ten (``10⁵``, ``2×10⁵``), which stays short."""
+    """A tick value as a plain number (0.0001, 6, 20, 100, 5000), never ``6×10⁰``; from 10⁴
+    up and under 10⁻⁴ as a power of ten (``10⁵``, ``2×10⁵``), which stays short."""
     import math
 
     if not math.isfinite(v) or v == 0:
         return "0" if v == 0 else ""
-    if 1e-3 <= abs(v) < 1e4:
+    if 1e-4 * (1 - 1e-9) <= abs(v) < 1e4:
         return f"{v:.6g}"
     e = math.floor(math.log10(abs(v)) + 1e-9)
     m = v / 10.0**e

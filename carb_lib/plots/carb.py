@@ -6,9 +6,22 @@ from __future__ import annotations
 import matplotlib
 
 from carb_lib.core.vocab import TARGET_SHORT, label
-from carb_lib.plots._style import FONT, colours, legend_outside, plain_log_ticks, plt, words
+from carb_lib.plots._style import (
+    FONT,
+    colours,
+    legend_outside,
+    note,
+    plain_log_ticks,
+    plain_number,
+    plt,
+    words,
+)
 
-__all__ = ["plot_carb_model_comparison", "plot_carb_pred_vs_measured"]
+__all__ = ["ERROR_FLOOR", "plot_carb_model_comparison", "plot_carb_pred_vs_measured"]
+
+#: Errors below this are drawn at it on the log axis of :func:`plot_carb_model_comparison`
+#: (an exact memory law reaches 1e-13 %), as open triangles with a note.
+ERROR_FLOOR = 1e-4
 
 
 def _carb_title(what: str, platform, dataset_label: str) -> str:
@@ -99,7 +112,9 @@ def plot_carb_model_comparison(metrics, metric: str | None = None, platform=None
     d["_sd"] = d[sd_col].astype(float).fillna(0.0) if sd_col else 0.0
     if r2:
         d["_v"] = 1.0 - d["_v"]
-    d["_v"] = d["_v"].clip(lower=1e-4)
+    d["_low"] = d["_v"] < ERROR_FLOOR
+    smallest = float(d["_v"].min()) if len(d) else np.nan
+    d["_v"] = d["_v"].clip(lower=ERROR_FLOOR)
     models = list(dict.fromkeys(d["model"]))
     targets = list(dict.fromkeys(d["target"]))
     pal = colours(targets)
@@ -110,19 +125,39 @@ def plot_carb_model_comparison(metrics, metric: str | None = None, platform=None
         y = np.arange(len(models)) + (j - (len(targets) - 1) / 2) * step
         v = g["_v"].to_numpy(dtype=float)
         sd = g["_sd"].to_numpy(dtype=float)
-        ax.errorbar(v, y, xerr=np.vstack([np.minimum(sd, v * 0.999), sd]), fmt="o", ms=6,
-                    capsize=2, lw=1, color=pal[t], label=TARGET_SHORT.get(t, words(t)))
+        low = g["_low"].fillna(False).to_numpy(dtype=bool)
+        ax.errorbar(np.where(low, np.nan, v), y, xerr=np.vstack([np.minimum(sd, v * 0.999), sd]),
+                    fmt="o", ms=6, capsize=2, lw=1, color=pal[t],
+                    label=TARGET_SHORT.get(t, words(t)))
+        ax.plot(v[low], y[low], ls="none", marker="<", ms=7, mfc="white", mec=pal[t], mew=1.2)
     ax.set_yticks(range(len(models)), [str(m).replace("_", " ") for m in models])
     ax.invert_yaxis()
     ax.set_xscale("log")
     plain_log_ticks(ax, "x")
+    n_low = int(d["_low"].sum())
+    if n_low:
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import FuncFormatter
+
+        ax.xaxis.set_major_formatter(FuncFormatter(
+            lambda v, _: ("≤ " if np.isclose(v, ERROR_FLOOR) else "") + plain_number(v)))
+        floor = f"{ERROR_FLOOR:g}"
+        least = ("0" if smallest <= 0 else f"{smallest:.1g}, exact to rounding"
+                 if smallest < 1e-6 else f"{smallest:.2g}")
+        note(fig, f"{n_low} value{'s' if n_low > 1 else ''} below {floor} (down to {least}) "
+                  f"drawn at {floor} as open triangles: a log axis cannot show 0.", width=110)
     what = ("1 - R² of log values (unexplained share, log scale)" if base == "r2_log"
             else "1 - R² (unexplained share, log scale)" if r2
             else "mean absolute percentage error (%, log scale)" if base == "mape_pct"
             else f"{words(base)} (log scale)")
     ax.set_xlabel(what + (" — mean ± sd over seeds" if sd_col else ""))
     ax.set_ylabel("")
-    legend_outside(ax, "right", title="target")
+    handles, labels = ax.get_legend_handles_labels()
+    if n_low:
+        handles.append(Line2D([], [], ls="none", marker="<", ms=7, mfc="white", mec="0.3",
+                              mew=1.2))
+        labels.append(f"below {floor},\ndrawn at {floor}")
+    legend_outside(ax, "right", handles=handles, labels=labels, title="target")
     ax.set_title(_carb_title("Model variants on the test set (lower is better)", platform,
                              dataset_label))
     fig.tight_layout()
