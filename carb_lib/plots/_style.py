@@ -17,8 +17,9 @@ matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-__all__ = ["DPI", "FONT", "OKABE_ITO", "STYLE", "apply_style", "colours", "note",
-           "plt", "raw_names", "save_figure", "sns", "words"]
+__all__ = ["DPI", "FONT", "OKABE_ITO", "STYLE", "apply_style", "colours", "legend_outside",
+           "legend_overlaps", "note", "plain_log_ticks", "plain_number", "plt", "raw_names", "save_figure", "sns",
+           "words"]
 
 STYLE = {"context": "notebook", "style": "whitegrid", "palette": "colorblind"}
 DPI = 150
@@ -108,6 +109,97 @@ def note(fig: plt.Figure, text: str, width: int = 120) -> None:
     """A grey caption line under the figure (what is not shown and why), never an empty panel."""
     fig.text(0.01, -0.01, textwrap.fill(text, width), fontsize=FONT, color="dimgray",
              va="top", ha="left")
+
+
+def plain_number(v: float, _pos=None) -> str:
+    """A tick value as a plain number (0.0001, 6, 20, 100, 5000), never ``6×10⁰``; from 10⁴
+    up and under 10⁻⁴ as a power of ten (``10⁵``, ``2×10⁵``), which stays short."""
+    import math
+
+    if not math.isfinite(v) or v == 0:
+        return "0" if v == 0 else ""
+    if 1e-4 * (1 - 1e-9) <= abs(v) < 1e4:
+        return f"{v:.6g}"
+    e = math.floor(math.log10(abs(v)) + 1e-9)
+    m = v / 10.0**e
+    if abs(m - round(m)) < 1e-6 and round(m) in (1, -1):
+        return f"$10^{{{e}}}$" if m > 0 else f"$-10^{{{e}}}$"
+    return f"${m:.2g}\\times10^{{{e}}}$"
+
+
+def _log_subs(decades: float) -> tuple[float, ...]:
+    """Labelled multiples of each power of ten for an axis spanning ``decades``: few enough
+    that labels never crowd (1, 2, 5 over one or two decades; powers of ten beyond)."""
+    if decades <= 1.0:
+        return (1.0, 2.0, 3.0, 5.0)
+    if decades <= 2.6:
+        return (1.0, 2.0, 5.0)
+    return (1.0,)
+
+
+def plain_log_ticks(ax, which: str = "both") -> None:
+    """Label the log axes of ``ax`` with plain numbers (:func:`plain_number`), at 1, 2 and 5
+    times powers of ten over short spans and at powers of ten over long ones; minor ticks
+    stay unlabelled. The ticks follow the limits at draw time (zoom, shared axes)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    class _Locator(LogLocator):
+        def tick_values(self, vmin, vmax):
+            import numpy as np
+
+            lo, hi = sorted((abs(vmin) or 1e-300, abs(vmax) or 1e-300))
+            self.set_params(subs=_log_subs(float(np.log10(hi / lo))))
+            return super().tick_values(vmin, vmax)
+
+    for name in ("x", "y") if which == "both" else (which,):
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        if axis.get_scale() != "log":
+            continue
+        axis.set_major_locator(_Locator(base=10.0, numticks=12))
+        axis.set_major_formatter(FuncFormatter(plain_number))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def legend_outside(ax, where: str = "right", handles=None, labels=None, **kw):
+    """The legend of ``ax`` outside its data area: right of the axes (``"right"``) or under
+    its tick labels and axis label (``"below"``). Call it after the axes are labelled; the
+    figure's ``tight_layout`` and ``savefig(bbox_inches="tight")`` make room for it.
+    Returns the legend (None when there is nothing to show)."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    if where == "right":
+        return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                         borderaxespad=0.0, **kw)
+    if where != "below":
+        raise ValueError(f"where must be 'right' or 'below', got {where!r}")
+    fig = ax.figure
+    tight = ax.get_tightbbox(fig.canvas.get_renderer())
+    under_pt = max(0.0, ax.bbox.y0 - tight.y0) * 72.0 / fig.dpi  # tick labels + axis label
+    size = float(kw.get("fontsize", FONT)) if not isinstance(kw.get("fontsize"), str) else FONT
+    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                     borderaxespad=under_pt / size + 0.4, **kw)
+
+
+def legend_overlaps(fig: plt.Figure) -> list[str]:
+    """Legends of ``fig`` whose box overlaps the data area of an axes (after a draw); empty
+    when every legend lies outside the data."""
+    fig.canvas.draw()
+    bad = []
+    legends = [a.get_legend() for a in fig.axes] + list(fig.legends)
+    for leg in filter(None, legends):
+        lb = leg.get_window_extent()
+        for a in fig.axes:
+            b = a.bbox
+            w = min(lb.x1, b.x1) - max(lb.x0, b.x0)
+            h = min(lb.y1, b.y1) - max(lb.y0, b.y0)
+            if w > 1 and h > 1:
+                bad.append(f"legend {[t.get_text() for t in leg.get_texts()][:3]} over "
+                           f"axes {a.get_title()!r}")
+    return bad
 
 
 def raw_names(fig: plt.Figure, allow: Iterable[str] = ()) -> list[str]:

@@ -6,9 +6,22 @@ from __future__ import annotations
 import matplotlib
 
 from carb_lib.core.vocab import TARGET_SHORT, label
-from carb_lib.plots._style import FONT, colours, plt, words
+from carb_lib.plots._style import (
+    FONT,
+    colours,
+    legend_outside,
+    note,
+    plain_log_ticks,
+    plain_number,
+    plt,
+    words,
+)
 
-__all__ = ["plot_carb_model_comparison", "plot_carb_pred_vs_measured"]
+__all__ = ["ERROR_FLOOR", "plot_carb_model_comparison", "plot_carb_pred_vs_measured"]
+
+#: Errors below this are drawn at it on the log axis of :func:`plot_carb_model_comparison`
+#: (an exact memory law reaches 1e-13 %), as open triangles with a note.
+ERROR_FLOOR = 1e-4
 
 
 def _carb_title(what: str, platform, dataset_label: str) -> str:
@@ -17,7 +30,9 @@ def _carb_title(what: str, platform, dataset_label: str) -> str:
 
 def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
                                dataset_label: str = "measured", intervals=None, hue=None):
-    """Predicted against measured ``target`` on log-log axes, with y = x and a +-10 % band.
+    """Predicted against measured ``target`` on log-log axes, with y = x and a +-10 % band;
+    ticks are plain numbers that never crowd (:func:`carb_lib.plots._style.plain_log_ticks`),
+    the legend lies under the axes.
 
     Parameters
     ----------
@@ -47,7 +62,8 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
     sc = ax.scatter(y, p, c=c, s=9, cmap="viridis", norm=norm,
                     alpha=0.8, zorder=2, edgecolors="none")
     if c is not None:
-        fig.colorbar(sc, ax=ax, label=words(hue.name) if hue.name else "")
+        cbar = fig.colorbar(sc, ax=ax, label=words(hue.name) if hue.name else "")
+        plain_log_ticks(cbar.ax)
     lim = [min(y.min(), p.min()) * 0.8, max(y.max(), p.max()) * 1.25] if len(y) else [0.1, 10]
     grid = np.geomspace(lim[0], lim[1], 50)
     ax.plot(grid, grid, color="k", lw=1, label="y = x")
@@ -61,9 +77,10 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
             f"\nwithin ±10 %: {100 * m['within_10pct']:.0f} %\nn = {m['n']}",
             transform=ax.transAxes, va="top", fontsize=FONT,
             bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
-    ax.legend(loc="lower right")
+    plain_log_ticks(ax)
     ax.set_title(_carb_title(f"Test set: {TARGET_SHORT.get(target, words(target))}", platform,
                              dataset_label))
+    legend_outside(ax, "below", ncol=3)
     fig.tight_layout()
     return fig
 
@@ -95,7 +112,9 @@ def plot_carb_model_comparison(metrics, metric: str | None = None, platform=None
     d["_sd"] = d[sd_col].astype(float).fillna(0.0) if sd_col else 0.0
     if r2:
         d["_v"] = 1.0 - d["_v"]
-    d["_v"] = d["_v"].clip(lower=1e-4)
+    d["_low"] = d["_v"] < ERROR_FLOOR
+    smallest = float(d["_v"].min()) if len(d) else np.nan
+    d["_v"] = d["_v"].clip(lower=ERROR_FLOOR)
     models = list(dict.fromkeys(d["model"]))
     targets = list(dict.fromkeys(d["target"]))
     pal = colours(targets)
@@ -106,21 +125,39 @@ def plot_carb_model_comparison(metrics, metric: str | None = None, platform=None
         y = np.arange(len(models)) + (j - (len(targets) - 1) / 2) * step
         v = g["_v"].to_numpy(dtype=float)
         sd = g["_sd"].to_numpy(dtype=float)
-        ax.errorbar(v, y, xerr=np.vstack([np.minimum(sd, v * 0.999), sd]), fmt="o", ms=6,
-                    capsize=2, lw=1, color=pal[t], label=TARGET_SHORT.get(t, words(t)))
+        low = g["_low"].fillna(False).to_numpy(dtype=bool)
+        ax.errorbar(np.where(low, np.nan, v), y, xerr=np.vstack([np.minimum(sd, v * 0.999), sd]),
+                    fmt="o", ms=6, capsize=2, lw=1, color=pal[t],
+                    label=TARGET_SHORT.get(t, words(t)))
+        ax.plot(v[low], y[low], ls="none", marker="<", ms=7, mfc="white", mec=pal[t], mew=1.2)
     ax.set_yticks(range(len(models)), [str(m).replace("_", " ") for m in models])
     ax.invert_yaxis()
     ax.set_xscale("log")
-    from matplotlib.ticker import FuncFormatter
+    plain_log_ticks(ax, "x")
+    n_low = int(d["_low"].sum())
+    if n_low:
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import FuncFormatter
 
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_major_formatter(FuncFormatter(
+            lambda v, _: ("≤ " if np.isclose(v, ERROR_FLOOR) else "") + plain_number(v)))
+        floor = f"{ERROR_FLOOR:g}"
+        least = ("0" if smallest <= 0 else f"{smallest:.1g}, exact to rounding"
+                 if smallest < 1e-6 else f"{smallest:.2g}")
+        note(fig, f"{n_low} value{'s' if n_low > 1 else ''} below {floor} (down to {least}) "
+                  f"drawn at {floor} as open triangles: a log axis cannot show 0.", width=110)
     what = ("1 - R² of log values (unexplained share, log scale)" if base == "r2_log"
             else "1 - R² (unexplained share, log scale)" if r2
             else "mean absolute percentage error (%, log scale)" if base == "mape_pct"
             else f"{words(base)} (log scale)")
     ax.set_xlabel(what + (" — mean ± sd over seeds" if sd_col else ""))
     ax.set_ylabel("")
-    ax.legend(title="target", loc="best")
+    handles, labels = ax.get_legend_handles_labels()
+    if n_low:
+        handles.append(Line2D([], [], ls="none", marker="<", ms=7, mfc="white", mec="0.3",
+                              mew=1.2))
+        labels.append(f"below {floor},\ndrawn at {floor}")
+    legend_outside(ax, "right", handles=handles, labels=labels, title="target")
     ax.set_title(_carb_title("Model variants on the test set (lower is better)", platform,
                              dataset_label))
     fig.tight_layout()

@@ -5,7 +5,7 @@ measurement noise, power against utilisation."""
 from __future__ import annotations
 
 from carb_lib.core.vocab import TARGETS
-from carb_lib.plots._style import FONT, colours, note, plt, words
+from carb_lib.plots._style import FONT, colours, legend_outside, note, plain_log_ticks, plt, words
 
 __all__ = ["plot_divergence", "plot_effects", "plot_noise", "plot_power_vs_utilisation",
            "plot_scaling", "plot_target_distributions"]
@@ -59,7 +59,7 @@ def _char_scatter(fig, ax, data, x, y, hue, show_colorbar=True):
         sc = ax.scatter(data[x], data[y], c=hv, norm=norm, cmap="viridis", s=8, alpha=0.7,
                         linewidths=0)
         if show_colorbar:
-            fig.colorbar(sc, ax=ax, label=_char_label(hue), pad=0.01)
+            plain_log_ticks(fig.colorbar(sc, ax=ax, label=_char_label(hue), pad=0.01).ax)
     else:
         cats = sorted(h.dropna().astype(str).unique())
         pal = colours(cats)
@@ -160,8 +160,9 @@ def plot_scaling(
         ax.set_xlabel(_char_label(x))
         ax.set_ylabel(_char_label(t))
         ax.set_title(f"{_char_label(t).split(' (')[0]} (n={len(d):,})")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper left")
+        plain_log_ticks(ax)
+        hue_title = ax.get_legend().get_title().get_text() if ax.get_legend() else None
+        legend_outside(ax, "below", title=hue_title or None, markerscale=2)
     lines = []
     if missing:
         lines.append("Not shown: " + "; ".join(f"{_char_label(t)}: {_plain_reason(why)}"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import TARGET_SHORT, label
-from carb_lib.plots._style import colours, plt
+from carb_lib.plots._style import colours, legend_outside, note, plain_log_ticks, plain_number, plt
 
 __all__ = ["model_label", "plot_cross_family_predictions", "plot_cross_family_summary"]
 
@@ -37,9 +37,10 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
     """Dot plot: mean +- sd over seeds of each metric, one row per model (zero-shot, few-shot
     at each k, the family's own model), one colour per family; one row of panels per target.
 
-    MAPE is drawn on a log axis from :data:`MAPE_FLOOR` % (smaller values at the floor); the
-    dashed lines are the accuracy goals (MAPE 5 % for memory and 10 % for latency, Spearman
-    0.95 for latency).
+    MAPE is drawn on a log axis from :data:`MAPE_FLOOR` %: smaller values (a model that saw
+    the rows reaches 0) are drawn at the floor as open left-pointing triangles, the floor's
+    tick reads "≤ 0.1" and a note under the figure counts them; the dashed lines are the
+    accuracy goals (MAPE 5 % for memory and 10 % for latency, Spearman 0.95 for latency).
 
     Parameters
     ----------
@@ -69,6 +70,7 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
                                       + 1.2 * len(targets) + 0.6),
                              squeeze=False, sharey=True)
     step = 0.6 / max(len(fams), 1)
+    clipped, smallest, low_panels = 0, np.inf, set()  # MAPE below the floor, drawn at it
     for i, t in enumerate(targets):
         for j, metric in enumerate(metrics):
             ax = axes[i][j]
@@ -78,11 +80,21 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
                 v = d[f"{metric}_mean"].to_numpy(dtype=float)
                 sd = d[f"{metric}_sd"].fillna(0).to_numpy(dtype=float)
                 lo = v - sd
+                low = np.zeros(len(v), dtype=bool)
                 if metric == "mape_pct":
+                    low = v < MAPE_FLOOR
+                    clipped += int(low.sum())
+                    smallest = min(smallest, float(np.nanmin(v, initial=np.inf)))
+                    if low.any():
+                        low_panels.add((i, j))
                     v = np.maximum(v, MAPE_FLOOR)
                     lo = np.maximum(lo, MAPE_FLOOR)
-                ax.errorbar(v, y, xerr=np.vstack([np.maximum(v - lo, 0), sd]), fmt="o", ms=5,
-                            capsize=2, lw=0.9, color=pal[fam], label=fam)
+                shown = np.where(low, np.nan, v)
+                ax.errorbar(shown, y, xerr=np.vstack([np.maximum(v - lo, 0), sd]), fmt="o",
+                            ms=5, capsize=2, lw=0.9, color=pal[fam], label=fam)
+                if low.any():
+                    ax.plot(v[low], y[low], ls="none", marker="<", ms=6, mfc="white",
+                            mec=pal[fam], mew=1.2, zorder=3)
             ax.set_yticks(range(len(rows)), rows)
             ax.set_ylim(len(rows) - 0.5, -0.5)
             name = _METRIC_NAMES[metric]
@@ -94,14 +106,30 @@ def plot_cross_family_summary(summary: pd.DataFrame, models: list[tuple[str, int
                 hi = float(np.nanmax(s.loc[s["target"] == t, "mape_pct_mean"]
                                      + s.loc[s["target"] == t, "mape_pct_sd"].fillna(0)))
                 ax.set_xlim(MAPE_FLOOR * 0.7, max(hi, 20.0) * 1.5)
-                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                floor = "≤ " if (i, j) in low_panels else ""
+                ax.xaxis.set_major_formatter(FuncFormatter(
+                    lambda v, _, f=floor: f"{f}{v:g}" if np.isclose(v, MAPE_FLOOR)
+                    else plain_number(v)))
                 ax.axvline(5 if t == "peak_mem_mib" else 10, color="k", ls="--", lw=0.8)
             if metric == "spearman":
                 ax.set_xlim(max(-1.0, float(np.nanmin(s[f"{metric}_mean"])) - 0.1), 1.02)
                 if t == "latency_ms":
                     ax.axvline(0.95, color="k", ls="--", lw=0.8)
             ax.set_title(f"{TARGET_SHORT.get(t, label(t))}: {name.split(' (')[0]}")
-    axes[0][-1].legend(title="family", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if clipped:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls="none", marker="<", ms=6, mfc="white", mec="0.3",
+                              mew=1.2))
+        labels.append(f"MAPE below {MAPE_FLOOR:g} %,\ndrawn at {MAPE_FLOOR:g} %")
+        least = ("0 %" if smallest <= 0 else f"{smallest:.1g} %, exact to rounding"
+                 if smallest < 1e-6 else f"{smallest:.2g} %")
+        note(fig, f"{clipped} MAPE value{'s' if clipped > 1 else ''} below {MAPE_FLOOR:g} % "
+                  f"(down to {least}) drawn at {MAPE_FLOOR:g} % as open triangles: a log axis "
+                  "cannot show 0.", width=150)
+    axes[0][-1].legend(handles, labels, title="family", loc="upper left",
+                       bbox_to_anchor=(1.01, 1.0))
     n = int(summary["n_seeds"].max()) if "n_seeds" in summary else 0
     fig.suptitle(f"New families predicted from a {source_label} model, {platform or '?'} "
                  f"(mean ± sd over {n} seeds; dashed: accuracy goal)")
@@ -139,7 +167,8 @@ def plot_cross_family_predictions(predictions: pd.DataFrame, target: str = "late
         ax.set(xscale="log", yscale="log", xlabel=f"measured {label(target)}",
                ylabel=f"predicted {label(target)}")
         ax.set_title(f"{fam} (test architectures, seed 0)")
-        ax.legend(loc="upper left")
+        plain_log_ticks(ax)
+        legend_outside(ax, "below")
     fig.suptitle(f"Cross-family {TARGET_SHORT.get(target, label(target))} predictions, "
                  f"{platform or '?'}")
     fig.tight_layout()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from carb_lib.plots._style import plt
+from carb_lib.plots._style import legend_outside, plain_log_ticks, plt
 from carb_lib.plots.characterization import (
     _char_label,
     _char_note,
@@ -23,7 +23,8 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
     ``fits`` (from :func:`carb_lib.characterize.scaling.fit_scaling` with ``by=(None, facet)``) draws the
     fitted power law of each panel's rows and shades the curves whose exponent is at the ends
     of its 95 % CI, pivoted at the geometric mean of ``x`` (the uncertainty of the slope).
-    Panels without positive data say why.
+    Panels without positive data say why. Each panel's legend lies under it, outside the
+    data; log axes are labelled with plain numbers (6, 20, 100).
     """
     import numpy as np
 
@@ -68,7 +69,7 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
                 y0 = np.exp(r["intercept"]) * x0 ** r["exponent"]
                 ax.plot(xs, np.exp(r["intercept"]) * xs ** r["exponent"], color="black",
                         lw=1.4, label=(f"b = {r['exponent']:.3f} [{r['ci_low']:.3f}, "
-                                       f"{r['ci_high']:.3f}], R² = {r['r2']:.2f}, n = {r['n']:,}"))
+                                       f"{r['ci_high']:.3f}]\nR² = {r['r2']:.2f}, n = {r['n']:,}"))
                 lo, hi = y0 * (xs / x0) ** r["ci_low"], y0 * (xs / x0) ** r["ci_high"]
                 ax.fill_between(xs, np.minimum(lo, hi), np.maximum(lo, hi), color="black",
                                 alpha=0.15, lw=0, label="95 % CI of the exponent")
@@ -79,8 +80,9 @@ def plot_explorer(df, target: str, x: str, hue: str | None = None, facet: str | 
         ax.set_xlabel(_char_label(x))
         ax.set_ylabel(_char_label(target))
         ax.set_title(f"{title} (n={len(d):,})")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper left")
+        plain_log_ticks(ax)
+        hue_title = ax.get_legend().get_title().get_text() if ax.get_legend() else None
+        legend_outside(ax, "below", title=hue_title or None, markerscale=2)
     fig.suptitle(_char_title(f"{_char_label(target)} vs {_char_label(x)}", platform,
                              dataset_label))
     fig.tight_layout()

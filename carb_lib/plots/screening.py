@@ -4,7 +4,7 @@ budgets and shortlist, the elimination funnel, predicted against measured for th
 from __future__ import annotations
 
 from carb_lib.core.vocab import label
-from carb_lib.plots._style import FONT, OKABE_ITO, colours, plt
+from carb_lib.plots._style import FONT, OKABE_ITO, colours, legend_outside, plt
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY
 
 __all__ = ["plot_screening_front", "plot_screening_funnel", "plot_screening_validation"]
@@ -199,31 +199,51 @@ def plot_screening_validation(table, budgets=(), title: str = "Shortlist: predic
     ``table`` has ``{t}_pred``, ``{t}_lo``, ``{t}_hi``, ``{t}_meas`` columns (from
     :func:`carb_lib.screening.validate_on_hardware` or the ``shortlist_table`` of
     :func:`carb_lib.screening.validate_against_measured`); ``budgets`` are
-    :class:`carb_lib.screening.Budget` drawn as lines where they bound a target.
+    :class:`carb_lib.screening.Budget` drawn as lines where they bound a target. Points whose
+    measurement lies inside their interval are green circles, outside red crosses; a legend
+    under each panel names them, the interval, y = x and each budget line.
     """
     import numpy as np
+    from matplotlib.lines import Line2D
 
+    green, red = OKABE_ITO[2], OKABE_ITO[5]
     targets = [c.removesuffix("_meas") for c in table.columns if c.endswith("_meas")]
-    fig, axes = plt.subplots(1, max(1, len(targets)), figsize=(4.2 * max(1, len(targets)), 4.0),
+    fig, axes = plt.subplots(1, max(1, len(targets)), figsize=(4.4 * max(1, len(targets)), 4.6),
                              squeeze=False)
     for ax, t in zip(axes[0], targets, strict=False):
         d = table[np.isfinite(table[f"{t}_meas"].to_numpy(dtype=float))]
         err = np.vstack([d[f"{t}_pred"] - d[f"{t}_lo"], d[f"{t}_hi"] - d[f"{t}_pred"]])
         inside = (d[f"{t}_lo"] <= d[f"{t}_meas"]) & (d[f"{t}_meas"] <= d[f"{t}_hi"])
         ax.errorbar(d[f"{t}_meas"], d[f"{t}_pred"], yerr=err, fmt="none", ecolor="0.6", lw=0.8)
-        ax.scatter(d[f"{t}_meas"], d[f"{t}_pred"], c=np.where(inside, "tab:green", "tab:red"),
-                   s=25, zorder=3, edgecolor="black", lw=0.3)
+        for sel, colour, marker in ((inside, green, "o"), (~inside, red, "X")):
+            ax.scatter(d.loc[sel, f"{t}_meas"], d.loc[sel, f"{t}_pred"], color=colour,
+                       marker=marker, s=30 if marker == "o" else 45, zorder=3,
+                       edgecolor="black", lw=0.3)
+        handles = [Line2D([], [], ls="none", marker="o", color=green, mec="black", mew=0.3,
+                          label=f"measured inside the interval ({int(inside.sum())})"),
+                   Line2D([], [], ls="none", marker="X", ms=7, color=red, mec="black", mew=0.3,
+                          label=f"measured outside the interval ({int((~inside).sum())})"),
+                   Line2D([], [], color="0.6", lw=0.8, label="prediction interval")]
         if len(d):
             lo = float(np.nanmin(d[[f"{t}_meas", f"{t}_lo"]].to_numpy()))
             hi = float(np.nanmax(d[[f"{t}_meas", f"{t}_hi"]].to_numpy()))
             ax.plot([lo, hi], [lo, hi], color="black", lw=0.8, ls="--")
+            handles.append(Line2D([], [], color="black", lw=0.8, ls="--",
+                                  label="y = x (prediction = measurement)"))
         for b in budgets:
             if b.metric == t:
-                ax.axvline(b.limit, color="tab:red", ls=":", lw=1)
-                ax.axhline(b.limit, color="tab:red", ls=":", lw=1)
+                text = f"budget {_budget_words(b.label)}"
+                ax.axvline(b.limit, color="0.25", ls="-.", lw=1, label=text)
+                ax.axhline(b.limit, color="0.25", ls="-.", lw=1)
+                handles.append(Line2D([], [], color="0.25", ls="-.", lw=1, label=text))
+                for get, put in ((ax.get_xlim, ax.set_xlim), (ax.get_ylim, ax.set_ylim)):
+                    lo, hi = get()  # the line inside the axes, not on its frame
+                    if hi < b.limit + 0.04 * (b.limit - lo):
+                        put(lo, b.limit + 0.04 * (b.limit - lo))
         ax.set_xlabel("measured " + _screen_label(t))
         ax.set_ylabel("predicted " + _screen_label(t))
         ax.set_title(f"{_screen_label(t)}: {int(inside.sum())}/{len(d)} inside interval")
+        legend_outside(ax, "below", handles=handles, labels=[h.get_label() for h in handles])
     fig.suptitle(_words_title(title))
     fig.tight_layout()
     return fig
