@@ -219,5 +219,13 @@ def test_scaling_explorer_controls_and_text_in_words(fitted, monkeypatch):
     assert "latency per batch ~ FLOPs per batch^b" in text
     for cell in table["exponent b"]:  # three significant digits, not six decimals
         assert cell == "-" or len(cell.replace(".", "").replace("-", "").lstrip("0")) <= 3
+    # a target the platform did not measure: said in words, not the counter's sysfs path
+    cpu = make_synthetic_dataset(240, 2, platform="synthetic_cpu", with_energy=False,
+                                 with_telemetry=False)
+    both = pd.concat([ok, cpu[cpu["status"] == "ok"]], ignore_index=True)
+    ex2 = explore.scaling_explorer(both, interactive=True, platform="synthetic_cpu",
+                                   target="energy_j")
+    assert "no power law: energy not measured on this platform" in ex2.count.value
+    text += "\n" + ex2.count.value + "\n" + explore._fit_columns(ex2.view.fits).to_string()
     bad = _raw(controls + "\n" + text)
     assert not bad, bad

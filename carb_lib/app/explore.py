@@ -36,7 +36,6 @@ from carb_lib.app.explore_cost import (  # the core, re-exported here  # noqa: F
     _DISTANCE_NUMERIC,
     _MODULE_DISTANCE_NUMERIC,
     MODULE_RANGE_COLUMNS,
-    NOT_MEASURED_ENERGY,
     RANGE_COLUMNS,
     UNITS,
     CostReport,
@@ -119,6 +118,8 @@ class ScalingView:
         return f.iloc[0].to_dict() if len(f) else None
 
     def summary(self) -> str:
+        from carb_lib.app.explore_format import reason_words
+
         s = self.selection
         where = platform_name(s.platform) if s.platform else "all platforms"
         text = f"{self.n_shown:,} rows shown (of {self.n_total:,} ok rows of {where})"
@@ -131,7 +132,7 @@ class ScalingView:
             why = None
             if self.fits is not None and len(self.fits):
                 why = self.fits["reason"].dropna().astype(str).head(1).tolist()
-            text += f"; no power law: {why[0] if why else 'too few rows'}"
+            text += f"; no power law: {reason_words(why[0] if why else None)}"
         return text
 
 
@@ -195,7 +196,8 @@ def plot_view(view: ScalingView, dataset_label: str = "measured"):
     rows = view.rows.loc[_plottable(view.rows, s)]
     return plots.plot_explorer(rows, s.target, s.x, hue=s.hue, facet=s.facet,
                                fits=view.fits if s.fit else None, logx=s.logx, logy=s.logy,
-                               platform=s.platform, dataset_label=dataset_label)
+                               platform=platform_name(s.platform) if s.platform else None,
+                               dataset_label=dataset_label)
 
 
 def _fit_columns(fits: pd.DataFrame) -> pd.DataFrame:

@@ -28,8 +28,6 @@ MODULE_RANGE_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 _MODULE_DISTANCE_NUMERIC = ("flops", "params", "resolution", "batch")
 _DISTANCE_CATEGORICAL = ("block", "precision", "early_downsample")
-#: Why energy is not predicted where the rows hold none.
-NOT_MEASURED_ENERGY = "not measured on this platform (no energy counter)"
 
 
 @dataclass
@@ -176,7 +174,12 @@ def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
     """
     import warnings
 
-    from carb_lib.app.explore_format import noise_floor, widen_to_noise
+    from carb_lib.app.explore_format import (
+        NOT_MEASURED_ENERGY,
+        noise_floor,
+        reason_words,
+        widen_to_noise,
+    )
 
     with warnings.catch_warnings(record=True) as caught:  # shown as notes, never as warnings
         warnings.simplefilter("always")
@@ -193,6 +196,7 @@ def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
         why["energy_j"] = NOT_MEASURED_ENERGY
     if why.get("energy_j"):  # the counter's own reason (a sysfs path) says no more than this
         notes = [n for n in notes if "powercap" not in n and "energy" not in n.lower()]
+    notes = [reason_words(n) for n in notes]
     prec = str(config["precision"].iloc[0]) if "precision" in config.columns else None
     pred = widen_to_noise(pred, noise_floor(train, prec))
     measured = train if measured is None else measured

@@ -21,10 +21,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import DISPLAY_SCALE, TARGET_UNITS, display_name
+from carb_lib.core.vocab import DISPLAY_SCALE, TARGET_UNITS, display_name, in_words
 
 __all__ = ["cost_text", "fit_table", "interval_text", "nearest_table", "noise_floor",
-           "prediction_table", "ranges_table", "shown_value", "sig", "widen_to_noise"]
+           "prediction_table", "ranges_table", "reason_words", "shown_value", "sig",
+           "widen_to_noise"]
 
 #: Significant digits of every number the widget shows.
 DIGITS = 3
@@ -200,6 +201,23 @@ def ranges_table(ranges: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Why energy is not shown where the rows hold none.
+NOT_MEASURED_ENERGY = "not measured on this platform (no energy counter)"
+
+
+def reason_words(reason) -> str:
+    """Why a power law or a cost is missing, in words: a target NaN on every row because the
+    platform has no energy counter reads :data:`NOT_MEASURED_ENERGY` (not the counter's sysfs
+    path); other reasons with code names in words (:func:`carb_lib.core.vocab.in_words`)."""
+    if reason is None or (isinstance(reason, float) and math.isnan(reason)) or reason == "":
+        return "too few rows"
+    text = str(reason)
+    if "energy_j" in text and ("energy counter" in text or "powercap" in text
+                               or "is NaN for all" in text):
+        return f"energy {NOT_MEASURED_ENERGY}"
+    return in_words(text)
+
+
 def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
     """The scaling explorer's power laws in words: what each was fitted to, rows, exponent
     with its 95 % CI and R², rounded; why a group has none."""
@@ -214,7 +232,7 @@ def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
             "exponent b": sig(r.get("exponent")) if ok else "-",
             "95 % CI": f"{sig(r.get('ci_low'))} to {sig(r.get('ci_high'))}" if ok else "-",
             "R²": sig(r.get("r2"), 2) if ok else "-",
-            "note": "" if ok else f"no power law: {r.get('reason') or 'too few rows'}",
+            "note": "" if ok else f"no power law: {reason_words(r.get('reason'))}",
         })
     return pd.DataFrame(rows, columns=["fitted to", "rows", "exponent b", "95 % CI", "R²",
                                        "note"])

@@ -44,6 +44,7 @@ __all__ = [
     "TELEMETRY_FEATURES",
     "code_names",
     "display_name",
+    "in_words",
     "label",
     "platform_name",
 ]
@@ -256,3 +257,26 @@ def code_names() -> frozenset[str]:
     ``params``, ``r2``, ``testable``); not ``batch`` or ``depth``, which are words."""
     names = {*DISPLAY, *PLATFORM_NAMES, *AXIS_LABELS}
     return frozenset({k for k in names if "_" in k} | {"flops", "params", "r2", "testable"})
+
+
+def in_words(text: str) -> str:
+    """``text`` (a fit's reason, a model's note) with every code name of :func:`code_names`
+    replaced by its words (:func:`display_name` without unit, :func:`platform_name`).
+
+    >>> in_words("only 3 rows with finite positive latency_ms and flops")
+    'only 3 rows with finite positive latency per batch and FLOPs per batch'
+    """
+    import re
+
+    names = sorted(code_names(), key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+    def words(m: re.Match) -> str:
+        k = m.group(1)
+        if k in PLATFORM_NAMES:
+            return platform_name(k)
+        if k in DISPLAY:
+            return display_name(k, unit=False)
+        return AXIS_LABELS.get(k, k.replace("_", " "))
+
+    return pattern.sub(words, str(text))
