@@ -19,6 +19,7 @@ from carb_lib.app import explore
 from carb_lib.app.cost_platforms import PlatformModels, platform_files
 from carb_lib.app.explore_format import (
     cost_text,
+    interval_text,
     nearest_table,
     noise_floor,
     prediction_table,
@@ -37,6 +38,16 @@ def test_rounding_and_long_times():
     assert cost_text(4321.0, "ms") == "4.32 s" and cost_text(12.345, "ms") == "12.3 ms"
     assert cost_text(1183.1192, "MiB") == "1,180 MiB"
     assert cost_text(7.5e6, "ms") == "2 h 5 min"
+
+
+def test_no_interval_is_shown_as_certain():
+    # narrower than the rounding: the prediction and its half-width, never "x to x"
+    assert interval_text(1180.2, 1180.0, 1180.5, "MiB") == "1,180 MiB ± 0.03 %"
+    assert interval_text(1180.0, 1180.0, 1180.0, "MiB") == "1,180 MiB ± under 0.01 %"
+    assert interval_text(18.1, 13.2, 24.9, "ms") == "13.2 ms to 24.9 ms"
+    # outside the training range none is given, however narrow the model's
+    assert interval_text(1180.0, 1179.0, 1181.0, "MiB", extrapolated=True) == \
+        "none outside the training range"
 
 
 @pytest.fixture(scope="module")

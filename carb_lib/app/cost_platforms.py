@@ -4,7 +4,7 @@ every platform whose ResNet rows ship in ``data/`` (the CPU files of
 each named in words (:data:`carb_lib.core.vocab.PLATFORM_NAMES`).
 
 A platform's model is fitted the first time it is chosen, on all its ok rows, with the small
-:data:`WIDGET_PRESET` (about a second on 2 cores), and kept for the session: the widget answers
+:data:`WIDGET_PRESET` (about a second on 2 cores), and kept while the widget lives: it answers
 within seconds. It predicts for the protocol its rows were timed under (:func:`protocol_text`).
 
 Examples

@@ -7,11 +7,17 @@ papermill runs use, and a thin ipywidgets front-end for JupyterLab (``make lab``
   coloured and faceted by any column, filtered by block, precision, batch range and resolution,
   on log or linear axes, with the power law fitted (:func:`carb_lib.characterize.scaling.fit_scaling`, HC3
   95 % CI) to exactly the rows shown and the number of rows shown.
-* :func:`network_cost` (notebook 03): a ResNet config chosen with widgets, its predicted cost
-  with split-conformal intervals from a fitted :class:`carb_lib.ensemble.CARBRegressor`
-  (:meth:`~carb_lib.ensemble.CARBRegressor.predict_interval`), the nearest measured rows and,
-  per config column, whether the value lies outside the model's training range (an
-  extrapolation).
+* :func:`network_cost` (notebook 03): a platform and a ResNet config chosen with widgets, its
+  predicted cost with split-conformal intervals from a fitted
+  :class:`carb_lib.ensemble.CARBRegressor`
+  (:meth:`~carb_lib.ensemble.CARBRegressor.predict_interval`), the protocol it predicts for,
+  the nearest measured rows and, per config column, whether the value lies outside the model's
+  training range (an extrapolation: no interval is given there). ``platforms="shipped"`` offers
+  every platform whose rows ship in ``data/`` (:mod:`carb_lib.app.cost_platforms`).
+
+Every control, table header, fit summary and reason a person reads is in words
+(:data:`carb_lib.core.vocab.DISPLAY`, :data:`~carb_lib.core.vocab.PLATFORM_NAMES`), numbers
+rounded to their precision (:mod:`carb_lib.app.explore_format`).
 
 Interactive or static: with ``interactive=None`` the widgets are used when ipywidgets is
 installed, the code runs in a Jupyter kernel and the environment variable
