@@ -197,6 +197,14 @@ def test_widget_offers_platforms_in_words_and_the_h200_predicts_energy(fitted, m
     assert models.get("gpu_nvidia_h200") is models.get("gpu_nvidia_h200")  # fitted once
     ex.platform.value = "synthetic_gpu"  # back: the first model, not refitted
     assert ex.model is model
+    # the static report asks a platform too; a bad choice is one line
+    static = explore.network_cost(model, train, coverage=0.9, interactive=False,
+                                  platforms=models, platform="gpu_nvidia_h200")
+    assert static.platform == "gpu_nvidia_h200" and "energy_j" in set(static.prediction.target)
+    for bad in (dict(platforms="all"), dict(platforms=models, platform="cpu_nowhere")):
+        with pytest.raises(ValueError) as err:
+            explore.network_cost(model, train, interactive=False, **bad)
+        assert "\n" not in str(err.value)
 
     # a platform without energy: said plainly, no sysfs path
     cex = explore.network_cost(cpu_model, cpu, coverage=0.9, interactive=True)

@@ -61,9 +61,14 @@ def protocol_text(rows: pd.DataFrame) -> str:
     except ValueError as exc:
         return f"rows of several protocols ({exc})"
     if rp.device != "cpu":
+        w = pd.to_numeric(rows.get("window_s", pd.Series(dtype=float)), errors="coerce")
+        w = w[w > 0]
+        if len(w):  # the rows' own windows (campaigns may differ: 0.5 s, then 3 s)
+            return (f"one GPU, each inference timed with CUDA events in windows of "
+                    f"{w.min():.1f} s to {w.max():.1f} s")
         p = Protocol()
-        return (f"one GPU, CUDA-event timing over windows of at least {p.gpu_min_iters} "
-                f"inferences and {p.gpu_min_window_s:g} s")
+        return (f"one GPU, each inference timed with CUDA events in windows of at least "
+                f"{p.gpu_min_iters} inferences and {p.gpu_min_window_s:g} s")
     return rp.describe().removesuffix(" (cpu)")
 
 

@@ -667,7 +667,7 @@ def network_cost(model, train: pd.DataFrame, measured: pd.DataFrame | None = Non
     Raises
     ------
     ValueError
-        One line when ``platforms`` is neither of the above.
+        One line when ``platforms`` is neither of the above or ``platform`` is not offered.
     """
     from carb_lib.app.cost_platforms import PlatformModels
 
@@ -677,6 +677,9 @@ def network_cost(model, train: pd.DataFrame, measured: pd.DataFrame | None = Non
         platforms = PlatformModels(coverage=coverage)
     models = platforms if platforms is not None else PlatformModels(files={}, coverage=coverage)
     first = models.add(_platform_of(train), model, train, measured)
+    if platform is not None and platform not in models.platforms:
+        raise ValueError(f"platform {platform!r} is not offered; offered: "
+                         f"{', '.join(models.platforms)}")
     if interactive is None:
         interactive = interactive_default()
     if interactive:
