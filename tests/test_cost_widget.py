@@ -192,7 +192,7 @@ def test_widget_offers_platforms_in_words_and_the_h200_predicts_energy(fitted, m
     assert 0 < e["lo"] < e["predicted"] < e["hi"]
     gpu = explore.report_text(rep)
     texts.append(gpu)
-    assert "Predicted for NVIDIA H200 GPU, timed with one GPU" in gpu
+    assert "Predicted for NVIDIA H200 GPU (protocol: one GPU" in gpu
     assert re.search(r"energy per batch +[\d.]+ J +[\d.]+ J to [\d.]+ J", gpu), gpu
     assert models.get("gpu_nvidia_h200") is models.get("gpu_nvidia_h200")  # fitted once
     ex.platform.value = "synthetic_gpu"  # back: the first model, not refitted

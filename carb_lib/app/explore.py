@@ -467,7 +467,7 @@ def _report_html(rep: CostReport) -> str:
     if rep.platform:
         where = f"<b>{html.escape(platform_name(rep.platform))}</b>"
         if rep.protocol:
-            where += f", timed with {html.escape(rep.protocol)}"
+            where += f" (protocol: {html.escape(rep.protocol)})"
         lines.append(f"<p>Predicted for {where}.</p>")
     lines.append(f"<p style='color:{colour}'><b>{html.escape(rep.summary())}</b></p>")
     for t, why in rep.not_predicted.items():
