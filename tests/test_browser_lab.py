@@ -261,9 +261,9 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(browser_tools, lab_server, tmp
             # a second control: the target; the power law line names it
             target = page.locator(".carb-explorer .widget-dropdown", has_text="target") \
                 .locator("select")
-            target.select_option(label="peak_mem_mib")
+            target.select_option(label="peak memory (MiB)")
             page.wait_for_function(
-                "sel => document.querySelector(sel).innerText.includes('peak_mem_mib ~ flops')",
+                "sel => document.querySelector(sel).innerText.includes('peak memory ~ FLOPs per batch')",
                 arg=".carb-explorer-count", timeout=60_000)
             assert _rows(count.inner_text())[0] == n_after
             _new_figure(page, src_after)

@@ -7,11 +7,17 @@ papermill runs use, and a thin ipywidgets front-end for JupyterLab (``make lab``
   coloured and faceted by any column, filtered by block, precision, batch range and resolution,
   on log or linear axes, with the power law fitted (:func:`carb_lib.characterize.scaling.fit_scaling`, HC3
   95 % CI) to exactly the rows shown and the number of rows shown.
-* :func:`network_cost` (notebook 03): a ResNet config chosen with widgets, its predicted cost
-  with split-conformal intervals from a fitted :class:`carb_lib.ensemble.CARBRegressor`
-  (:meth:`~carb_lib.ensemble.CARBRegressor.predict_interval`), the nearest measured rows and,
-  per config column, whether the value lies outside the model's training range (an
-  extrapolation).
+* :func:`network_cost` (notebook 03): a platform and a ResNet config chosen with widgets, its
+  predicted cost with split-conformal intervals from a fitted
+  :class:`carb_lib.ensemble.CARBRegressor`
+  (:meth:`~carb_lib.ensemble.CARBRegressor.predict_interval`), the protocol it predicts for,
+  the nearest measured rows and, per config column, whether the value lies outside the model's
+  training range (an extrapolation: no interval is given there). ``platforms="shipped"`` offers
+  every platform whose rows ship in ``data/`` (:mod:`carb_lib.app.cost_platforms`).
+
+Every control, table header, fit summary and reason a person reads is in words
+(:data:`carb_lib.core.vocab.DISPLAY`, :data:`~carb_lib.core.vocab.PLATFORM_NAMES`), numbers
+rounded to their precision (:mod:`carb_lib.app.explore_format`).
 
 Interactive or static: with ``interactive=None`` the widgets are used when ipywidgets is
 installed, the code runs in a Jupyter kernel and the environment variable
@@ -32,7 +38,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import DEFAULT_COVERAGE, PRECISIONS, TARGET_SHORT, TARGET_UNITS
+from carb_lib.app.explore_cost import (  # the core, re-exported here  # noqa: F401
+    _DISTANCE_NUMERIC,
+    _MODULE_DISTANCE_NUMERIC,
+    MODULE_RANGE_COLUMNS,
+    RANGE_COLUMNS,
+    UNITS,
+    CostReport,
+    cost_report,
+    make_config,
+    nearest_measured,
+    training_ranges,
+)
+from carb_lib.core.vocab import DEFAULT_COVERAGE, PRECISIONS, display_name, platform_name
 
 #: Set (to anything but "" or "0") to force the static fallback; ``carb reproduce`` sets it.
 STATIC_ENV = "CARB_STATIC"
@@ -106,18 +124,21 @@ class ScalingView:
         return f.iloc[0].to_dict() if len(f) else None
 
     def summary(self) -> str:
+        from carb_lib.app.explore_format import reason_words
+
         s = self.selection
-        text = (f"{self.n_shown:,} rows shown (of {self.n_total:,} ok rows of "
-                f"{s.platform or 'all platforms'})")
+        where = platform_name(s.platform) if s.platform else "all platforms"
+        text = f"{self.n_shown:,} rows shown (of {self.n_total:,} ok rows of {where})"
         r = self.overall_fit()
         if r is not None:
-            text += (f"; {s.target} ~ {s.x}^b, b = {r['exponent']:.3f} "
-                     f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] (95 % CI, HC3), R2 = {r['r2']:.2f}")
+            text += (f"; {display_name(s.target, unit=False)} ~ "
+                     f"{display_name(s.x, unit=False)}^b, b = {r['exponent']:.3f} "
+                     f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] (95 % CI, HC3), R² = {r['r2']:.2f}")
         elif s.fit:
             why = None
             if self.fits is not None and len(self.fits):
                 why = self.fits["reason"].dropna().astype(str).head(1).tolist()
-            text += f"; no power law: {why[0] if why else 'too few rows'}"
+            text += f"; no power law: {reason_words(why[0] if why else None)}"
         return text
 
 
@@ -181,12 +202,20 @@ def plot_view(view: ScalingView, dataset_label: str = "measured"):
     rows = view.rows.loc[_plottable(view.rows, s)]
     return plots.plot_explorer(rows, s.target, s.x, hue=s.hue, facet=s.facet,
                                fits=view.fits if s.fit else None, logx=s.logx, logy=s.logy,
-                               platform=s.platform, dataset_label=dataset_label)
+                               platform=platform_name(s.platform) if s.platform else None,
+                               dataset_label=dataset_label)
 
 
 def _fit_columns(fits: pd.DataFrame) -> pd.DataFrame:
-    cols = ["group_by", "group", "n", "exponent", "ci_low", "ci_high", "r2", "testable", "reason"]
-    return fits[[c for c in cols if c in fits.columns]] if len(fits) else fits
+    """The fit table as a person reads it (:func:`carb_lib.app.explore_format.fit_table`)."""
+    from carb_lib.app.explore_format import fit_table
+
+    return fit_table(fits)
+
+
+def _words(names) -> list[tuple[str, str]]:
+    """(words, name) options of a control (:func:`carb_lib.core.vocab.display_name`)."""
+    return [(display_name(n), n) for n in names]
 
 
 class ScalingExplorer:
@@ -198,6 +227,8 @@ class ScalingExplorer:
 
     def __init__(self, ok: pd.DataFrame, selection: Selection, dataset_label=None):
         import ipywidgets as w
+
+        from carb_lib.app.explore_format import sig
 
         self.ok = ok
         self._label = dataset_label
@@ -214,15 +245,17 @@ class ScalingExplorer:
 
         style = {"description_width": "initial"}
         lay = w.Layout(width="230px")
-        self.platform = w.Dropdown(options=platforms, value=selection.platform or platforms[0],
-                                   description="platform", style=style, layout=lay)
-        self.target = w.Dropdown(options=targets, value=selection.target, description="target",
-                                 style=style, layout=lay)
-        self.x = w.Dropdown(options=xs, value=selection.x, description="x axis", style=style,
-                            layout=lay)
+        self.platform = w.Dropdown(options=[(platform_name(p), p) for p in platforms],
+                                   value=selection.platform or platforms[0],
+                                   description="platform", style=style,
+                                   layout=w.Layout(width="330px"))
+        self.target = w.Dropdown(options=_words(targets), value=selection.target,
+                                 description="target", style=style, layout=lay)
+        self.x = w.Dropdown(options=_words(xs), value=selection.x, description="x axis",
+                            style=style, layout=lay)
         # chosen by index: ipywidgets shows value=None as an empty box, not as "none"
-        hue_opts = [("none", None)] + [(h, h) for h in hues]
-        facet_opts = [("none", None)] + [(f, f) for f in facets]
+        hue_opts = [("none", None)] + _words(hues)
+        facet_opts = [("none", None)] + _words(facets)
         self.hue = w.Dropdown(options=hue_opts, index=_option_index(hue_opts, selection.hue),
                               description="colour", style=style, layout=lay)
         self.facet = w.Dropdown(options=facet_opts,
@@ -234,15 +267,17 @@ class ScalingExplorer:
             opts = values(col)
             if opts:
                 self.filters[col] = w.SelectMultiple(
-                    options=opts, value=tuple(opts if chosen is None else
-                                              [o for o in opts if str(o) in map(str, chosen)]),
-                    description=col, rows=min(len(opts), 5), style=style,
+                    options=[(sig(o), o) for o in opts],
+                    value=tuple(opts if chosen is None else
+                                [o for o in opts if str(o) in map(str, chosen)]),
+                    description=display_name(col, unit=False), rows=min(len(opts), 5),
+                    style=style,
                     layout=w.Layout(width="230px"))
         batches = [int(b) for b in values("batch")] or [1]
         lo, hi = selection.batch_range or (batches[0], batches[-1])
         self.batch = w.SelectionRangeSlider(
             options=batches, index=(_nearest_index(batches, lo), _nearest_index(batches, hi)),
-            description="batch", style=style, layout=w.Layout(width="360px"))
+            description="batch size", style=style, layout=w.Layout(width="360px"))
         self.logx = w.Checkbox(value=selection.logx, description="log x", indent=False)
         self.logy = w.Checkbox(value=selection.logy, description="log y", indent=False)
         self.fit = w.Checkbox(value=selection.fit, description="fit power law", indent=False)
@@ -380,177 +415,6 @@ def scaling_explorer(ok: pd.DataFrame, interactive: bool | None = None, dataset_
 
 
 # =========================================================================== network cost
-#: Config columns compared with the training range (numeric: min-max; others: values seen).
-RANGE_COLUMNS: tuple[str, ...] = ("block", "depth", "width", "early_downsample", "resolution",
-                                  "batch", "precision", "flops", "params", "activation_bytes")
-#: Unit of each target (:data:`carb_lib.core.vocab.TARGET_UNITS`; costs are per batch).
-UNITS: dict[str, str] = TARGET_UNITS
-_DISTANCE_NUMERIC = ("depth", "width", "resolution", "batch")
-#: What a user network (family ``module``) is compared on: its size and kind of layers, as
-#: the model sees them, not a config of a family.
-MODULE_RANGE_COLUMNS: tuple[str, ...] = (
-    "resolution", "batch", "precision", "flops", "params", "activation_bytes", "n_dwconv",
-    "dw_flops_share", "n_add", "n_se",
-)  # fmt: skip
-_MODULE_DISTANCE_NUMERIC = ("flops", "params", "resolution", "batch")
-_DISTANCE_CATEGORICAL = ("block", "precision", "early_downsample")
-
-
-@dataclass
-class CostReport:
-    """What :func:`cost_report` returns for one config."""
-
-    config: pd.DataFrame  # one row: the config with its static features
-    prediction: pd.DataFrame  # target, unit, predicted, lo, hi, coverage
-    nearest: pd.DataFrame  # the k nearest measured rows, with distance
-    ranges: pd.DataFrame  # column, value, train_min, train_max, outside
-    not_predicted: dict[str, str]  # target -> why
-    notes: list[str] = field(default_factory=list)  # what the model said while predicting
-
-    @property
-    def is_extrapolation(self) -> bool:
-        """True if any config column lies outside the training range."""
-        return bool(self.ranges["outside"].any())
-
-    def summary(self) -> str:
-        outside = self.ranges.loc[self.ranges["outside"], "column"].tolist()
-        if outside:
-            return ("EXTRAPOLATION: outside the training range in " + ", ".join(outside)
-                    + " - treat the prediction with care")
-        return "inside the training range of every config column"
-
-
-def make_config(block: str = "basic", depth: int = 18, width: float = 1.0,
-                early_downsample: bool = True, resolution: int = 64, batch: int = 1,
-                precision: str = "fp32", num_classes: int = 1000) -> pd.DataFrame:
-    """One ResNet config as a one-row frame with its static features (validated).
-
-    Raises
-    ------
-    carb_lib.families.space.ConfigError
-        If a value is outside the design space.
-    """
-    from carb_lib.dataset.features import with_static_features
-    from carb_lib.families.space import ResNetConfig
-
-    cfg = ResNetConfig(block=block, depth=int(depth), width=float(width),
-                       early_downsample=bool(early_downsample), resolution=int(resolution),
-                       batch=int(batch), precision=precision, num_classes=int(num_classes))
-    row = pd.DataFrame([{"family": cfg.family, "block": cfg.block, "depth": cfg.depth,
-                         "width": cfg.width, "early_downsample": cfg.early_downsample,
-                         "resolution": cfg.resolution, "batch": cfg.batch,
-                         "precision": cfg.precision, "num_classes": cfg.num_classes}])
-    return with_static_features(row)
-
-
-def training_ranges(config: pd.DataFrame, train: pd.DataFrame,
-                    columns: Sequence[str] = RANGE_COLUMNS) -> pd.DataFrame:
-    """Per column: the config's value, the training range and whether it lies outside.
-
-    Numeric columns: outside ``[min, max]`` of the training rows. Other columns (block,
-    precision, early_downsample): a value no training row has.
-    """
-    rows = []
-    for col in columns:
-        if col not in config.columns or col not in train.columns:
-            continue
-        v = config[col].iloc[0]
-        t = train[col].dropna()
-        numeric = (pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
-                   and col != "early_downsample")
-        if numeric:
-            tv = pd.to_numeric(t, errors="coerce").astype(float)
-            lo, hi = float(tv.min()), float(tv.max())
-            rows.append(dict(column=col, value=v, train_min=lo, train_max=hi,
-                             outside=bool(not lo <= float(v) <= hi)))
-        else:
-            seen = sorted(map(str, t.unique()))
-            rows.append(dict(column=col, value=v, train_min=", ".join(seen), train_max=None,
-                             outside=str(v) not in seen))
-    return pd.DataFrame(rows, columns=["column", "value", "train_min", "train_max", "outside"])
-
-
-def nearest_measured(config: pd.DataFrame, measured: pd.DataFrame, k: int = 5,
-                     numeric: Sequence[str] = _DISTANCE_NUMERIC) -> pd.DataFrame:
-    """The ``k`` measured rows nearest to ``config``.
-
-    Distance: Euclidean over log2 of the ``numeric`` columns (default depth, width, resolution
-    and batch; each divided by its standard deviation in ``measured``), plus 1 for each of
-    block, precision and early_downsample that differs. 0 means the same config was measured.
-    Rows of the config's precision come first (an fp16 query lists fp16 rows), then the others.
-    """
-    if measured.empty:
-        return measured.assign(distance=pd.Series(dtype=float))
-    d2 = np.zeros(len(measured))
-    for col in numeric:
-        if col in measured.columns and col in config.columns:
-            m = np.log2(pd.to_numeric(measured[col], errors="coerce").astype(float).to_numpy())
-            c = math.log2(float(config[col].iloc[0]))
-            sd = np.nanstd(m)
-            d2 += ((m - c) / (sd if sd > 0 else 1.0)) ** 2
-    for col in _DISTANCE_CATEGORICAL:
-        if col in measured.columns and col in config.columns:
-            d2 += (measured[col].astype(str).to_numpy() != str(config[col].iloc[0])).astype(float)
-    dist = np.sqrt(np.nan_to_num(d2, nan=np.inf))
-    other = np.zeros(len(measured))
-    if "precision" in measured.columns and "precision" in config.columns:
-        other = (measured["precision"].astype(str).to_numpy()
-                 != str(config["precision"].iloc[0])).astype(float)
-    order = np.lexsort((dist, other))[:k]  # rows of the same precision first, then distance
-    cols = [c for c in ("platform", "family", "block", "depth", "width", "early_downsample",
-                        "resolution",
-                        "batch", "precision", "flops", "peak_mem_mib", "energy_j", "latency_ms")
-            if c in measured.columns]
-    out = measured.iloc[order][cols].copy()
-    out.insert(0, "distance", dist[order])
-    return out.reset_index(drop=True)
-
-
-def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
-                measured: pd.DataFrame | None = None, coverage: float = DEFAULT_COVERAGE,
-                k: int = 5, *, columns: Sequence[str] = RANGE_COLUMNS,
-                distance: Sequence[str] = _DISTANCE_NUMERIC) -> CostReport:
-    """Predict ``config``'s cost with ``model`` and put it in context.
-
-    Parameters
-    ----------
-    model : carb_lib.ensemble.CARBRegressor
-        Fitted in frame mode (on a dataset in the CARB schema).
-    config : pandas.DataFrame
-        One row (:func:`make_config`).
-    train : pandas.DataFrame
-        The rows the model was trained on (their ranges decide "extrapolation").
-    measured : pandas.DataFrame or None
-        Rows to search for the nearest measured configs (default: ``train``).
-    coverage : float
-        Nominal coverage of the split-conformal intervals.
-    k : int
-        Nearest measured rows listed.
-    columns, distance : sequence of str
-        Columns compared with the training range (:func:`training_ranges`) and numeric
-        columns of the distance (:func:`nearest_measured`).
-    """
-    import warnings
-
-    from carb_lib.app.explore_format import noise_floor, widen_to_noise
-
-    with warnings.catch_warnings(record=True) as caught:  # shown as notes, never as warnings
-        warnings.simplefilter("always")
-        iv = model.predict_interval(config, coverage=coverage)
-    notes = list(dict.fromkeys(str(c.message) for c in caught
-                               if c.category.__name__ != "MissingTargetWarning"))
-    pred = pd.DataFrame([
-        dict(target=t, unit=UNITS.get(t, ""), predicted=float(iv[t].iloc[0]),
-             lo=float(iv[f"{t}_lo"].iloc[0]), hi=float(iv[f"{t}_hi"].iloc[0]), coverage=coverage)
-        for t in model.targets_])
-    why = {t: "not measured in the training data (no energy counter on this platform)"
-           if t == "energy_j" else "not in the training data"
-           for t in getattr(model, "skipped_targets_", [])}
-    prec = str(config["precision"].iloc[0]) if "precision" in config.columns else None
-    pred = widen_to_noise(pred, noise_floor(train, prec))
-    measured = train if measured is None else measured
-    return CostReport(config, pred, nearest_measured(config, measured, k, distance),
-                      training_ranges(config, train, columns), why, notes)
 
 
 def module_config(module: str, input_shape: Any, batch: int = 1, precision: str = "fp32",
@@ -599,9 +463,15 @@ def module_cost(model, train: pd.DataFrame, module: str, input_shape: Any, *, ba
 
 def _report_html(rep: CostReport) -> str:
     colour = "#b00020" if rep.is_extrapolation else "#1b5e20"
-    lines = [f"<p style='color:{colour}'><b>{html.escape(rep.summary())}</b></p>"]
+    lines = []
+    if rep.platform:
+        where = f"<b>{html.escape(platform_name(rep.platform))}</b>"
+        if rep.protocol:
+            where += f" (protocol: {html.escape(rep.protocol)})"
+        lines.append(f"<p>Predicted for {where}.</p>")
+    lines.append(f"<p style='color:{colour}'><b>{html.escape(rep.summary())}</b></p>")
     for t, why in rep.not_predicted.items():
-        lines.append(f"<p><i>{html.escape(TARGET_SHORT.get(t, t))}: not predicted, "
+        lines.append(f"<p><i>{html.escape(display_name(t, unit=False))}: "
                      f"{html.escape(why)}</i></p>")
     for n in rep.notes:
         lines.append(f"<p><i>note: {html.escape(n)}</i></p>")
@@ -609,39 +479,55 @@ def _report_html(rep: CostReport) -> str:
 
 
 class CostExplorer:
-    """Widgets over :func:`cost_report`; ``.widget`` is the box to display."""
+    """Widgets over :func:`cost_report`; ``.widget`` is the box to display.
 
-    def __init__(self, model, train, measured, coverage, k, initial: Mapping[str, Any]):
+    With ``platforms`` (a :class:`carb_lib.app.cost_platforms.PlatformModels`) a platform
+    control offers every platform it holds, named in words; a platform's model is fitted the
+    first time it is chosen and kept.
+    """
+
+    def __init__(self, model, train, measured, coverage, k, initial: Mapping[str, Any],
+                 platforms=None):
         import ipywidgets as w
 
+        from carb_lib.app.cost_platforms import PlatformModels
         from carb_lib.families.space import BATCH_SIZES, DEPTHS, RESOLUTIONS, WIDTHS
 
-        self.model, self.train, self.measured = model, train, measured
         self.coverage, self.k = coverage, k
+        self.models = platforms if platforms is not None else PlatformModels(files={},
+                                                                             coverage=coverage)
+        first = self.models.add(_platform_of(train), model, train, measured)
+        self._use(first)
         style = {"description_width": "initial"}
         lay = w.Layout(width="200px")
         init = {**_DEFAULT_CONFIG, **initial}
+        self.platform = w.Dropdown(options=[(platform_name(p), p) for p in self.models.platforms],
+                                   value=first.platform, description="platform", style=style,
+                                   layout=w.Layout(width="380px"))
         self.block = w.Dropdown(options=list(DEPTHS), value=init["block"], description="block",
                                 style=style, layout=lay)
         self.depth = w.Dropdown(options=list(DEPTHS[init["block"]]), value=init["depth"],
-                                description="depth", style=style, layout=lay)
-        self.width = w.Dropdown(options=list(WIDTHS), value=init["width"], description="width",
-                                style=style, layout=lay)
-        self.early = w.Checkbox(value=init["early_downsample"], description="early downsample",
-                                indent=False)
+                                description=display_name("depth"), style=style, layout=lay)
+        self.width = w.Dropdown(options=[(f"{v:g}", v) for v in WIDTHS], value=init["width"],
+                                description=display_name("width"), style=style, layout=lay)
+        self.early = w.Checkbox(value=init["early_downsample"],
+                                description=display_name("early_downsample"), indent=False)
         self.resolution = w.Dropdown(options=sorted(set(RESOLUTIONS) | {224}),
-                                     value=init["resolution"], description="resolution",
-                                     style=style, layout=lay)
+                                     value=init["resolution"],
+                                     description=display_name("resolution"), style=style,
+                                     layout=lay)
         self.batch = w.Dropdown(options=list(BATCH_SIZES), value=init["batch"],
-                                description="batch", style=style, layout=lay)
+                                description=display_name("batch"), style=style, layout=lay)
         self.precision = w.Dropdown(options=list(PRECISIONS), value=init["precision"],
                                     description="precision", style=style, layout=lay)
         self.out = w.Output()
+        self.platform.observe(self._platform_changed, names="value")
         self.block.observe(self._block_changed, names="value")
         for c in (self.depth, self.width, self.early, self.resolution, self.batch,
                   self.precision):
             c.observe(lambda _c: self.update(), names="value")
         self.widget = w.VBox([
+            self.platform,
             w.HBox([self.block, self.depth, self.width, self.early],
                    layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.resolution, self.batch, self.precision],
@@ -649,6 +535,21 @@ class CostExplorer:
             self.out])
         self.widget.add_class("carb-cost")
         self.report: CostReport | None = None
+        self.update()
+
+    def _use(self, pm) -> None:
+        self.current = pm
+        self.model, self.train, self.measured = pm.model, pm.train, pm.measured
+
+    def _platform_changed(self, change) -> None:
+        from IPython.display import HTML, display
+
+        if change["new"] not in self.models._models:  # the first time: fitted now (seconds)
+            self.out.clear_output(wait=True)
+            with self.out:
+                display(HTML(f"<p><i>fitting the model of "
+                             f"{html.escape(platform_name(change['new']))} ...</i></p>"))
+        self._use(self.models.get(change["new"]))
         self.update()
 
     def _block_changed(self, change) -> None:
@@ -681,60 +582,113 @@ class CostExplorer:
             except ValueError as exc:  # a combination outside the design space
                 display(HTML(f"<p><b>not a valid config:</b> {html.escape(str(exc))}</p>"))
                 return None
-            self.report = rep = cost_report(self.model, cfg, self.train, self.measured,
-                                            self.coverage, self.k)
+            self.report = rep = _platform_report(self.current, cfg, self.coverage, self.k)
             _display_report(rep)
         return self.report
+
+
+def _platform_of(train: pd.DataFrame) -> str:
+    """The platform of a model's training rows ("these rows" when they name none or several)."""
+    names = sorted(train["platform"].dropna().astype(str).unique()) \
+        if "platform" in train.columns else []
+    return names[0] if len(names) == 1 else "these rows"
+
+
+def _platform_report(pm, cfg: pd.DataFrame, coverage: float, k: int) -> CostReport:
+    """:func:`cost_report` of ``cfg`` on a platform's model, naming the platform and protocol."""
+    rep = cost_report(pm.model, cfg, pm.train, pm.measured, coverage, k)
+    return replace(rep, platform=pm.platform, protocol=pm.protocol)
 
 
 _DEFAULT_CONFIG: dict[str, Any] = dict(block="basic", depth=18, width=0.5, early_downsample=True,
                                        resolution=64, batch=8, precision="fp32")
 
 
+def _report_parts(rep: CostReport) -> list:
+    """What the report shows, in order: HTML text and tables in words."""
+    from carb_lib.app.explore_format import nearest_table, prediction_table, ranges_table
+
+    return [_report_html(rep), prediction_table(rep.prediction),
+            "<p>Nearest measured rows, same precision first (distance 0: this config "
+            "was measured):</p>", nearest_table(rep.nearest),
+            "<p>Config columns against the training range:</p>", ranges_table(rep.ranges)]
+
+
+def report_text(rep: CostReport) -> str:
+    """The report as plain text: every line and table a person reads (tests check its words)."""
+    import re
+
+    out = []
+    for part in _report_parts(rep):
+        if isinstance(part, str):
+            out.append(html.unescape(re.sub(r"<[^>]+>", "", part)))
+        else:
+            out.append(part.to_string(index=False))
+    return "\n".join(out)
+
+
 def _display_report(rep: CostReport) -> None:
     from IPython.display import HTML, display
 
-    from carb_lib.app.explore_format import nearest_table, prediction_table, ranges_table
-
-    display(HTML(_report_html(rep)))
-    display(prediction_table(rep.prediction))
-    display(HTML("<p>Nearest measured rows, same precision first (distance 0: this config "
-                 "was measured):</p>"))
-    display(nearest_table(rep.nearest))
-    display(HTML("<p>Config columns against the training range:</p>"))
-    display(ranges_table(rep.ranges))
+    for part in _report_parts(rep):
+        display(HTML(part) if isinstance(part, str) else part)
 
 
 def network_cost(model, train: pd.DataFrame, measured: pd.DataFrame | None = None,
                  coverage: float = DEFAULT_COVERAGE, k: int = 5, interactive: bool | None = None,
-                 **config: Any):
-    """"What does my network cost?": predicted cost of a ResNet config with intervals.
+                 platforms=None, platform: str | None = None, **config: Any):
+    """"What does my network cost?": predicted cost of a ResNet config with intervals, on the
+    platform of ``model`` or any other platform offered.
 
     Parameters
     ----------
     model : carb_lib.ensemble.CARBRegressor
         Fitted (frame mode); energy appears only if the model predicts it.
     train : pandas.DataFrame
-        The model's training rows (training range, nearest rows).
+        The model's training rows (training range, nearest rows, the protocol predicted for).
     measured : pandas.DataFrame or None
         Rows searched for the nearest measured configs (default: ``train``).
     coverage, k : see :func:`cost_report`.
     interactive : bool or None
         Widgets, the static report of the initial config, or :func:`interactive_default`.
+    platforms : "shipped", carb_lib.app.cost_platforms.PlatformModels or None
+        Further platforms to offer: ``"shipped"`` every platform whose rows ship in ``data/``
+        (:func:`carb_lib.app.cost_platforms.platform_files`; the H200 predicts energy), each
+        model fitted on first choice; None only the platform of ``model``.
+    platform : str or None
+        The platform shown first (default: that of ``model``).
     **config
         Initial config (:func:`make_config` arguments), e.g. ``block="basic", depth=18``.
 
     Returns
     -------
     CostExplorer or CostReport
+
+    Raises
+    ------
+    ValueError
+        One line when ``platforms`` is neither of the above or ``platform`` is not offered.
     """
+    from carb_lib.app.cost_platforms import PlatformModels
+
+    if isinstance(platforms, str):
+        if platforms != "shipped":
+            raise ValueError(f"platforms={platforms!r}: use 'shipped', a PlatformModels or None")
+        platforms = PlatformModels(coverage=coverage)
+    models = platforms if platforms is not None else PlatformModels(files={}, coverage=coverage)
+    first = models.add(_platform_of(train), model, train, measured)
+    if platform is not None and platform not in models.platforms:
+        raise ValueError(f"platform {platform!r} is not offered; offered: "
+                         f"{', '.join(models.platforms)}")
     if interactive is None:
         interactive = interactive_default()
     if interactive:
-        explorer = CostExplorer(model, train, measured, coverage, k, config)
+        explorer = CostExplorer(model, train, measured, coverage, k, config, platforms=models)
+        if platform is not None and platform != first.platform:
+            explorer.platform.value = platform
         _show(explorer.widget)
         return explorer
-    rep = cost_report(model, make_config(**{**_DEFAULT_CONFIG, **config}), train, measured,
-                      coverage, k)
+    pm = first if platform is None else models.get(platform)
+    rep = _platform_report(pm, make_config(**{**_DEFAULT_CONFIG, **config}), coverage, k)
     _display_report(rep)
     return rep

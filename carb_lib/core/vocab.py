@@ -21,6 +21,9 @@ __all__ = [
     "BATCH_TIER_LABELS",
     "COMMON_CONFIG_COLUMNS",
     "DEFAULT_COVERAGE",
+    "DISPLAY",
+    "DISPLAY_SCALE",
+    "PLATFORM_NAMES",
     "ALLOC_FEATURE",
     "ALLOC_FEATURES",
     "DEFAULT_ALLOC_BLOCK",
@@ -39,7 +42,11 @@ __all__ = [
     "TARGET_SHORT",
     "TARGET_UNITS",
     "TELEMETRY_FEATURES",
+    "code_names",
+    "display_name",
+    "in_words",
     "label",
+    "platform_name",
 ]
 
 #: Measured costs, in the paper's order (energy, latency, memory); per batch.
@@ -164,3 +171,112 @@ AXIS_LABELS: dict[str, str] = {
 def label(column: str) -> str:
     """Axis label of ``column`` with its unit; the column name itself when none is defined."""
     return AXIS_LABELS.get(column, column)
+
+
+#: What a person reads for a column or code name, in controls, table headers, fit summaries and
+#: warnings of the notebook explorers: name -> (words, unit). The unit is "" for a count or a
+#: category. :data:`AXIS_LABELS` are the figures' axis labels (the same words, per batch).
+DISPLAY: dict[str, tuple[str, str]] = {
+    "latency_ms": ("latency per batch", "ms"),
+    "peak_mem_mib": ("peak memory", "MiB"),
+    "energy_j": ("energy per batch", "J"),
+    "flops": ("FLOPs per batch", "GFLOP"),
+    "params": ("parameters", "millions"),
+    "param_bytes": ("parameter bytes", "MB"),
+    "activation_bytes": ("activation bytes per batch", "MB"),
+    "peak_act_bytes": ("peak activation estimate", "MB"),
+    "arith_intensity_flop_per_byte": ("arithmetic intensity", "FLOP/B"),
+    "resolution": ("input resolution", "px"),
+    "depth": ("depth", "layers"),
+    "width": ("width multiplier", ""),
+    "batch": ("batch size", ""),
+    "block": ("block", ""),
+    "precision": ("precision", ""),
+    "early_downsample": ("early downsampling", ""),
+    "platform": ("platform", ""),
+    "family": ("network family", ""),
+    "num_classes": ("classes", ""),
+    "n_dwconv": ("depthwise convolutions", ""),
+    "dw_flops_share": ("depthwise share of FLOPs", ""),
+    "n_add": ("residual additions", ""),
+    "n_se": ("squeeze-and-excitation blocks", ""),
+    "distance": ("distance", ""),
+    "group_by": ("fitted to", ""),
+    "group": ("group", ""),
+    "n": ("rows", ""),
+    "exponent": ("exponent b", ""),
+    "ci_low": ("95 % CI from", ""),
+    "ci_high": ("95 % CI to", ""),
+    "r2": ("R²", ""),
+    "testable": ("fitted", ""),
+    "reason": ("why not", ""),
+}
+#: How large a value is shown in a table: divide by this (FLOPs in GFLOP, bytes in MB).
+DISPLAY_SCALE: dict[str, float] = {"flops": 1e9, "params": 1e6, "param_bytes": 1e6,
+                                   "activation_bytes": 1e6, "peak_act_bytes": 1e6}
+#: Each platform whose rows ship in ``data/``, explained (the CPUs: 2-vCPU cloud VMs).
+PLATFORM_NAMES: dict[str, str] = {
+    "cpu_epyc_2c": "AMD EPYC, 2 vCPU (first campaign: fixed iteration counts)",
+    "cpu_epyc_zen3_2c": "AMD EPYC Zen 3, 2 vCPU",
+    "cpu_epyc_zen4_2c": "AMD EPYC Zen 4, 2 vCPU",
+    "cpu_epyc_zen5_2c": "AMD EPYC Zen 5, 2 vCPU",
+    "cpu_xeon_emr_2c": "Intel Xeon Emerald Rapids, 2 vCPU",
+    "cpu_xeon_gnr_2c": "Intel Xeon Granite Rapids, 2 vCPU",
+    "gpu_nvidia_h200": "NVIDIA H200 GPU",
+    "synthetic_cpu": "SYNTHETIC CPU (demo data, not measured)",
+    "synthetic_gpu": "SYNTHETIC GPU (demo data, not measured)",
+}
+
+
+def display_name(column: str, unit: bool = True) -> str:
+    """``column`` in words (:data:`DISPLAY`), with its unit in brackets when ``unit`` and it has
+    one; a name not in the table with spaces for underscores.
+
+    >>> display_name("peak_mem_mib"), display_name("early_downsample")
+    ('peak memory (MiB)', 'early downsampling')
+    """
+    words, u = DISPLAY.get(str(column), (str(column).replace("_", " "), ""))
+    return f"{words} ({u})" if unit and u else words
+
+
+def platform_name(platform: str) -> str:
+    """A platform in words (:data:`PLATFORM_NAMES`); an unknown one with spaces for
+    underscores.
+
+    >>> platform_name("cpu_epyc_zen3_2c")
+    'AMD EPYC Zen 3, 2 vCPU'
+    """
+    p = str(platform)
+    return PLATFORM_NAMES.get(p, p.replace("_", " "))
+
+
+def code_names() -> frozenset[str]:
+    """The code names a person must not read where words belong: every name of
+    :data:`DISPLAY`, :data:`PLATFORM_NAMES` and :data:`AXIS_LABELS` with an underscore
+    (``latency_ms``, ``cpu_epyc_2c``), and the short ones that are no English word (``flops``,
+    ``params``, ``r2``, ``testable``); not ``batch`` or ``depth``, which are words."""
+    names = {*DISPLAY, *PLATFORM_NAMES, *AXIS_LABELS}
+    return frozenset({k for k in names if "_" in k} | {"flops", "params", "r2", "testable"})
+
+
+def in_words(text: str) -> str:
+    """``text`` (a fit's reason, a model's note) with every code name of :func:`code_names`
+    replaced by its words (:func:`display_name` without unit, :func:`platform_name`).
+
+    >>> in_words("only 3 rows with finite positive latency_ms and flops")
+    'only 3 rows with finite positive latency per batch and FLOPs per batch'
+    """
+    import re
+
+    names = sorted(code_names(), key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+    def words(m: re.Match) -> str:
+        k = m.group(1)
+        if k in PLATFORM_NAMES:
+            return platform_name(k)
+        if k in DISPLAY:
+            return display_name(k, unit=False)
+        return AXIS_LABELS.get(k, k.replace("_", " "))
+
+    return pattern.sub(words, str(text))
