@@ -34,6 +34,7 @@ import glob as globlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -68,6 +69,8 @@ RUN_ENV = {STATIC_ENV: "1", "TQDM_DISABLE": "1"}
 #: Suffix of the file, beside each executed notebook, that holds its kernel's own output
 #: (:func:`kernel_manager_class`).
 KERNEL_LOG = ".kernel.log"
+#: A routine log record of a kernel application ("[IPKernelApp] WARNING | ...").
+_APP_LOG = re.compile(r"\s*\[\w+\] (DEBUG|INFO|WARNING) \|")
 
 
 class ReproduceError(RuntimeError):
@@ -421,7 +424,7 @@ def run_profile(
     (logger.info if failure is None else logger.error)(line)
     if failure is not None:
         rest = (f"; not run: {', '.join(failure['not_run'])}" if failure["not_run"] else "")
-        raise ReproduceError(f"{failure['error']}\nthe {len(pages)} notebook(s) that ran before "
+        raise ReproduceError(f"{failure['error']};\nthe {len(pages)} notebook(s) that ran before "
                              f"it have their pages, index.html and summary.json in "
                              f"{_display_path(run_dir)}{rest}")
     return summary
@@ -532,16 +535,15 @@ def kernel_manager_class(log) -> type:
 
 
 def _last_line(kernel_log: Path) -> str:
-    """The kernel's last output line and the log file, for the message of a kernel that did
-    not start or died ('' when the kernel wrote nothing)."""
+    """Where a kernel that did not start or died wrote its output, with its last line that is
+    not a log record of the kernel application (a start-up traceback, a fatal error)."""
     try:
         lines = [ln.strip() for ln in kernel_log.read_text(errors="replace").splitlines()
-                 if ln.strip()]
+                 if ln.strip() and not _APP_LOG.match(ln)]
     except OSError:
         return ""
-    if not lines:
-        return ""
-    return f"; the kernel's last output line: {lines[-1][:300]!r} (all of it in {kernel_log})"
+    where = f"(the kernel's own output is in {_display_path(kernel_log)})"
+    return f"; the kernel's last output line: {lines[-1][:300]!r} {where}" if lines else f" {where}"
 
 
 def closing_line(n_ran: int, seconds: float, index: str | Path,
