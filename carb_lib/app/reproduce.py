@@ -15,12 +15,19 @@ anywhere. A ``summary.json`` in the run folder holds every value each notebook r
 each notebook's parameters.
 
 Each executed notebook is also written as a self-contained HTML page (nbconvert, images
-inline; no progress bars or recorded-value printouts) beside it, with an ``index.html`` that
-leads with the commit and the paper's claims against ours (``claims_vs_paper.csv``, see
-:mod:`carb_lib.core.claims`) and links the pages: the results can be read in a browser without
-running anything. :func:`publish_run` copies a run's pages into the repository (``docs/run/``),
-shrinking the images so that the pages stay small; :func:`publication_state` says whether the
-published pages still match the checkout's notebooks and library.
+inline with alt texts; no progress bars or recorded-value printouts) beside it, with an
+``index.html`` that leads with the commit and the paper's claims against ours
+(``claims_vs_paper.csv``, see :mod:`carb_lib.core.claims`) and links the pages: the results can
+be read in a browser without running anything (the pages and the index are written by
+:mod:`carb_lib.app.reproduce_html`). :func:`publish_run` copies a run's pages into the
+repository (``docs/run/``), shrinking the images so that the pages stay small;
+:func:`publication_state` says whether the published pages still match the checkout's notebooks
+and library.
+
+Each kernel writes its process's own output (its log, and what libraries write to its file
+descriptors) to ``<notebook>.kernel.log`` beside the executed notebook
+(:func:`kernel_manager_class`), not to the terminal; a run ends with one line
+(:func:`closing_line`).
 
 During a run the environment (:data:`RUN_ENV`) tells interactive cells
 (:mod:`carb_lib.app.explore`) to show static figures, as an executed notebook has no widget
