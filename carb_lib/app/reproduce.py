@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -521,7 +521,7 @@ def _run_one(run: NotebookRun, params: dict[str, Any], k: int, n: int, run_dir: 
             "figures_saved": saved, "images": images, "parameters": params}
 
 
-def kernel_manager_class(log) -> type:
+def kernel_manager_class(log: BinaryIO) -> type:
     """A kernel manager class (:class:`jupyter_client.AsyncKernelManager`) whose kernels
     write their process's standard output and error to the open binary file ``log``.
 
