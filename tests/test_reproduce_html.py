@@ -133,3 +133,71 @@ def test_publish_refuses_pages_with_fewer_images_than_saved_figures(tmp_path):
     assert index.index("abc123") < index.index("claims against ours") \
         < index.index("href='03_c.html'")
     assert "1 contradicted" in index and "<tr class='contradicted'>" in index and (tmp_path / "dest/claims_vs_paper.csv").exists()
+
+
+# ---------------------------------------------------------------------------- rounded values
+def test_display_value_rounds_to_four_significant_digits_and_keeps_integers():
+    from carb_lib.app.reproduce_html import display_value
+
+    assert display_value(12.100678707574476) == "12.1"
+    assert display_value(0.95921234) == "0.9592" and display_value(-0.000123456) == "-0.0001235"
+    assert display_value(17280.0) == "17280" and display_value(25_557_032) == "25557032"
+    assert display_value(123456.78) == "123457" and display_value(9999.6) == "10000"
+    assert display_value(8.178432) == "8.178" and display_value(1 / 3) == "0.3333"
+    assert display_value(float("nan")) == "NaN" and display_value(True) == "true"
+    assert display_value(None) == "null" and display_value("cpu_a") == '"cpu_a"'
+    assert display_value([0.123456, 2, {"r2": 0.987654321}]) == '[0.1235, 2, {"r2": 0.9877}]'
+
+
+def test_index_shows_rounded_values_and_summary_keeps_full_precision(tmp_path):
+    values = {"nb": {"r2": 0.9592131415926, "n": 477, "latency_ms": [12.100678707574476, 3.0]}}
+    (tmp_path / "summary.json").write_text(json.dumps(values))
+    text = write_index(tmp_path, [{"name": "nb", "page": "nb.html"}]).read_text()
+    assert "<td>0.9592</td>" in text and "<td>477</td>" in text and "<td>[12.1, 3]</td>" in text
+    assert "0.95921" not in text and "12.10067" not in text
+    assert json.loads((tmp_path / "summary.json").read_text()) == values
+
+
+# ---------------------------------------------------------------------------- alt texts
+def _image_output(color):
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (30, 20), color).save(buf, format="PNG")
+    return nbformat.v4.new_output("display_data", data={
+        "image/png": base64.b64encode(buf.getvalue()).decode(), "text/plain": "<Figure>"})
+
+
+def test_every_image_gets_an_alt_text_from_the_headings_above_it(tmp_path):
+    from bs4 import BeautifulSoup
+
+    from carb_lib.app.reproduce_html import NBCONVERT_ALT
+
+    nb = nbformat.v4.new_notebook()
+    first = nbformat.v4.new_code_cell("plot()", execution_count=1)
+    first.outputs = [_image_output((1, 2, 3))]
+    pair = nbformat.v4.new_code_cell("for p in ps: show(p)", execution_count=2)
+    pair.outputs = [_image_output((200, 0, 0)), _image_output((0, 200, 0))]
+    later = nbformat.v4.new_code_cell("plot()", execution_count=3)
+    later.outputs = [_image_output((0, 0, 200))]
+    nb.cells = [first,
+                nbformat.v4.new_markdown_cell("# 01 — Workload characterization\n\nIntro."),
+                nbformat.v4.new_markdown_cell("## Scaling with the `workload`\n"
+                                              "![a drawn diagram](data:image/png;base64,"
+                                              + _image_output((9, 9, 9))["data"]["image/png"]
+                                              + ")"),
+                pair,
+                nbformat.v4.new_markdown_cell("### **Energy** vs [latency](https://x.org)"),
+                later]
+    path = tmp_path / "01_x.ipynb"
+    nbformat.write(nb, str(path))
+    page = write_html(path, tmp_path / "01_x.html").read_text()
+    alts = [img.get("alt") for img in BeautifulSoup(page, "html.parser").find_all("img")]
+    assert alts == [
+        "Output of cell [1]",
+        "a drawn diagram",  # a markdown image keeps its own text
+        "Scaling with the workload, in 01 — Workload characterization, figure 1 of 2",
+        "Scaling with the workload, in 01 — Workload characterization, figure 2 of 2",
+        "Energy vs latency, in 01 — Workload characterization",
+    ]
+    assert NBCONVERT_ALT not in page

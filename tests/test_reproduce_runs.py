@@ -4,6 +4,7 @@ GPU profile's globs, and notebooks started outside the runner (a plain kernel in
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -330,3 +331,79 @@ def test_a_failing_notebook_still_leaves_the_index_and_summary_of_those_that_ran
     assert "a_good.html" in index and "Notebook b_bad failed" in index
     assert "too few rows of family x" in index
     assert not (run_dir / "c_after.ipynb").exists()
+
+
+# ---------------------------------------------------------------------------- what the terminal shows
+def test_the_kernel_output_goes_to_its_log_and_the_run_ends_with_one_closing_line(
+        tmp_path, capfd, caplog):
+    """The kernel's own log (ipykernel's warning about TCP without encryption) and what code
+    writes to the kernel's file descriptors stay out of the terminal: they go to
+    <notebook>.kernel.log; the cell's own output is in the notebook. The run's last line names
+    the count, the wall time and the index."""
+    import logging
+
+    nb = _tiny_notebook(tmp_path / "a_noise.ipynb",
+                        "import os\nos.write(2, b'LIBNOISE on fd 2\\n')\n"
+                        "os.write(1, b'LIBNOISE on fd 1\\n')\nprint('printed by the cell')")
+    runs = _runs_file(tmp_path, {"profiles": {"t": [{"notebook": str(nb)}]}})
+    caplog.set_level(logging.INFO, logger="carb.reproduce")
+    run_profile("t", runs_file=runs, run_dir=tmp_path / "run")
+    terminal = "".join(capfd.readouterr())
+    assert "LIBNOISE" not in terminal and "IPKernelApp" not in terminal
+    assert "without encryption" not in terminal
+    log = (tmp_path / "run" / f"a_noise{R.KERNEL_LOG}").read_text()
+    assert "LIBNOISE on fd 2" in log and "LIBNOISE on fd 1" in log
+    executed = nbformat.read(str(tmp_path / "run" / "a_noise.ipynb"), as_version=4)
+    shown = "".join(o.get("text", "") for o in executed.cells[-1].outputs)
+    assert "printed by the cell" in shown
+    last = caplog.records[-1].getMessage()
+    assert re.fullmatch(r"reproduce: 1 notebook ran, none failed, in \d+ s; index: "
+                        + re.escape(str(tmp_path / "run" / "index.html")), last), last
+
+
+def test_a_kernel_that_dies_is_named_with_its_log(tmp_path, caplog):
+    import logging
+
+    good = _tiny_notebook(tmp_path / "a_good.ipynb", "y = 2")
+    dies = _tiny_notebook(tmp_path / "b_dies.ipynb", "import os\nos._exit(3)")
+    after = _tiny_notebook(tmp_path / "c_after.ipynb", "y = 2")
+    runs = _runs_file(tmp_path, {"profiles": {"t": [{"notebook": str(p)}
+                                                     for p in (good, dies, after)]}})
+    caplog.set_level(logging.INFO, logger="carb.reproduce")
+    with pytest.raises(ReproduceError) as info:
+        run_profile("t", runs_file=runs, run_dir=tmp_path / "run")
+    message = " ".join(str(info.value).split())
+    assert "b_dies.ipynb could not run: Kernel died" in message
+    assert f"(the kernel's own output is in {tmp_path / 'run' / 'b_dies.kernel.log'})" in message
+    assert "IPKernelApp" not in message  # the kernel's routine warning is not its error
+    last = caplog.records[-1].getMessage()
+    assert re.fullmatch(r"reproduce: 1 notebook ran, 1 failed \(b_dies\), 1 not run, in \d+ s; "
+                        r"index: .*/run/index\.html", last), last
+
+
+def test_a_kernel_that_cannot_start_shows_its_error(tmp_path, monkeypatch):
+    """The kernel's stderr is in its log, and its last line in the one-line error."""
+    import sys
+
+    spec = tmp_path / "jupyter" / "kernels" / "broken"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-c", "import sys; sys.exit('kernel boom: no such library')",
+                 "{connection_file}"],
+        "display_name": "broken", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    nb = _tiny_notebook(tmp_path / "a.ipynb", "y = 2")
+    runs = _runs_file(tmp_path, {"profiles": {"t": [{"notebook": str(nb)}]}})
+    with pytest.raises(ReproduceError, match=r"a\.ipynb could not run: .*the kernel's last output "
+                       r"line: 'kernel boom: no such library' \(the kernel's own output is in "):
+        run_profile("t", runs_file=runs, run_dir=tmp_path / "run", kernel_name="broken")
+
+
+def test_closing_line_counts_and_times():
+    assert R.closing_line(8, 1503.4, "/x/index.html") == \
+        "reproduce: 8 notebooks ran, none failed, in 25 min 3 s; index: /x/index.html"
+    assert R.closing_line(0, 4.2, "/x/index.html", {"notebook": "00_a", "not_run": []}) == \
+        "reproduce: 0 notebooks ran, 1 failed (00_a), in 4 s; index: /x/index.html"
+    assert R.closing_line(1, 7300, R.REPO_ROOT / "runs/q/index.html",
+                          {"notebook": "b", "not_run": ["c", "d"]}) == \
+        "reproduce: 1 notebook ran, 1 failed (b), 2 not run, in 2 h 1 min; index: runs/q/index.html"

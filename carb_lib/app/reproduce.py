@@ -15,12 +15,19 @@ anywhere. A ``summary.json`` in the run folder holds every value each notebook r
 each notebook's parameters.
 
 Each executed notebook is also written as a self-contained HTML page (nbconvert, images
-inline; no progress bars or recorded-value printouts) beside it, with an ``index.html`` that
-leads with the commit and the paper's claims against ours (``claims_vs_paper.csv``, see
-:mod:`carb_lib.core.claims`) and links the pages: the results can be read in a browser without
-running anything. :func:`publish_run` copies a run's pages into the repository (``docs/run/``),
-shrinking the images so that the pages stay small; :func:`publication_state` says whether the
-published pages still match the checkout's notebooks and library.
+inline with alt texts; no progress bars or recorded-value printouts) beside it, with an
+``index.html`` that leads with the commit and the paper's claims against ours
+(``claims_vs_paper.csv``, see :mod:`carb_lib.core.claims`) and links the pages: the results can
+be read in a browser without running anything (the pages and the index are written by
+:mod:`carb_lib.app.reproduce_html`). :func:`publish_run` copies a run's pages into the
+repository (``docs/run/``), shrinking the images so that the pages stay small;
+:func:`publication_state` says whether the published pages still match the checkout's notebooks
+and library.
+
+Each kernel writes its process's own output (its log, and what libraries write to its file
+descriptors) to ``<notebook>.kernel.log`` beside the executed notebook
+(:func:`kernel_manager_class`), not to the terminal; a run ends with one line
+(:func:`closing_line`).
 
 During a run the environment (:data:`RUN_ENV`) tells interactive cells
 (:mod:`carb_lib.app.explore`) to show static figures, as an executed notebook has no widget
@@ -30,10 +37,7 @@ front-end, and tqdm to draw no progress bar.
 from __future__ import annotations
 
 import ast
-import base64
 import glob as globlib
-import html
-import io
 import json
 import logging
 import os
@@ -44,9 +48,18 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
+
+from carb_lib.app.reproduce_html import (  # noqa: F401 - names of this module before the split
+    PROGRESS,
+    clean_outputs,
+    page_images,
+    shrink_images,
+    write_html,
+    write_index,
+)
 
 logger = logging.getLogger("carb.reproduce")
 
@@ -60,8 +73,11 @@ SHIPPED_PROFILE = "full"
 STATIC_ENV = "CARB_STATIC"  # carb_lib.app.explore.STATIC_ENV (not imported: explore is heavier)
 #: Environment of the notebooks' kernels during a run (static explorers, no tqdm bars).
 RUN_ENV = {STATIC_ENV: "1", "TQDM_DISABLE": "1"}
-#: Progress-bar text (tqdm) in a stream or a widget's text fallback.
-PROGRESS = re.compile(r"\d+%\|.*\||\d+it \[|it/s\]|s/it\]")
+#: Suffix of the file, beside each executed notebook, that holds its kernel's own output
+#: (:func:`kernel_manager_class`).
+KERNEL_LOG = ".kernel.log"
+#: A routine log record of a kernel application ("[IPKernelApp] WARNING | ...").
+_APP_LOG = re.compile(r"\s*\[\w+\] (DEBUG|INFO|WARNING) \|")
 
 
 class ReproduceError(RuntimeError):
@@ -353,6 +369,7 @@ def run_profile(
         failure named in both), or the parameter
         when an override names no parameter of the run's notebooks.
     """
+    started = time.perf_counter()
     runs = load_runs(profile, runs_file)
     if only:
         runs = [r for r in runs if any(o in r.name for o in only)]
@@ -409,10 +426,12 @@ def run_profile(
     (run_dir / "summary.json").write_text(json.dumps({"_run": meta, **summary}, indent=2,
                                                      default=str))
     _collect_claims(out_root / OUTPUT_DIRS["results_dir"], run_dir)
-    write_index(run_dir, pages, profile=profile)
+    index = write_index(run_dir, pages, profile=profile)
+    line = closing_line(len(pages), time.perf_counter() - started, index, failure)
+    (logger.info if failure is None else logger.error)(line)
     if failure is not None:
         rest = (f"; not run: {', '.join(failure['not_run'])}" if failure["not_run"] else "")
-        raise ReproduceError(f"{failure['error']}\nthe {len(pages)} notebook(s) that ran before "
+        raise ReproduceError(f"{failure['error']};\nthe {len(pages)} notebook(s) that ran before "
                              f"it have their pages, index.html and summary.json in "
                              f"{_display_path(run_dir)}{rest}")
     return summary
@@ -468,11 +487,14 @@ def _run_one(run: NotebookRun, params: dict[str, Any], k: int, n: int, run_dir: 
         fig_dir = REPO_ROOT / fig_dir
     before = _pngs(fig_dir)
     t0 = time.perf_counter()
+    kernel_log = run_dir / f"{run.name}{KERNEL_LOG}"
     try:
-        pm.execute_notebook(
-            str(REPO_ROOT / run.notebook), str(out_nb), parameters=params,
-            kernel_name=kernel_name, cwd=str(REPO_ROOT), progress_bar=False,
-        )
+        with open(kernel_log, "wb") as log:
+            pm.execute_notebook(
+                str(REPO_ROOT / run.notebook), str(out_nb), parameters=params,
+                kernel_name=kernel_name, cwd=str(REPO_ROOT), progress_bar=False,
+                kernel_manager_class=kernel_manager_class(log),
+            )
     except PapermillExecutionError as exc:
         raise ReproduceError(
             f"notebook {run.notebook} failed in cell {exc.cell_index} of the executed "
@@ -481,7 +503,8 @@ def _run_one(run: NotebookRun, params: dict[str, Any], k: int, n: int, run_dir: 
             f"executed notebook with the traceback: {out_nb}"
         ) from exc
     except Exception as exc:  # kernel death, missing kernel, bad parameters
-        raise ReproduceError(f"notebook {run.notebook} could not run: {exc}") from exc
+        raise ReproduceError(f"notebook {run.notebook} could not run: {exc}"
+                             f"{_last_line(kernel_log)}") from exc
     summary[run.name] = read_glued(out_nb)
     seconds = time.perf_counter() - t0
     after = _pngs(fig_dir)
@@ -498,186 +521,63 @@ def _run_one(run: NotebookRun, params: dict[str, Any], k: int, n: int, run_dir: 
             "figures_saved": saved, "images": images, "parameters": params}
 
 
+def kernel_manager_class(log: BinaryIO) -> type:
+    """A kernel manager class (:class:`jupyter_client.AsyncKernelManager`) whose kernels
+    write their process's standard output and error to the open binary file ``log``.
+
+    A kernel writes there its own log (ipykernel warns on every start that it runs over TCP
+    without encryption) and a copy of what code writes to the process's file descriptors (C
+    libraries, worker processes), which the notebook's outputs also hold. Cell outputs, errors
+    and tracebacks reach the notebook as before; the terminal shows only the runner's lines.
+    """
+    from jupyter_client import AsyncKernelManager
+
+    class RunKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+            await super().start_kernel(**kw)
+
+    return RunKernelManager
+
+
+def _last_line(kernel_log: Path) -> str:
+    """Where a kernel that did not start or died wrote its output, with its last line that is
+    not a log record of the kernel application (a start-up traceback, a fatal error)."""
+    try:
+        lines = [ln.strip() for ln in kernel_log.read_text(errors="replace").splitlines()
+                 if ln.strip() and not _APP_LOG.match(ln)]
+    except OSError:
+        return ""
+    where = f"(the kernel's own output is in {_display_path(kernel_log)})"
+    return f"; the kernel's last output line: {lines[-1][:300]!r} {where}" if lines else f" {where}"
+
+
+def closing_line(n_ran: int, seconds: float, index: str | Path,
+                 failure: dict[str, Any] | None = None) -> str:
+    """The last line of a run: how many notebooks ran, which one failed and how many were
+    not run after it, the wall time and where the index page is, e.g. ``"reproduce: 8
+    notebooks ran, none failed, in 25 min 3 s; index: runs/quick-x/index.html"``."""
+    def count(n: int) -> str:
+        return f"{n} notebook{'' if n == 1 else 's'}"
+
+    if failure is None:
+        what = f"{count(n_ran)} ran, none failed"
+    else:
+        not_run = len(failure.get("not_run") or [])
+        what = (f"{count(n_ran)} ran, 1 failed ({failure['notebook']})"
+                + (f", {not_run} not run" if not_run else ""))
+    total = round(seconds)
+    took = (f"{total} s" if total < 60 else f"{total // 60} min {total % 60} s" if total < 3600
+            else f"{total // 3600} h {total % 3600 // 60} min")
+    return f"reproduce: {what}, in {took}; index: {_display_path(Path(index))}"
+
+
 def _pngs(folder: Path | None) -> dict[str, float]:
     """``{file name: modification time}`` of the PNG files in ``folder`` (recursively)."""
     if folder is None or not folder.is_dir():
         return {}
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime for p in folder.rglob("*.png")}
-
-
-def page_images(page: str | Path) -> int:
-    """Number of inline PNG images in an HTML page written by :func:`write_html`."""
-    return Path(page).read_text(encoding="utf-8").count('src="data:image/png;base64,')
-
-
-# --------------------------------------------------------------------------- HTML pages
-def write_html(notebook: str | Path, out: str | Path, max_image_width: int | None = None) -> Path:
-    """Write an executed notebook as one self-contained HTML page (JupyterLab look, images
-    inline as data URIs), without progress bars or recorded-value printouts
-    (:func:`clean_outputs`). ``max_image_width`` (pixels) shrinks wider PNG outputs first."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    nb = nbformat.read(str(notebook), as_version=4)
-    clean_outputs(nb)
-    if max_image_width:
-        shrink_images(nb, max_image_width)
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
-    body, _ = exporter.from_notebook_node(nb)
-    out = Path(out)
-    out.write_text(body, encoding="utf-8")
-    return out
-
-
-def clean_outputs(nb) -> int:
-    """Drop from ``nb`` (in place) the outputs a reader should not see on a page: values
-    recorded with :func:`carb_lib.app.record.glue` (listed in the run's index instead) and tqdm
-    progress bars (stderr text or widgets). Returns how many outputs were dropped."""
-    from carb_lib.app.record import MIME
-
-    def noise(output) -> bool:
-        if output.get("output_type") == "stream":
-            return output.get("name") == "stderr" and bool(PROGRESS.search(output.get("text", "")))
-        data = output.get("data", {})
-        if MIME in data:
-            return True
-        if "application/vnd.jupyter.widget-view+json" in data:
-            return bool(PROGRESS.search(str(data.get("text/plain", ""))))
-        return False
-
-    dropped = 0
-    for cell in nb.cells:
-        outputs = cell.get("outputs")
-        if not outputs:
-            continue
-        kept = [o for o in outputs if not noise(o)]
-        dropped += len(outputs) - len(kept)
-        cell["outputs"] = kept
-    return dropped
-
-
-def shrink_images(nb, max_width: int) -> int:
-    """Downscale every PNG output of ``nb`` wider than ``max_width`` pixels (in place, keeping
-    the aspect ratio; palette-quantised) and return how many were changed."""
-    from PIL import Image
-
-    changed = 0
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            png = data.get("image/png")
-            if not png:
-                continue
-            img = Image.open(io.BytesIO(base64.b64decode(png)))
-            if img.width <= max_width:
-                continue
-            img = img.convert("RGB").resize(
-                (max_width, round(img.height * max_width / img.width)), Image.LANCZOS)
-            img = img.quantize(colors=256, method=Image.Quantize.MEDIANCUT)
-            buf = io.BytesIO()
-            img.save(buf, format="PNG", optimize=True)
-            data["image/png"] = base64.b64encode(buf.getvalue()).decode("ascii")
-            output.setdefault("metadata", {}).pop("image/png", None)
-            changed += 1
-    return changed
-
-
-def _claims_html(run_dir: Path) -> str:
-    """The reviewer claims tables of a run folder as HTML (empty when there is none)."""
-    import pandas as pd
-
-    esc = html.escape
-    parts = []
-    for tag, title in (("", "The paper's claims against ours"),
-                       ("_synthetic", "SYNTHETIC demo data, not measured: the paper's claims")):
-        path = run_dir / f"claims_vs_paper{tag}.csv"
-        if not path.is_file():
-            continue
-        table = pd.read_csv(path, keep_default_na=False)
-        kind = table["verdict"].astype(str).str.split(" (", regex=False).str[0]
-        counts = kind.value_counts()
-        head = ", ".join(f"{int(counts.get(v, 0))} {v}"
-                         for v in ("supported", "contradicted", "inconclusive", "not testable"))
-        cols = [c for c in table.columns if c not in ("claim_id", "source")]
-        body = "\n".join(
-            f"<tr class='{esc(k.replace(' ', '-'))}'>"
-            + "".join(f"<td class='{esc(c.split(' ')[0])}'>{esc(str(r[c]))}</td>" for c in cols)
-            + "</tr>"
-            for k, (_, r) in zip(kind, table.iterrows(), strict=True))
-        parts.append(
-            f"<h2>{esc(title)}</h2>\n<p>{esc(head)}. <i>paper (reported)</i> is the number the "
-            "paper reports (arXiv 2608.10506; HELP's for the HELP rows), never ours; <i>n</i> "
-            "counts what <i>n counts</i> says; <i>why</i> gives the band of the verdict or the "
-            f"reason a claim cannot be tested here (<code>{esc(path.name)}</code>).</p>\n"
-            "<table class='claims'><tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols)
-            + f"</tr>\n{body}\n</table>")
-    return "\n".join(parts)
-
-
-def write_index(run_dir: str | Path, pages: list[dict[str, Any]], profile: str = "",
-                run_name: str | None = None) -> Path:
-    """Write ``index.html`` in ``run_dir``: the commit and parameters of the run, the paper's
-    claims against ours (``claims_vs_paper.csv`` of the run), one row per notebook page (link,
-    run time, number of recorded values) and every recorded value from ``summary.json``."""
-    run_dir = Path(run_dir)
-    run_name = run_name or run_dir.name
-    summary_path = run_dir / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    meta = summary.get("_run", {})
-    esc = html.escape
-    rows = "\n".join(
-        f"<tr><td><a href='{esc(p['page'])}'>{esc(p['name'])}</a></td>"
-        f"<td>{esc(str(p.get('seconds', '')))}</td><td>{p.get('n_values', '')}</td>"
-        f"<td>{len(p['figures_saved']) if 'figures_saved' in p else ''}</td>"
-        f"<td>{p.get('images', '')}</td>"
-        f"<td><details><summary>parameters</summary><code>"
-        f"{esc(json.dumps(p.get('parameters', {})))}</code></details></td></tr>"
-        for p in pages)
-    values = "\n".join(
-        f"<details><summary>{esc(name)}: {len(vals)} recorded values</summary><table>"
-        + "".join(f"<tr><td><code>{esc(k)}</code></td><td>{esc(json.dumps(v))}</td></tr>"
-                  for k, v in vals.items())
-        + "</table></details>"
-        for name, vals in summary.items() if not name.startswith("_"))
-    commit = meta.get("commit") or "unknown"
-    dirty = " (with uncommitted changes)" if meta.get("dirty") else ""
-    overrides = meta.get("overrides") or {}
-    varied = (f" Parameters changed from the profile: <code>{esc(json.dumps(overrides))}</code>."
-              if overrides else "")
-    written = meta.get("written") or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    failed = meta.get("failed")
-    failed_html = "" if not failed else (
-        f"<p class='failed'><b>Notebook {esc(failed['notebook'])} failed</b>; the run stopped "
-        f"there{' (not run: ' + esc(', '.join(failed['not_run'])) + ')' if failed.get('not_run') else ''}."
-        f"</p>\n<pre>{esc(failed['error'])}</pre>")
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>CARB run {esc(run_name)}</title>
-<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;
-vertical-align:top}}code{{font-size:85%}}table.claims td{{font-size:90%}}
-tr.supported td.verdict{{color:#1a7f37}}tr.contradicted td.verdict{{color:#cf222e}}
-tr.not-testable td{{color:#555}}</style></head><body>
-<h1>CARB: the study's notebooks, executed</h1>
-<p>Commit <code class="commit">{esc(commit)}</code>{esc(dirty)}; profile <b>{esc(profile or meta.get("profile") or "?")}</b>;
-run <code>{esc(run_name)}</code>, written {esc(written)} by <code>carb reproduce</code>.{varied}</p>
-{failed_html}
-{_claims_html(run_dir)}
-<h2>Notebooks</h2>
-<p>Each page is one notebook as executed by papermill (inputs, tables, figures); nothing needs
-to run to read it. The values each notebook recorded (<code>summary.json</code>) are listed
-below.</p>
-<table><tr><th>notebook</th><th>run time (s)</th><th>recorded values</th><th>figures saved</th>
-<th>images on the page</th><th>parameters</th></tr>
-{rows}
-</table>
-<h2>Recorded values</h2>
-{values}
-</body></html>
-"""
-    out = run_dir / "index.html"
-    out.write_text(page, encoding="utf-8")
-    (run_dir / "pages.json").write_text(json.dumps(pages, indent=2, default=str))
-    return out
 
 
 def publish_run(run_dir: str | Path, dest: str | Path = "docs/run",
