@@ -110,6 +110,39 @@ def _cost_notebook(dest: Path, out: Path) -> Path:
     return path
 
 
+#: The index of the first code cell whose outputs hold a widget (-1: none yet), read from the
+#: notebook's model rather than the page (cells out of view are not drawn).
+WIDGET_CELL = """() => {
+  const w = window.jupyterapp.shell.currentWidget, m = w && w.content && w.content.model;
+  if (!m) return false;
+  for (let i = 0; i < m.cells.length; i++) {
+    const c = m.cells.get(i);
+    if (c.type !== 'code') continue;
+    for (let j = 0; j < c.outputs.length; j++) {
+      const d = c.outputs.get(j).data;
+      if (d && d['application/vnd.jupyter.widget-view+json']) return i;
+    }
+  }
+  return false;
+}"""
+
+
+def _study_notebook(dest: Path, out: Path) -> Path:
+    """Notebook 03 whole, on its measured rows with its own defaults (JupyterLab's Run All),
+    outputs under ``out``."""
+    import nbformat
+
+    nb = nbformat.read(str(COST_NOTEBOOK), as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    cell.source += ("\n# browser test: outputs in a temporary folder\n"
+                    f"fig_dir = {str(out / 'figures')!r}\nresults_dir = {str(out / 'results')!r}\n")
+    nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": DISPLAY_NAME,
+                                 "language": "python"}
+    path = dest / "03_carb_whole.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory):
     """JupyterLab on 127.0.0.1 serving small copies of notebooks 01 and 03; yields (url, token).
@@ -123,6 +156,7 @@ def lab_server(tmp_path_factory):
     root.mkdir()
     _small_notebook(root, tmp_path / "out")
     _cost_notebook(root, tmp_path / "out")
+    _study_notebook(root, tmp_path / "out_study")
     kdir = tmp_path / "jupyter" / "kernels" / KERNEL_NAME
     kdir.mkdir(parents=True)
     (kdir / "kernel.json").write_text(json.dumps(kernel_spec(sys.executable)))
@@ -364,3 +398,57 @@ def test_cost_widget_in_jupyterlab_rounds_and_shows_no_warning(browser_tools, la
             raise
         finally:
             browser.close()
+
+
+@pytest.mark.skipif(not (REPO / "data" / "cpu_epyc_zen3_2c.parquet").is_file()
+                    or not (REPO / "data" / "gpu_nvidia_h200.parquet").is_file(),
+                    reason="the shipped Zen 3 and H200 rows are not in this checkout")
+def test_notebook_03_run_all_answers_within_a_minute_and_predicts_h200_energy(
+        browser_tools, lab_server, tmp_path):
+    """The whole notebook 03 with its own defaults: Run All shows the cost widget within 60 s
+    (before the study), and after an interrupt the widget predicts energy on the H200."""
+    chromium, sync_api = browser_tools
+    url, token = lab_server
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.set_default_timeout(60_000)
+            _run_all(page, url, token, "03_carb_whole.ipynb")
+            t_run = time.monotonic()
+            # the widget's output in the notebook's model (JupyterLab draws only the cells in
+            # view, and Run All scrolls on to the running cell)
+            handle = page.wait_for_function(WIDGET_CELL, timeout=180_000)
+            answered_s = time.monotonic() - t_run
+            assert answered_s < 60, f"the cost widget answered {answered_s:.0f} s after Run All"
+            cell = handle.json_value()
+            # the study runs on below; a kernel runs one cell at a time: interrupt it
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+            page.evaluate("i => { const nb = window.jupyterapp.shell.currentWidget.content;"
+                          " nb.activeCellIndex = i; return nb.scrollToItem(i, 'start'); }", cell)
+            widget = page.locator(".carb-cost").first
+            widget.wait_for(state="visible", timeout=60_000)
+            _cost_settled(page)
+            assert "Predicted for AMD EPYC Zen 3" in widget.inner_text()
+            before = widget.inner_text()
+            platform = widget.locator(".widget-dropdown", has_text="platform").locator("select")
+            platform.select_option(label="NVIDIA H200 GPU")
+            page.wait_for_function(
+                "([sel, old]) => { const e = document.querySelector(sel);"
+                " return e && e.innerText !== old && e.innerText.includes('NVIDIA H200')"
+                " && e.querySelectorAll('table').length >= 3; }",
+                arg=[".carb-cost", before], timeout=120_000)
+            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+            text = widget.inner_text()
+            energy = re.search(r"energy per batch\s+([\d.,]+) (m?J)\s+([\d.,]+) m?J to ([\d.,]+)",
+                               text)
+            assert energy, text[:2000]
+            lo, mid, hi = (float(energy.group(i).replace(",", "")) for i in (3, 1, 4))
+            assert 0 < lo < mid < hi, energy.group(0)
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure_study.png"))
+            raise
+        finally:
+            browser.close()
+    print(f"browser test: notebook 03's cost widget answered {answered_s:.0f} s after Run All")
