@@ -13,6 +13,7 @@ server. With ``CARB_UPDATE_SCREENSHOT=1`` it writes the README's screenshot
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -318,6 +319,24 @@ def test_explorer_in_jupyterlab_reacts_to_widgets(browser_tools, lab_server, tmp
           f"{t_run - t_kernel:.0f} s, widgets {time.monotonic() - t_run:.0f} s")
 
 
+@contextlib.contextmanager
+def _lab_page(browser_tools, failure: Path):
+    """A headless Chromium page (a screenshot to ``failure`` when the block raises)."""
+    chromium, sync_api = browser_tools
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.set_default_timeout(60_000)
+            try:
+                yield page
+            except Exception:
+                page.screenshot(path=str(failure))
+                raise
+        finally:
+            browser.close()
+
+
 def _run_all(page, url: str, token: str, name: str) -> None:
     """Open notebook ``name`` in JupyterLab, wait for its kernel and run all cells."""
     page.goto(f"{url}/lab/tree/{name}?token={token}&reset")
@@ -344,60 +363,50 @@ NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 def test_cost_widget_in_jupyterlab_rounds_and_shows_no_warning(browser_tools, lab_server,
                                                                tmp_path):
-    chromium, sync_api = browser_tools
     url, token = lab_server
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            page.set_default_timeout(60_000)
-            _run_all(page, url, token, "03_cost_widget.ipynb")
-            widget = page.locator(".carb-cost").first
-            widget.wait_for(state="visible", timeout=300_000)
-            _cost_settled(page)
-            # fp16, batch 256, resolution 224: outside the training rows (32 to 128 px)
-            for name, value in (("precision", "fp16"), ("batch", "256"), ("resolution", "224")):
-                before = widget.inner_text()
-                select = widget.locator(".widget-dropdown", has_text=name).locator("select")
-                select.select_option(label=value)
-                page.wait_for_function(
-                    "([sel, old]) => { const e = document.querySelector(sel);"
-                    " return e && e.innerText !== old && e.querySelector('table'); }",
-                    arg=[".carb-cost", before], timeout=120_000)
-                _cost_settled(page)
-                chosen = select.evaluate("s => s.options[s.selectedIndex].text")
-                assert chosen == value, (name, chosen)
-            # the last report (224 px: outside the training range in resolution), drawn whole
+    with _lab_page(browser_tools, tmp_path / "failure_cost.png") as page:
+        _run_all(page, url, token, "03_cost_widget.ipynb")
+        widget = page.locator(".carb-cost").first
+        widget.wait_for(state="visible", timeout=300_000)
+        _cost_settled(page)
+        # fp16, batch 256, resolution 224: outside the training rows (32 to 128 px)
+        for name, value in (("precision", "fp16"), ("batch", "256"), ("resolution", "224")):
+            before = widget.inner_text()
+            select = widget.locator(".widget-dropdown", has_text=name).locator("select")
+            select.select_option(label=value)
             page.wait_for_function(
-                "sel => { const e = document.querySelector(sel); if (!e) return false;"
-                " const t = e.innerText, i = t.indexOf('EXTRAPOLATION');"
-                " return i >= 0 && t.slice(i, i + 300).includes('resolution')"
-                " && e.querySelectorAll('table').length >= 3"
-                " && t.includes('against the training range'); }",
-                arg=".carb-cost", timeout=120_000)
+                "([sel, old]) => { const e = document.querySelector(sel);"
+                " return e && e.innerText !== old && e.querySelector('table'); }",
+                arg=[".carb-cost", before], timeout=120_000)
             _cost_settled(page)
-            text = widget.inner_text()
-            assert "EXTRAPOLATION" in text and "resolution" in text, text[:2000]
-            tables = widget.locator("table")
-            prediction = tables.nth(0).inner_text()
-            assert "interval" in prediction and "predicted" in prediction, prediction
-            for num in NUMBER.findall(prediction):
-                digits = num.replace(",", "").replace(".", "").lstrip("0")
-                if "." not in num:
-                    digits = digits.rstrip("0")
-                assert len(digits) <= 3, (num, prediction)
-            nearest = tables.nth(1).inner_text()
-            rows = [r for r in nearest.splitlines()[1:] if r.strip()]
-            assert rows and all("fp16" in r for r in rows), nearest  # same precision first
-            assert "e+" not in nearest and "NaN" not in nearest, nearest
-            # no warning anywhere in the notebook's outputs (warnings go to stderr)
-            assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-            assert "Warning" not in page.locator(".jp-NotebookPanel").first.inner_text()
-        except Exception:
-            page.screenshot(path=str(tmp_path / "failure_cost.png"))
-            raise
-        finally:
-            browser.close()
+            chosen = select.evaluate("s => s.options[s.selectedIndex].text")
+            assert chosen == value, (name, chosen)
+        # the last report (224 px: outside the training range in resolution), drawn whole
+        page.wait_for_function(
+            "sel => { const e = document.querySelector(sel); if (!e) return false;"
+            " const t = e.innerText, i = t.indexOf('EXTRAPOLATION');"
+            " return i >= 0 && t.slice(i, i + 300).includes('resolution')"
+            " && e.querySelectorAll('table').length >= 3"
+            " && t.includes('against the training range'); }",
+            arg=".carb-cost", timeout=120_000)
+        _cost_settled(page)
+        text = widget.inner_text()
+        assert "EXTRAPOLATION" in text and "resolution" in text, text[:2000]
+        tables = widget.locator("table")
+        prediction = tables.nth(0).inner_text()
+        assert "interval" in prediction and "predicted" in prediction, prediction
+        for num in NUMBER.findall(prediction):
+            digits = num.replace(",", "").replace(".", "").lstrip("0")
+            if "." not in num:
+                digits = digits.rstrip("0")
+            assert len(digits) <= 3, (num, prediction)
+        nearest = tables.nth(1).inner_text()
+        rows = [r for r in nearest.splitlines()[1:] if r.strip()]
+        assert rows and all("fp16" in r for r in rows), nearest  # same precision first
+        assert "e+" not in nearest and "NaN" not in nearest, nearest
+        # no warning anywhere in the notebook's outputs (warnings go to stderr)
+        assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+        assert "Warning" not in page.locator(".jp-NotebookPanel").first.inner_text()
 
 
 @pytest.mark.skipif(not (REPO / "data" / "cpu_epyc_zen3_2c.parquet").is_file()
@@ -407,48 +416,38 @@ def test_notebook_03_run_all_answers_within_a_minute_and_predicts_h200_energy(
         browser_tools, lab_server, tmp_path):
     """The whole notebook 03 with its own defaults: Run All shows the cost widget within 60 s
     (before the study), and after an interrupt the widget predicts energy on the H200."""
-    chromium, sync_api = browser_tools
     url, token = lab_server
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            page.set_default_timeout(60_000)
-            _run_all(page, url, token, "03_carb_whole.ipynb")
-            t_run = time.monotonic()
-            # the widget's output in the notebook's model (JupyterLab draws only the cells in
-            # view, and Run All scrolls on to the running cell)
-            handle = page.wait_for_function(WIDGET_CELL, timeout=180_000)
-            answered_s = time.monotonic() - t_run
-            assert answered_s < 60, f"the cost widget answered {answered_s:.0f} s after Run All"
-            cell = handle.json_value()
-            # the study runs on below; a kernel runs one cell at a time: interrupt it
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
-            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
-            page.evaluate("i => { const nb = window.jupyterapp.shell.currentWidget.content;"
-                          " nb.activeCellIndex = i; return nb.scrollToItem(i, 'start'); }", cell)
-            widget = page.locator(".carb-cost").first
-            widget.wait_for(state="visible", timeout=60_000)
-            _cost_settled(page)
-            assert "Predicted for AMD EPYC Zen 3" in widget.inner_text()
-            before = widget.inner_text()
-            platform = widget.locator(".widget-dropdown", has_text="platform").locator("select")
-            platform.select_option(label="NVIDIA H200 GPU")
-            page.wait_for_function(
-                "([sel, old]) => { const e = document.querySelector(sel);"
-                " return e && e.innerText !== old && e.innerText.includes('NVIDIA H200')"
-                " && e.querySelectorAll('table').length >= 3; }",
-                arg=[".carb-cost", before], timeout=120_000)
-            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
-            text = widget.inner_text()
-            energy = re.search(r"energy per batch\s+([\d.,]+) (m?J)\s+([\d.,]+) m?J to ([\d.,]+)",
-                               text)
-            assert energy, text[:2000]
-            lo, mid, hi = (float(energy.group(i).replace(",", "")) for i in (3, 1, 4))
-            assert 0 < lo < mid < hi, energy.group(0)
-        except Exception:
-            page.screenshot(path=str(tmp_path / "failure_study.png"))
-            raise
-        finally:
-            browser.close()
+    with _lab_page(browser_tools, tmp_path / "failure_study.png") as page:
+        _run_all(page, url, token, "03_carb_whole.ipynb")
+        t_run = time.monotonic()
+        # the widget's output in the notebook's model (JupyterLab draws only the cells in
+        # view, and Run All scrolls on to the running cell)
+        handle = page.wait_for_function(WIDGET_CELL, timeout=180_000)
+        answered_s = time.monotonic() - t_run
+        assert answered_s < 60, f"the cost widget answered {answered_s:.0f} s after Run All"
+        cell = handle.json_value()
+        # the study runs on below; a kernel runs one cell at a time: interrupt it
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+        page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+        page.evaluate("i => { const nb = window.jupyterapp.shell.currentWidget.content;"
+                      " nb.activeCellIndex = i; return nb.scrollToItem(i, 'start'); }", cell)
+        widget = page.locator(".carb-cost").first
+        widget.wait_for(state="visible", timeout=60_000)
+        _cost_settled(page)
+        assert "Predicted for AMD EPYC Zen 3" in widget.inner_text()
+        before = widget.inner_text()
+        platform = widget.locator(".widget-dropdown", has_text="platform").locator("select")
+        platform.select_option(label="NVIDIA H200 GPU")
+        page.wait_for_function(
+            "([sel, old]) => { const e = document.querySelector(sel);"
+            " return e && e.innerText !== old && e.innerText.includes('NVIDIA H200')"
+            " && e.querySelectorAll('table').length >= 3; }",
+            arg=[".carb-cost", before], timeout=120_000)
+        page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+        text = widget.inner_text()
+        energy = re.search(r"energy per batch\s+([\d.,]+) (m?J)\s+([\d.,]+) m?J to ([\d.,]+)",
+                           text)
+        assert energy, text[:2000]
+        lo, mid, hi = (float(energy.group(i).replace(",", "")) for i in (3, 1, 4))
+        assert 0 < lo < mid < hi, energy.group(0)
     print(f"browser test: notebook 03's cost widget answered {answered_s:.0f} s after Run All")
