@@ -142,3 +142,16 @@ def test_the_gpu_energy_model_block_reads_the_claims_scores_and_noise_it_names(h
     block = gpu_energy_model(tmp_path)
     assert "| 0.5 s | **" in block and "**25.0** [16.0, 38.0] (10)" in block
     assert "energy_vs_noise.csv" in block
+
+
+def test_gpu_memory_gap_per_family_and_precision_on_the_h200_rows(h200):
+    from carb_lib.evaluation.gpu_memory import gpu_memory_gap
+
+    rows = h200[0][h200[0]["status"].astype(str).eq("ok")]
+    gap = gpu_memory_gap(rows)
+    assert len(gap) == 8 and gap["n"].sum() == len(rows)  # 4 families x 2 precisions
+    assert (gap["measured_over_model_p10"] <= gap["measured_over_model_median"]).all()
+    assert (gap["measured_over_model_median"] <= gap["measured_over_model_p90"]).all()
+    assert (gap["reserved_over_allocated_median"] >= 1).all()  # reserved covers allocated
+    with pytest.raises(ValueError, match="no column alloc_peak_bytes"):
+        gpu_memory_gap(rows.drop(columns="alloc_peak_bytes"))

@@ -24,7 +24,7 @@ import pandas as pd
 from carb_lib.app.readme_allocator import allocator_precision_block
 from carb_lib.app.readme_cli import cli_reference
 from carb_lib.app.readme_common import ReadmeError, _read, _source
-from carb_lib.app.readme_energy import gpu_energy_model
+from carb_lib.app.readme_energy import gpu_energy_model, gpu_memory
 from carb_lib.app.readme_field import field_block
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
 from carb_lib.app.readme_transfer import fewshot, fewshot_batches, host_calibration
@@ -693,6 +693,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "cli": cli_reference,
     "gpu-energy": gpu_energy,
     "gpu-energy-model": gpu_energy_model,
+    "gpu-memory": gpu_memory,
     "zoo": zoo_block,
     "zoo-platforms": zoo_platforms_block,
     "platforms": platforms_block,

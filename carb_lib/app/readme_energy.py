@@ -1,7 +1,9 @@
-"""The GPU energy-model block of docs/gpu.md (:mod:`carb_lib.app.readme`): the paper's energy
-claims judged on every family's rows of the GPU (notebook 05,
-:mod:`carb_lib.screening.energy_claims`), energy as power x time beside CARB on energy, and the
-energy error beside the energy re-measurement noise of the same window length."""
+"""The GPU blocks of docs/gpu.md and docs/memory.md (:mod:`carb_lib.app.readme`), from notebook
+05's run on the GPU rows: the paper's energy claims judged on every family's rows
+(:mod:`carb_lib.screening.energy_claims`), energy as power x time beside CARB on energy, the
+energy error beside the energy re-measurement noise of the same window length
+(``gpu-energy-model``), and the GPU's peak memory against the allocator model
+(``gpu-memory``, :mod:`carb_lib.evaluation.gpu_memory`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pandas as pd
 
 from carb_lib.app.readme_common import _read, _source
 
-__all__ = ["gpu_energy_model"]
+__all__ = ["gpu_energy_model", "gpu_memory"]
 
 #: The GPU whose rows the full profile runs notebooks 03-05 on.
 GPU_PLATFORM = "gpu_nvidia_h200"
@@ -77,3 +79,16 @@ def gpu_energy_model(results: Path) -> str:
                        f"({int(r.model_n_test)}) | {noise} | {ratio} |")
         return "\n".join(out) + "\n" + _source("claims.csv", rel_scores, rel_noise)
     return "\n".join(out) + "\n" + _source("claims.csv", rel_scores)
+
+
+def gpu_memory(results: Path) -> str:
+    """The measured GPU peak against the CPU allocator model, per family and precision."""
+    rel = f"{GPU_PLATFORM}/cross_family/gpu_memory_gap.csv"
+    g = _read(results, rel)
+    out = [f"| family | precision | rows | measured / model, median [p10, p90] | measured - "
+           "model, median MiB | reserved / allocated, median |", "|---|---|---|---|---|---|"]
+    for r in g.itertuples():
+        out.append(f"| {r.family} | {r.precision} | {r.n} | {r.measured_over_model_median:.2f} "
+                   f"[{r.measured_over_model_p10:.2f}, {r.measured_over_model_p90:.2f}] | "
+                   f"{r.gap_mib_median:.1f} | {r.reserved_over_allocated_median:.2f} |")
+    return "\n".join(out) + "\n" + _source(rel)
