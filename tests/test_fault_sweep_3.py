@@ -405,3 +405,15 @@ def test_the_profilers_notes_are_kept_off_the_terminal(capfd):
     os.write(2, b"")
     err = capfd.readouterr().err
     assert "USDT:" not in err and "profiler_start" not in err
+
+
+# ======================================= found by the command-line sweep (benchmarks/fault_sweep.py)
+@pytest.mark.parametrize("resolution", ["7", "2000"])
+def test_a_zoo_resolution_outside_8_to_1024_px_is_refused_before_anything_is_written(
+        tmp_path, resolution):
+    out = tmp_path / "zc.csv"
+    one_line_error(runner.invoke(app, ["zoo", "configs", "--networks", "resnet18",
+                                       "--resolutions", resolution, "--out", str(out),
+                                       "--cache-dir", str(tmp_path / "cache")]),
+                   f"--resolutions [{resolution}]", "8..1024 px")
+    assert listing(tmp_path) == []  # no config list, no cache row
