@@ -475,3 +475,18 @@ def test_kernels_refuses_an_out_inside_the_checkouts_results_or_figures(area):
                                        "1", "--no-anchors", "--no-cache-probe"]),
                    f"inside the checkout's {area}/", "carb kernels does not write")
     assert not out.exists()
+
+
+def test_kernels_refuses_an_out_folder_it_cannot_write_before_timing(tmp_path, monkeypatch):
+    from carb_lib.kernels import operators
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == folder
+                        else real_access(p, mode, **kw))
+    monkeypatch.setattr(operators, "sample_kernels", lambda *a, **k: pytest.fail("timed"))
+    one_line_error(runner.invoke(app, ["kernels", "--out", str(folder / "k.parquet"), "--n", "1",
+                                       "--threads", "1", "--no-anchors", "--no-cache-probe"]),
+                   f"--out {folder / 'k.parquet'}", "is not writable")
+    assert listing(tmp_path) == ["ro"]

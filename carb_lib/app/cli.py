@@ -558,10 +558,12 @@ def kernels_cmd(
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
     from carb_lib.app.cli_checks import check_platform_name, check_threads_available
-    from carb_lib.core.safe_io import check_area
+    from carb_lib.core.safe_io import check_output
     from carb_lib.kernels.draw import time_anchors_only, time_draw
 
-    check_area(out, "--out", owns=("data",), command="carb kernels")  # data/kernels/ is its own
+    # before anything is timed: data/kernels/ is its own, a folder it can write (an existing
+    # --out is time_draw's to judge: --append or refused)
+    check_output(out, "--out", own=lambda p: True, owns=("data",), command="carb kernels")
     check_platform_name(platform)
     check_threads_available(threads)
     if anchors_only:
