@@ -76,6 +76,23 @@ class Case:
     timeout: float = 90.0
     check: Callable[[Path], str | None] | None = None  # extra check after exit 0
     needs: tuple[str, ...] = ()
+    as_user: bool = False  # run without root's right to write into any folder
+
+
+def read_only(name: str = "ro") -> Callable[[Path], None]:
+    """A read-only folder ``name`` in the case folder (the case runs as an unprivileged user,
+    without root's right to write anywhere, so that the folder's mode holds)."""
+    def make(d: Path) -> None:
+        (d / name).mkdir(parents=True, exist_ok=True)
+        (d / name / "kept.txt").write_text("a file of the read-only folder\n")
+        os.chmod(d / name, 0o555)
+    return make
+
+
+def ro_case(name: str, args: list[str], setup: Callable[[Path], None] | None = None,
+            **kw) -> Case:
+    return Case(name, args, "refuse", steps(read_only(), *([setup] if setup else [])),
+                as_user=True, **kw)
 
 
 def text(name: str, content: str | bytes) -> Callable[[Path], None]:
@@ -240,7 +257,9 @@ def output_cases(tag: str, build: Callable[[str, list[str]], list[str]], name: s
         Case(f"{tag} out:a-folder", build(name, []), "refuse", folder(name)),
         Case(f"{tag} out:parent-is-a-file", build(f"afile/{name}", []), "refuse",
              text("afile", "x")),
-        Case(f"{tag} out:read-only-folder", build(f"/sys/carb_sweep/{name}", []), "refuse"),
+        ro_case(f"{tag} out:read-only-folder", build(f"ro/{name}", [])),
+        ro_case(f"{tag} out:in-a-read-only-subfolder", build(f"ro/sub/{name}", ["--force"])),
+        Case(f"{tag} out:sysfs", build(f"/sys/carb_sweep/{name}", []), "refuse"),
         Case(f"{tag} out:read-only-folder-force", build(f"/proc/carb_sweep/{name}",
                                                          ["--force"]), "refuse"),
     ]
@@ -444,6 +463,7 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
     C.append(Case("check --out user file", [*ck, "--out", "mine.csv"], "refuse",
                   text("mine.csv", "my,own\n")))
     C.append(Case("check --out inside data", [*ck, "--out", "@SCRATCH@/data/x.csv"], "refuse"))
+    C.append(ro_case("check --out in a read-only folder", [*ck, "--out", "ro/x.csv"]))
     # ----------------------------------------------------------------------- screen
     sc = ["screen", "--model", "m.skops", "--candidates", "c.csv", "--no-quality", "--out",
           "s.csv"]
@@ -488,6 +508,8 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
                   "refuse"))
     C.append(Case("screen --fig-dir a file", [*sc, "--fig-dir", "afile"], "refuse",
                   text("afile", "x")))
+    C.append(ro_case("screen --fig-dir read-only", [*sc, "--fig-dir", "ro"]))
+    C.append(ro_case("screen --fig-dir in a read-only folder", [*sc, "--fig-dir", "ro/figs"]))
     C.append(Case("screen --out same as --candidates", [*sc[:-1], "c.csv", "--force"],
                   "refuse"))
     C.append(Case("screen --out same as --measured", [*sc[:-1], "d.csv", "--measured",
@@ -554,6 +576,9 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
         C.append(Case(f"profile --out inside {area}", [*pf[:1], "--out",
                                                       f"@SCRATCH@/{area}/camp", *pf[3:]],
                       "refuse"))
+    C.append(ro_case("profile --out in a read-only folder", [*pf[:1], "--out", "ro/camp",
+                                                             *pf[3:]]))
+    C.append(ro_case("profile --out a read-only folder", [*pf[:1], "--out", "ro", *pf[3:]]))
     C.append(Case("profile --out read-only", [*pf[:1], "--out", "/sys/carb_camp", *pf[3:]],
                   "refuse"))
     C.append(Case("profile --out inside a parts folder's file", [*pf[:1], "--out",
@@ -582,6 +607,7 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
                       "refuse"))
     C.append(Case("audit --out is a file", [*au[:4], "--out", "afile", *au[6:]], "refuse",
                   text("afile", "x")))
+    C.append(ro_case("audit --out a read-only folder", [*au[:4], "--out", "ro", *au[6:]]))
     C.append(Case("audit --out read-only", [*au[:4], "--out", "/sys/carb_aud", *au[6:]],
                   "refuse"))
     C.append(Case("audit --out holds user tables", au, "refuse",
@@ -604,6 +630,7 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
                                                     *nz[3:]], "refuse"))
     C.append(Case("noise --out holds user tables", nz, "refuse",
                   lambda d: _user_tables(d / "nz", ("noise_rows.parquet", "noise_cv.csv"))))
+    C.append(ro_case("noise --out a read-only folder", [nz[0], "--out", "ro", *nz[3:]]))
     C.append(Case("noise --out is a file", [nz[0], "--out", "afile", *nz[3:]], "refuse",
                   text("afile", "x")))
     # ------------------------------------------------------------------------ merge
@@ -636,6 +663,12 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
     C.append(Case("merge OUT is parts", ["merge", "parts", "parts"], "refuse"))
     C.append(Case("merge OUT a folder", ["merge", "parts", "of"], "refuse", folder("of")))
     C.append(Case("merge OUT read-only", ["merge", "parts", "/sys/carb_d.parquet"], "refuse"))
+    C.append(ro_case("merge OUT in a read-only folder", ["merge", "parts", "ro/d.parquet"]))
+    C.append(ro_case("merge --reference-out in a read-only folder",
+                     ["merge", "parts", "dm.parquet", "--reference-out", "ro/r.parquet"]))
+    C.append(Case("merge a read-only campaign folder", ["merge", "rp", "dm.parquet"], "ok",
+                  lambda d: (shutil.copytree(FIX / "parts", d / "rp"), os.chmod(d / "rp", 0o555)),
+                  outputs=("dm.parquet",), as_user=True))
     C.append(Case("merge OUT .csv", ["merge", "parts", "dm.csv"], "any", outputs=()))
     C.append(Case("merge OUT in scratch data (owned)", ["merge", "parts",
                                                        "@SCRATCH@/data/carb_sweep.parquet"],
@@ -675,6 +708,8 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
     C.append(Case("kernels --append to garbage", [*kn, "--append"], "refuse",
                   text("k.parquet", b"junk")))
     C.append(Case("kernels --out a folder", kn, "refuse", folder("k.parquet")))
+    C.append(ro_case("kernels --out in a read-only folder", [kn[0], "--out", "ro/k.parquet",
+                                                             *kn[3:]]))
     C.append(Case("kernels --out read-only", [kn[0], "--out", "/sys/k.parquet", *kn[3:]],
                   "refuse"))
     for area in ("results", "figures"):
@@ -737,6 +772,8 @@ def cases_all() -> list[Case]:  # noqa: PLR0915 - one list of cases
         C.append(Case(f"publish --dest inside {area}", [*pb, "--dest",
                                                        f"@SCRATCH@/{area}/pages"], "refuse",
                       _fake_run))
+    C.append(ro_case("publish --dest in a read-only folder", [*pb, "--dest", "ro/pages"],
+                     _fake_run))
     C.append(Case("publish --dest read-only", [*pb, "--dest", "/sys/pages"], "refuse",
                   _fake_run))
     C.append(Case("publish --dest a file", [*pb, "--dest", "afile"], "refuse",
@@ -921,11 +958,12 @@ class Runner:
             assert str(Path(sys.modules["carb_lib"].__file__).resolve()).startswith(
                 str(scratch.resolve())), "CARB must run from the scratch copy"
 
-    def run(self, args: list[str], cwd: Path, timeout: float, pipe: bool
+    def run(self, args: list[str], cwd: Path, timeout: float, pipe: bool, as_user: bool = False
             ) -> tuple[int | None, str, str, float]:
         t0 = time.perf_counter()
         if pipe or self.fresh:
-            return (*self._subprocess(args, cwd, timeout, pipe), time.perf_counter() - t0)
+            return (*self._subprocess(args, cwd, timeout, pipe, as_user),
+                    time.perf_counter() - t0)
         out_f, err_f = cwd.parent / f".{cwd.name}.out", cwd.parent / f".{cwd.name}.err"
         sys.stdout.flush()
         sys.stderr.flush()
@@ -941,6 +979,8 @@ class Runner:
                 os.dup2(fd_in, 0)
                 os.dup2(fd_out, 1)
                 os.dup2(fd_err, 2)
+                if as_user:
+                    _drop_privileges()
                 sys.argv = ["carb", *args]
                 from carb_lib.app.cli import app
 
@@ -989,8 +1029,8 @@ class Runner:
                 return None
             time.sleep(0.02)
 
-    def _subprocess(self, args: list[str], cwd: Path, timeout: float, pipe: bool
-                    ) -> tuple[int | None, str, str]:
+    def _subprocess(self, args: list[str], cwd: Path, timeout: float, pipe: bool,
+                    as_user: bool = False) -> tuple[int | None, str, str]:
         import shlex
 
         line = " ".join(shlex.quote(a) for a in [str(self.carb), *args])
@@ -1009,13 +1049,41 @@ class Runner:
         try:
             p = subprocess.run([str(self.carb), *args], cwd=cwd, env=self.env,
                                capture_output=True, text=True, timeout=timeout,
-                               start_new_session=True)
+                               start_new_session=True,
+                               preexec_fn=_drop_privileges if as_user else None)
         except subprocess.TimeoutExpired:
             return None, "", ""
         return p.returncode, p.stdout, p.stderr
 
 
 RUNNER: Runner
+
+
+def _drop_privileges() -> None:
+    """Give up root's right to write into any folder (``CAP_DAC_OVERRIDE``, from the effective
+    and permitted sets), so that a folder's mode holds; the process stays root otherwise (it
+    still reads the interpreter's files)."""
+    if os.geteuid() != 0:
+        return
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    head, data = Header(0x20080522, 0), (Data * 2)()
+    if libc.capget(ctypes.byref(head), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    dac_override = 1 << 1
+    data[0].effective &= ~dac_override
+    data[0].permitted &= ~dac_override
+    data[0].inheritable &= ~dac_override
+    if libc.capset(ctypes.byref(head), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
 
 
 # ================================================================ state and verdicts
@@ -1309,7 +1377,7 @@ def main() -> int:
                                  detail=f"{type(exc).__name__}: {exc}"))
                 continue
             before = {**hasher.tree([cwd], cached=False), **hasher.tree(shipped, cached=True)}
-            rc, out, err, secs = RUNNER.run(args, cwd, case.timeout, case.pipe)
+            rc, out, err, secs = RUNNER.run(args, cwd, case.timeout, case.pipe, case.as_user)
             after = {**hasher.tree([cwd], cached=False), **hasher.tree(shipped, cached=True)}
             verdict, category, detail = classify(case, rc, out, err, before, after, cwd)
             rows.append(dict(case=case.name, command="carb " + " ".join(args)[:400],
