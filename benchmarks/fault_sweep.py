@@ -51,7 +51,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,8 +80,8 @@ class Case:
 
 
 def read_only(name: str = "ro") -> Callable[[Path], None]:
-    """A read-only folder ``name`` in the case folder (the case runs as an unprivileged user,
-    without root's right to write anywhere, so that the folder's mode holds)."""
+    """A read-only folder ``name`` in the case folder (a case with ``as_user`` runs without
+    root's right to write anywhere, so that the folder's mode holds)."""
     def make(d: Path) -> None:
         (d / name).mkdir(parents=True, exist_ok=True)
         (d / name / "kept.txt").write_text("a file of the read-only folder\n")
