@@ -3,7 +3,7 @@ across every command, each run in its own scratch folder and classified.
 
 Usage::
 
-    python benchmarks/fault_sweep.py              # every case (about 10-20 minutes on 2 cores)
+    python benchmarks/fault_sweep.py              # every case (about 10 minutes on 2 cores)
     python benchmarks/fault_sweep.py --only merge # cases whose name holds 'merge'
     python benchmarks/fault_sweep.py --fresh      # each case in a fresh process (slower)
 
