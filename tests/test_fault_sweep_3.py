@@ -405,3 +405,88 @@ def test_the_profilers_notes_are_kept_off_the_terminal(capfd):
     os.write(2, b"")
     err = capfd.readouterr().err
     assert "USDT:" not in err and "profiler_start" not in err
+
+
+# ======================================= found by the command-line sweep (benchmarks/fault_sweep.py)
+@pytest.mark.parametrize("resolution", ["7", "2000"])
+def test_a_zoo_resolution_outside_8_to_1024_px_is_refused_before_anything_is_written(
+        tmp_path, resolution):
+    out = tmp_path / "zc.csv"
+    one_line_error(runner.invoke(app, ["zoo", "configs", "--networks", "resnet18",
+                                       "--resolutions", resolution, "--out", str(out),
+                                       "--cache-dir", str(tmp_path / "cache")]),
+                   f"--resolutions [{resolution}]", "8..1024 px")
+    assert listing(tmp_path) == []  # no config list, no cache row
+
+
+def test_a_screen_fig_dir_that_is_a_file_is_refused_before_the_shortlist_is_written(
+        model_file, cands, tmp_path):
+    (tmp_path / "figs").write_text("my notes\n")
+    out = tmp_path / "s.csv"
+    one_line_error(runner.invoke(app, ["screen", "--model", str(model_file), "--candidates",
+                                       str(cands), "--no-quality", "--out", str(out),
+                                       "--fig-dir", str(tmp_path / "figs")]),
+                   "--fig-dir", "is a file")
+    assert listing(tmp_path) == ["c.csv", "figs"]  # no shortlist, _front or _summary.json
+
+
+@pytest.mark.parametrize("extra, fragment", [([], "--rank-by ranks --model's predictions"),
+                                             (["--model-b", "B"], "--rank-by 'nope'")])
+def test_screen_refuses_a_rank_by_it_would_ignore_or_not_know(model_file, cands, tmp_path,
+                                                              extra, fragment):
+    extra = [str(model_file) if a == "B" else a for a in extra]
+    one_line_error(runner.invoke(app, ["screen", "--model", str(model_file), "--candidates",
+                                       str(cands), "--no-quality", "--out",
+                                       str(tmp_path / "s.csv"), "--rank-by", "nope", *extra]),
+                   fragment)
+    assert listing(tmp_path) == ["c.csv"]
+
+
+@pytest.mark.parametrize("command", [
+    ["profile", "--out", "OUT", "--n-sample", "1", "--threads", "1", "--no-progress"],
+    ["noise", "--out", "OUT", "--n-configs", "1", "--repeats", "2", "--threads", "1"],
+    ["kernels", "--out", "OUT/k.parquet", "--n", "1", "--no-anchors", "--no-cache-probe"]])
+@pytest.mark.parametrize("name", ["", "a/b", "../x"])
+def test_a_platform_name_that_cannot_name_a_file_is_refused(tmp_path, command, name,
+                                                            torch_threads):
+    args = [a.replace("OUT", str(tmp_path / "o")) for a in command]
+    one_line_error(runner.invoke(app, [*args, "--platform", name]), f"--platform {name!r}")
+    assert listing(tmp_path) == []  # nothing measured, no folder made
+
+
+def test_an_infinite_profile_timeout_is_refused_like_json_infinity(tmp_path):
+    one_line_error(runner.invoke(app, ["profile", "--out", str(tmp_path / "c"), "--threads", "1",
+                                       "--n-sample", "1", "--timeout-s", "inf"]),
+                   "--timeout-s must be a finite number")
+    assert listing(tmp_path) == []
+
+
+def test_noise_refuses_a_nan_spread_gap(tmp_path):
+    one_line_error(runner.invoke(app, ["noise", "--out", str(tmp_path / "n"), "--n-configs", "1",
+                                       "--repeats", "2", "--threads", "1", "--spread-gap-s",
+                                       "nan"]), "--spread-gap-s must be >= 0 seconds, got nan")
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("area", ["results", "figures"])
+def test_kernels_refuses_an_out_inside_the_checkouts_results_or_figures(area):
+    out = ROOT / area / "carb_sweep_k.parquet"
+    one_line_error(runner.invoke(app, ["kernels", "--out", str(out), "--n", "1", "--threads",
+                                       "1", "--no-anchors", "--no-cache-probe"]),
+                   f"inside the checkout's {area}/", "carb kernels does not write")
+    assert not out.exists()
+
+
+def test_kernels_refuses_an_out_folder_it_cannot_write_before_timing(tmp_path, monkeypatch):
+    from carb_lib.kernels import operators
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == folder
+                        else real_access(p, mode, **kw))
+    monkeypatch.setattr(operators, "sample_kernels", lambda *a, **k: pytest.fail("timed"))
+    one_line_error(runner.invoke(app, ["kernels", "--out", str(folder / "k.parquet"), "--n", "1",
+                                       "--threads", "1", "--no-anchors", "--no-cache-probe"]),
+                   f"--out {folder / 'k.parquet'}", "is not writable")
+    assert listing(tmp_path) == ["ro"]

@@ -355,6 +355,8 @@ def profile(
                         ("--max-gflops", max_gflops), ("--cooldown-s", cooldown)):  # fmt: skip
         if value is not None and not value > 0 and not (name == "--cooldown-s" and value == 0):
             raise ValueError(f"{name} must be > 0 seconds/GFLOP, got {value}")
+        if value == float("inf"):  # a cap that never holds (as JSON Infinity in --protocol)
+            raise ValueError(f"{name} must be a finite number, got {value}")
     from carb_lib.measure.protocol import protocol_settings
 
     settings = protocol_settings(protocol) if protocol is not None else {}
@@ -364,10 +366,12 @@ def profile(
                          "--cooldown-s), not in the JSON")
     from carb_lib.app.cli_checks import (
         check_campaign_start,
+        check_platform_name,
         check_platform_threads,
         check_shipped_threads,
     )
 
+    check_platform_name(platform)
     check_platform_threads(platform, threads, device)
     check_shipped_threads(platform, threads, device)
     kw = {**settings, "threads": threads, "timeout_s": timeout}
@@ -462,11 +466,12 @@ def noise(
     for name, value, lo in (("--n-configs", n_configs, 1), ("--repeats", repeats, 2)):
         if value < lo:  # a CV needs two measurements of a config
             raise ValueError(f"{name} must be >= {lo}, got {value}")
-    if spread_gap < 0:
+    if not 0 <= spread_gap < float("inf"):
         raise ValueError(f"--spread-gap-s must be >= 0 seconds, got {spread_gap}")
-    from carb_lib.app.cli_checks import check_threads_available
+    from carb_lib.app.cli_checks import check_platform_name, check_threads_available
     from carb_lib.core.safe_io import check_folder, check_outputs, table_with
 
+    check_platform_name(platform)
     check_threads_available(threads)
     check_folder(out, "--out", inputs=[("--configs", configs)], command="carb noise")
     rows_path, summary_path = out / "noise_rows.parquet", out / "noise_summary.csv"
@@ -552,9 +557,14 @@ def kernels_cmd(
     keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap, the default); --default-heap times as before. Rows record heap_kept."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
-    from carb_lib.app.cli_checks import check_threads_available
+    from carb_lib.app.cli_checks import check_platform_name, check_threads_available
+    from carb_lib.core.safe_io import check_output
     from carb_lib.kernels.draw import time_anchors_only, time_draw
 
+    # before anything is timed: data/kernels/ is its own, a folder it can write (an existing
+    # --out is time_draw's to judge: --append or refused)
+    check_output(out, "--out", own=lambda p: True, owns=("data",), command="carb kernels")
+    check_platform_name(platform)
     check_threads_available(threads)
     if anchors_only:
         time_anchors_only(out, campaigns=campaigns if campaigns_alias is None else campaigns_alias,

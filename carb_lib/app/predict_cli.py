@@ -49,10 +49,15 @@ def run_screen(
     backup = scr.check_shortlist_outs(  # the output rule for the shortlist and its companions
         out, force, "carb screen", inputs=inputs,
         extra=[out.with_name(f"{out.stem}_hardware.csv")] if validate else [])
-    if fig_dir is not None:  # figures/ of the checkout is the study's (carb reproduce)
-        from carb_lib.core.safe_io import check_area
+    if fig_dir is not None:  # figures/ of the checkout is the study's (carb reproduce); a
+        from carb_lib.core.safe_io import check_folder  # folder it can write, before the set
 
-        check_area(fig_dir, "--fig-dir", command="carb screen")
+        check_folder(fig_dir, "--fig-dir", command="carb screen", create=False)
+    if rank_by is not None and model_b is None:
+        raise ValueError("--rank-by ranks --model's predictions for --model-b (cross-platform "
+                         "screening); give --model-b or leave --rank-by out")
+    if rank_by is not None and rank_by != "pareto" and rank_by not in scr.BUDGET_METRICS:
+        raise ValueError(f"--rank-by {rank_by!r}: one of {list(scr.BUDGET_METRICS)} or 'pareto'")
     # read before anything is screened or written: a bad --measured is its own line
     held_out = (scr.load_candidates(measured, what="--measured") if measured is not None
                 else None)

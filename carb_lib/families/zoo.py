@@ -182,6 +182,11 @@ def resolve_names(names: Iterable[str] | str | None) -> list[str]:
     return out
 
 
+#: Input resolutions a zoo network is described at (px); the feature cache's rows are checked
+#: against the same range.
+ZOO_RESOLUTION_RANGE: tuple[int, int] = (8, 1024)
+
+
 def parse_ints(text: str | Sequence[int], what: str) -> list[int]:
     """Comma-separated positive integers (``--batches``, ``--resolutions``)."""
     if not isinstance(text, str):
@@ -296,7 +301,7 @@ def _failed_rows(df: pd.DataFrame) -> tuple[np.ndarray, str]:
     flag(df.duplicated(list(_KEY), keep=False).to_numpy(), "a key held twice")
     flag(~df["network"].map(lambda v: isinstance(v, str)).to_numpy(dtype=bool),
          "a network that is not a name")
-    for col, lo in (("batch", 1), ("resolution", 8)):
+    for col, lo in (("batch", 1), ("resolution", ZOO_RESOLUTION_RANGE[0])):
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         flag(~(np.isfinite(v) & (v >= lo)), f"{col} out of range")
     from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
@@ -402,6 +407,9 @@ def zoo_candidates(names: Iterable[str] | str | None = None, batches: Sequence[i
     lo, hi = BATCH_RANGE
     if min(batches) < lo or max(batches) > hi:
         raise ConfigError(f"--batches {batches}: each must be in {lo}..{hi}")
+    lo, hi = ZOO_RESOLUTION_RANGE
+    if min(resolutions) < lo or max(resolutions) > hi:
+        raise ConfigError(f"--resolutions {resolutions}: each must be in {lo}..{hi} px")
     keys = [(n, r, b, p) for n in nets for r in resolutions for b in batches for p in precisions]
     path = cache_path(cache_dir)
     cached = _read_cache(path) if use_cache else pd.DataFrame()
