@@ -490,3 +490,15 @@ def test_kernels_refuses_an_out_folder_it_cannot_write_before_timing(tmp_path, m
                                        "--threads", "1", "--no-anchors", "--no-cache-probe"]),
                    f"--out {folder / 'k.parquet'}", "is not writable")
     assert listing(tmp_path) == ["ro"]
+
+
+@pytest.mark.parametrize("opt", ["out_root", "run_dir"])
+def test_reproduce_refuses_a_file_as_its_output_folder_before_writing(tmp_path, opt):
+    from carb_lib.app.reproduce import ReproduceError, run_profile
+
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    folders = {"out_root": tmp_path / "out", "run_dir": tmp_path / "run", opt: afile}
+    with pytest.raises(ReproduceError, match="is a file, not a folder"):
+        run_profile("quick", only=["00"], **folders)
+    assert afile.read_text() == "mine" and sorted(tmp_path.iterdir()) == [afile]

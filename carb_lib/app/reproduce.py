@@ -384,6 +384,9 @@ def run_profile(
     runs = [NotebookRun(r.notebook, {**r.parameters,
                                      **{k: v for k, v in overrides.items() if k in declared[r.name]}},
                         r.label, r.subdir) for r in runs]
+    for opt, folder in (("--out-root", out_root), ("--run-dir", run_dir)):
+        if folder is not None and Path(folder).exists() and not Path(folder).is_dir():
+            raise ReproduceError(f"{opt} {folder}: is a file, not a folder")
     if run_dir is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         run_dir = REPO_ROOT / "runs" / f"{profile}-{stamp}"
