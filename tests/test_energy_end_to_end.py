@@ -195,3 +195,27 @@ def test_gpu_quick_runs_every_notebook_of_the_gpu_profile_on_the_same_files():
         assert {k: q.parameters.get(k) for k in data_keys} == \
             {k: f.parameters.get(k) for k in data_keys}, q.name
         assert q.parameters.get("quick") is True, q.name
+
+
+def test_notebook_05_of_gpu_quick_judges_energy_noise_and_memory_on_the_h200(run_notebook):
+    """Notebook 05 as the gpu_quick profile runs it on the H200 files (fewer seeds and
+    candidates): the energy claims, the energy error beside the noise of both window policies,
+    and the GPU memory gap, each glued with rows behind it."""
+    from carb_lib.app.reproduce import load_runs
+
+    (run,) = [r for r in load_runs("gpu_quick") if r.name.startswith("05_cross_family")]
+    params = {k: (str(ROOT / v) if isinstance(v, str) and v.startswith("data/") else v)
+              for k, v in run.parameters.items()}
+    params.update(n_seeds=2, ks=[10], energy_splits=2, n_candidates_per_family=200,
+                  energy_noise_glob=str(ROOT / "data/noise/{platform}_spread_window*.parquet"))
+    rec, out = run_notebook("notebooks/05_cross_family.ipynb", params)
+    assert rec["have_energy_claims"] is True and rec["platform"] == "gpu_nvidia_h200"
+    assert rec["energy/carb_r2_energy_j/n"] > 0 and rec["energy/power_x_latency_r2_energy_j/n"] > 0
+    assert rec["n_energy_noise_files"] == 2
+    for w in ("0.5", "3"):
+        assert rec[f"energy_vs_noise/window{w}s/noise_mape_pct"] > 0
+        assert rec[f"energy_vs_noise/window{w}s/model_n_test"] > 0
+    assert rec["have_gpu_memory"] is True
+    assert rec["gpu_memory/resnet/fp32/measured_over_model"] > 0
+    scores = pd.read_csv(out / "results/cross_family/energy_vs_noise.csv")
+    assert list(scores["window_policy_s"]) == [0.5, 3.0]
