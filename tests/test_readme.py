@@ -22,7 +22,9 @@ README_MAX_GENERATED = 60
 
 
 def test_readme_tables_match_results(repo_root):
-    stale = readme.stale_blocks(repo_root / "README.md", repo_root / "results")
+    from carb_lib.app.cli import app
+
+    stale = readme.stale_blocks(repo_root / "README.md", repo_root / "results", command=app)
     assert stale == [], f"README blocks {stale} differ from results/: run `carb readme`"
 
 

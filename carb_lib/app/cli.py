@@ -205,7 +205,7 @@ def reproduce(
     if update_readme:
         from carb_lib.app.readme import update_readme as _update
 
-        changed = _update(REPO_ROOT / "README.md", REPO_ROOT / "results")
+        changed = _update(REPO_ROOT / "README.md", REPO_ROOT / "results", command=app)
         typer.echo("README.md result tables " + ("rewritten from results/" if changed
                                                  else "already match results/"))
 
@@ -220,14 +220,14 @@ def readme_cmd(
     from carb_lib.app.readme import stale_blocks, update_readme
 
     if check:
-        stale = stale_blocks(readme, results_dir)
+        stale = stale_blocks(readme, results_dir, command=app)
         if stale:
             typer.secho(f"stale README blocks: {', '.join(stale)} (run `carb readme`)",
                         fg=typer.colors.RED, err=True)
             raise typer.Exit(1)
         typer.echo("README result tables match results/")
         return
-    changed = update_readme(readme, results_dir)
+    changed = update_readme(readme, results_dir, command=app)
     typer.echo("README.md rewritten" if changed else "README.md already up to date")
 
 

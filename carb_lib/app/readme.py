@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -690,7 +691,6 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "cross-family-laws": cross_family_laws,
     "cross-family-siblings": cross_family_siblings,
     "screening-by-family": screening_by_family,
-    "cli": cli_reference,
     "gpu-energy": gpu_energy,
     "gpu-energy-model": gpu_energy_model,
     "gpu-memory": gpu_memory,
@@ -702,6 +702,12 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "host-calibration": host_calibration,
 }
 
+#: Blocks written from what the caller passes, not from results/: ``cli``, docs/cli.md's command
+#: reference (:func:`~carb_lib.app.readme_cli.cli_reference`), from the command line that
+#: ``carb readme`` passes as ``command`` (it sits above this module). Without ``command`` they are
+#: left as they are.
+CALLER_BLOCKS: tuple[str, ...] = ("cli",)
+
 #: The pages that hold generated blocks, relative to the repository root (README.md's folder).
 PAGES: tuple[str, ...] = ("README.md", "docs/results.md", "docs/memory.md", "docs/model.md",
                           "docs/transfer.md", "docs/screening.md", "docs/families.md",
@@ -710,7 +716,7 @@ PAGES: tuple[str, ...] = ("README.md", "docs/results.md", "docs/memory.md", "doc
 
 # --------------------------------------------------------------------------- render / check
 def render(text: str, results_dir: str | Path = "results",
-           expect: set[str] | None = None) -> str:
+           expect: set[str] | None = None, *, command: Any = None) -> str:
     """``text`` with every ``carb:NAME`` block rewritten from ``results_dir``.
 
     Parameters
@@ -721,6 +727,9 @@ def render(text: str, results_dir: str | Path = "results",
         Where the result tables are.
     expect : set of str, optional
         Block names the page must hold (all of them; None: no check).
+    command : typer.Typer, optional
+        The command line whose reference the ``cli`` block shows (``carb_lib.app.cli.app``);
+        None: the :data:`CALLER_BLOCKS` are left as they are.
 
     Raises
     ------
@@ -729,14 +738,20 @@ def render(text: str, results_dir: str | Path = "results",
     """
     results = Path(results_dir)
     found = {m.group("name") for m in MARK.finditer(text)}
-    unknown = found - set(BLOCKS)
+    unknown = found - set(BLOCKS) - set(CALLER_BLOCKS)
     missing = set() if expect is None else set(expect) - found
     if unknown or missing:
         raise ReadmeError(f"README blocks: unknown {sorted(unknown)}, missing {sorted(missing)}")
 
     def sub(m: re.Match) -> str:
-        body = BLOCKS[m.group("name")](results).rstrip("\n") + "\n"
-        return m.group(1) + body + m.group(4)
+        name = m.group("name")
+        if name in CALLER_BLOCKS:
+            if command is None:
+                return m.group(0)
+            body = cli_reference(command)
+        else:
+            body = BLOCKS[name](results)
+        return m.group(1) + body.rstrip("\n") + "\n" + m.group(4)
 
     return MARK.sub(sub, text)
 
@@ -749,32 +764,35 @@ def _pages(readme: str | Path) -> list[Path]:
     pages = [readme] + [root / p for p in PAGES[1:] if (root / p).exists()]
     found = {m.group("name") for page in pages
              for m in MARK.finditer(page.read_text(encoding="utf-8"))}
-    missing = set(BLOCKS) - found
+    missing = set(BLOCKS) - found - set(CALLER_BLOCKS)
     if missing:
         raise ReadmeError(f"README blocks: missing {sorted(missing)} (on no page of {PAGES})")
     return pages
 
 
-def update_readme(readme: str | Path = "README.md", results_dir: str | Path = "results") -> bool:
+def update_readme(readme: str | Path = "README.md", results_dir: str | Path = "results", *,
+                  command: Any = None) -> bool:
     """Rewrite the blocks of the README and of the docs pages beside it (:data:`PAGES`) from
-    ``results_dir``; True if a file changed."""
+    ``results_dir`` (and the ``cli`` block from ``command``, see :func:`render`); True if a
+    file changed."""
     changed = False
     for page in _pages(readme):
         old = page.read_text(encoding="utf-8")
-        new = render(old, results_dir)
+        new = render(old, results_dir, command=command)
         if new != old:
             page.write_text(new, encoding="utf-8")
             changed = True
     return changed
 
 
-def stale_blocks(readme: str | Path = "README.md", results_dir: str | Path = "results") -> list[str]:
+def stale_blocks(readme: str | Path = "README.md", results_dir: str | Path = "results", *,
+                 command: Any = None) -> list[str]:
     """Names of the blocks (README and docs pages) whose text differs from what ``results_dir``
-    gives."""
+    (and ``command``, see :func:`render`) gives."""
     stale = []
     for page in _pages(readme):
         text = page.read_text(encoding="utf-8")
-        new = render(text, results_dir)
+        new = render(text, results_dir, command=command)
         have = {m.group("name"): m.group("body") for m in MARK.finditer(text)}
         want = {m.group("name"): m.group("body") for m in MARK.finditer(new)}
         stale += [n for n in want if have.get(n) != want[n]]

@@ -1,9 +1,14 @@
 """The ``carb:cli`` block of docs/cli.md (:mod:`carb_lib.app.readme`): the command reference,
-written from the command line's own definitions."""
+written from the command line's own definitions.
+
+The command line is given, not imported: :mod:`carb_lib.app.cli` (whose ``carb readme`` writes
+the blocks) passes itself, so that the command line imports the README writer and never the
+other way round.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 
 def _cell(text: object) -> str:
@@ -12,14 +17,13 @@ def _cell(text: object) -> str:
             .replace(">", "&gt;"))
 
 
-def cli_reference(results: Path) -> str:  # noqa: ARG001 (every block takes results/)
-    """``docs/cli.md``'s reference: every command with its arguments and options, as
-    ``carb COMMAND --help`` shows them (hidden aliases left out)."""
+def cli_reference(command: Any) -> str:
+    """``docs/cli.md``'s reference: every command of ``command`` (a :class:`typer.Typer`
+    application such as :data:`carb_lib.app.cli.app`, or its click group) with its arguments
+    and options, as ``carb COMMAND --help`` shows them (hidden aliases left out)."""
     import typer
 
-    from carb_lib.app.cli import app
-
-    root = typer.main.get_command(app)
+    root = typer.main.get_command(command) if isinstance(command, typer.Typer) else command
     out = []
     for name, cmd in root.commands.items():
         if getattr(cmd, "hidden", False):

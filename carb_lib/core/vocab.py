@@ -35,6 +35,7 @@ __all__ = [
     "NB201_FEATURE_COLUMNS",
     "PRECISIONS",
     "QUALITIES",
+    "REMEASURED_COLUMNS",
     "SMALL_BATCH_MAX",
     "STATIC_FEATURES",
     "STATUSES",
@@ -51,6 +52,10 @@ __all__ = [
 
 #: Measured costs, in the paper's order (energy, latency, memory); per batch.
 TARGETS: tuple[str, ...] = ("energy_j", "latency_ms", "peak_mem_mib")
+#: Stored target -> the column of its re-measurement in an audit's rows
+#: (:func:`carb_lib.measure.audit.audit`).
+REMEASURED_COLUMNS: dict[str, str] = {"latency_ms": "latency_ms_new",
+                                      "peak_mem_mib": "peak_mem_mib_new"}
 #: Unit of each target.
 TARGET_UNITS: dict[str, str] = {"energy_j": "J", "latency_ms": "ms", "peak_mem_mib": "MiB"}
 #: Short names of the targets (budgets, objectives: ``latency<=5ms``).

@@ -8,7 +8,8 @@ paper notes, outside the repository; the paper's numbers are not ours), made
   by NNLS on parameter and activation bytes per precision; latency and energy by a
   roofline-style law (FLOPs / throughput + bytes / bandwidth + layers x per-layer overhead +
   batch and constant terms), fitted by relative NNLS with interpretable constants;
-* learners (XGBoost, LightGBM, ExtraTrees; which ones: :data:`PRESETS`) model only
+* learners (XGBoost, LightGBM, ExtraTrees by name, which ones: :data:`PRESETS`; or any
+  scikit-learn regressor as a ``(name, estimator)`` pair of ``learners``) model only
   ``log(measured / base)``, with ``log(base)`` among their inputs, so the scaling the trees
   cannot extrapolate comes from the law;
 * their predictions blended with NNLS weights learned on out-of-fold (OOF) predictions (or the

@@ -40,7 +40,7 @@ from carb_lib.ensemble.inputs import (
     prepare_frame,
     warn_outliers,
 )
-from carb_lib.ensemble.learners import LEARNERS
+from carb_lib.ensemble.learners import LearnerList, learner_components, set_learner_params
 from carb_lib.ensemble.matrix import FEATURE_SETS, _model_array, _num
 from carb_lib.kernels.cache_probe import cache_knee
 from carb_lib.kernels.law import KernelModel, read_bench, with_kernel_column
@@ -54,27 +54,17 @@ _COVERAGE = Interval(Real, 0, 1, closed="neither")
 
 
 class _Names(Options):
-    """Parameter constraint: a tuple or list of strings (distinct names from ``allowed``)."""
+    """Parameter constraint: a non-empty tuple or list of strings."""
 
-    def __init__(self, allowed: Sequence[str] | None = None, *, non_empty: bool = False):
-        super().__init__(str, set(allowed or ()))
-        self.allowed = None if allowed is None else tuple(allowed)
-        self.non_empty = non_empty
+    def __init__(self):
+        super().__init__(str, set())
 
     def is_satisfied_by(self, val) -> bool:
-        if not isinstance(val, (tuple, list)) or not all(isinstance(v, str) for v in val):
-            return False
-        if self.non_empty and not val:
-            return False
-        if self.allowed is None:
-            return True
-        return len(set(val)) == len(val) and set(val) <= set(self.allowed)
+        return (isinstance(val, (tuple, list)) and bool(val)
+                and all(isinstance(v, str) for v in val))
 
     def __str__(self) -> str:
-        what = "a non-empty" if self.non_empty else "a"
-        if self.allowed is None:
-            return f"{what} tuple or list of str"
-        return f"{what} tuple or list of distinct names from {self.allowed}"
+        return "a non-empty tuple or list of str"
 
 
 class CARBRegressor(RegressorMixin, BaseEstimator):
@@ -139,11 +129,18 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         its knee (:func:`~carb_lib.kernels.cache_probe.cache_knee`), and the kernel model then adds, for
         networks whose weights pass it, each weighted operator's weights read from memory to its
         time alone (``KernelModel(cache=knee)``; docs/model.md). ``carb fit --cache-probe FILE``.
-    learners : tuple of str, default=("et",)
-        Distinct names from ``("xgb", "lgbm", "et")``; empty (with ``base``) means the base law
-        alone. The default (ExtraTrees alone, 30 trees) won the choice of
-        ``benchmarks/choose_default.py``: lowest validation MAPE of nine learner sets and sizes
-        among those that predict 1M candidates with intervals in <= 10 s on 2 cores
+    learners : tuple or list, default=("et",)
+        The learners of ``log(y / base)``, each a name from ``("xgb", "lgbm", "et")`` (XGBoost,
+        LightGBM or ExtraTrees sized by the ``*_xgb`` / ``*_lgbm`` / ``*_et`` parameters below)
+        or a ``(name, estimator)`` pair, as scikit-learn composes estimators: any regressor
+        with ``fit(X, y, sample_weight=...)`` and ``predict``, cloned for every fit (its
+        ``random_state`` and ``n_jobs``, where it leaves them None, are this estimator's). A
+        pair's parameters are nested: ``get_params()`` holds ``"<name>__<param>"``,
+        ``set_params(et__n_estimators=60)`` sets one, ``set_params(et=estimator)`` replaces the
+        learner. Names are distinct, without ``"__"``, and no parameter name. Empty (with
+        ``base``) means the base law alone. The default (ExtraTrees alone, 30 trees) won the
+        choice of ``benchmarks/choose_default.py``: lowest validation MAPE of nine learner sets
+        and sizes among those that predict 1M candidates with intervals in <= 10 s on 2 cores
         (``results/benchmarks/default_choice.csv``).
     blend : {"nnls", "fixed"}, default="nnls"
         NNLS weights on OOF predictions (normalised to sum 1) or the paper's fixed weights.
@@ -161,7 +158,11 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     min_samples_leaf_et : int, default=2
     max_features_et : float, default=1.0
     max_depth_et : int or None, default=14
-        ExtraTrees size (used only with ``"et"`` in ``learners``).
+        ExtraTrees size (used only with ``"et"`` in ``learners``). These flattened settings size
+        the named learners only and stay without a deprecation: the presets, the paper's sizes,
+        the saved models' metadata and ``carb fit`` are stated in them, and they reproduce the
+        published fits exactly. A learner not named here is a pair in ``learners``, sized by
+        its own parameters.
     n_estimators_regime : int, default=60
     num_leaves_regime : int, default=15
     learning_rate_regime : float, default=0.1
@@ -272,10 +273,22 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     >>> iv = model.predict_interval(df.head(3), coverage=0.8)
     >>> list(iv.columns[:3])
     ['peak_mem_mib', 'peak_mem_mib_lo', 'peak_mem_mib_hi']
+
+    Learners as components, with nested parameters:
+
+    >>> from sklearn.ensemble import ExtraTreesRegressor, HistGradientBoostingRegressor
+    >>> model = CARBRegressor(learners=[("et", ExtraTreesRegressor(n_estimators=20)),
+    ...                                 ("hgb", HistGradientBoostingRegressor(max_iter=30))],
+    ...                       cv=3, n_jobs=1)
+    >>> model.get_params()["et__n_estimators"]
+    20
+    >>> model = model.set_params(hgb__max_iter=20).fit(df)
+    >>> sorted(model.blend_weights_["latency_ms"])
+    ['et', 'hgb']
     """
 
     _parameter_constraints: dict = {
-        "targets": [_Names(non_empty=True)],
+        "targets": [_Names()],
         "feature_set": [StrOptions(set(FEATURE_SETS))],
         "base": ["boolean"],
         "memory_law": [StrOptions({"allocator", "bytes"})],
@@ -283,7 +296,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "latency_law": [StrOptions({"roofline", "kernel"})],
         "kernel_bench": [str, Path, pd.DataFrame, None],
         "kernel_cache_probe": [str, Path, pd.DataFrame, None],
-        "learners": [_Names(LEARNERS)],
+        "learners": [LearnerList()],
         "blend": [StrOptions({"nnls", "fixed"})],
         "cascade": ["boolean"],
         "n_estimators_xgb": [Interval(Integral, 1, None, closed="left")],
@@ -324,7 +337,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         latency_law: str = "roofline",
         kernel_bench: str | Path | pd.DataFrame | None = None,
         kernel_cache_probe: str | Path | pd.DataFrame | None = None,
-        learners: Sequence[str] = ("et",),
+        learners: Sequence[str | tuple[str, Any]] = ("et",),
         blend: str = "nnls",
         cascade: bool = True,
         n_estimators_xgb: int = 150,
@@ -391,6 +404,25 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     # -- scikit-learn plumbing ----------------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters; with ``deep``, also every ``(name, estimator)`` learner as ``name``
+        and its parameters as ``name__param`` (scikit-learn's composition convention)."""
+        out = super().get_params(deep=deep)
+        if deep:
+            for name, est in learner_components(self.learners).items():
+                out[name] = est
+                if hasattr(est, "get_params"):
+                    out.update({f"{name}__{k}": v for k, v in est.get_params(deep=True).items()})
+        return out
+
+    def set_params(self, **params: Any) -> CARBRegressor:
+        """Set parameters: this estimator's, a learner (``name=estimator``) or a learner's own
+        (``name__param=value``)."""
+        if "learners" in params:
+            self.learners = params.pop("learners")
+        self.learners = set_learner_params(self.learners, params)
+        return super().set_params(**params) if params else self
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
@@ -417,6 +449,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         """Cross-parameter checks (each parameter alone: ``_parameter_constraints``)."""
         if not tuple(self.learners) and not self.base:
             raise ValueError("learners may be empty only with base=True (the base law alone)")
+        clash = sorted(set(learner_components(self.learners)) & set(self._get_param_names()))
+        if clash:
+            raise ValueError(f"learner name(s) {clash} are parameters of CARBRegressor; rename")
         if self.kernel_bench is not None and self.latency_law != "kernel":
             raise ValueError("kernel_bench is read by latency_law='kernel' only; got "
                              f"latency_law={self.latency_law!r}")

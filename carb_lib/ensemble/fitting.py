@@ -14,7 +14,13 @@ import warnings
 import numpy as np
 
 from carb_lib.ensemble.conformal import score_groups
-from carb_lib.ensemble.learners import fixed_weights, make_corrector, make_learner, nnls_weights
+from carb_lib.ensemble.learners import (
+    fixed_weights,
+    learner_names,
+    make_corrector,
+    make_learner,
+    nnls_weights,
+)
 
 __all__ = ["fit_target", "snap_threshold"]
 
@@ -87,7 +93,8 @@ def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
         ``oof_metrics_`` row.
     """
     n = len(zt)
-    learners = tuple(est.learners)
+    items = tuple(est.learners)
+    learners = learner_names(items)
     r = zt - off  # what the learners model
     has_y = np.isfinite(zt)
     fit_rows = np.flatnonzero(~cal)
@@ -97,8 +104,8 @@ def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
     P = np.full((n, len(learners)), np.nan)
     for tr, va in folds:
         tr = tr[has_y[tr]]
-        for k, name in enumerate(learners):
-            model = make_learner(name, est).fit(feats[tr], r[tr], sample_weight=wt[tr])
+        for k, item in enumerate(items):
+            model = make_learner(item, est).fit(feats[tr], r[tr], sample_weight=wt[tr])
             P[va, k] = model.predict(feats[va])
     fy = fit_rows[has_y[fit_rows]]
     if learners:
@@ -161,8 +168,8 @@ def fit_target(est, t, feats, zt, wt, off, folds, regime, cal, has_batch):
 
     # refit the learners on every fitting row with a target value
     est.models_[t] = {
-        name: make_learner(name, est).fit(feats[fy], r[fy], sample_weight=wt[fy])
-        for name in learners
+        name: make_learner(item, est).fit(feats[fy], r[fy], sample_weight=wt[fy])
+        for name, item in zip(learners, items, strict=True)
     }
     if len(cal_rows):  # calibration rows: exactly what predict() gives
         final[cal_rows] = est._predict_target(t, feats[cal_rows], off[cal_rows],

@@ -50,6 +50,7 @@ TRUSTED_TYPES: tuple[str, ...] = (
     "collections.OrderedDict",
     "lightgbm.basic.Booster",
     "lightgbm.sklearn.LGBMRegressor",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
     "sklearn.tree._tree.Tree",
     "xgboost.core.Booster",
     "xgboost.sklearn.XGBRegressor",
@@ -198,6 +199,23 @@ def _versions() -> dict[str, str]:
     }
 
 
+def _learners_meta(learners: Sequence[Any]) -> list[Any]:
+    """The ``learners`` parameter in JSON values: a name stays a name, a ``(name, estimator)``
+    pair is ``{"name", "class", "params"}`` (parameters other than numbers, strings, booleans
+    and None as text)."""
+    out: list[Any] = []
+    for item in learners:
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        name, est = item
+        params = est.get_params(deep=False) if hasattr(est, "get_params") else {}
+        out.append({"name": name, "class": f"{type(est).__module__}.{type(est).__qualname__}",
+                    "params": {k: v if v is None or isinstance(v, (bool, int, float, str))
+                               else repr(v) for k, v in params.items()}})
+    return out
+
+
 def _metadata(model: CARBRegressor) -> dict[str, Any]:
     return {
         "format": MODEL_FORMAT,
@@ -218,10 +236,10 @@ def _metadata(model: CARBRegressor) -> dict[str, Any]:
         "base_constants": model.base_constants().to_dict(orient="records"),
         "conformal_method": model.conformal_method_,
         "params": {
-            k: (list(v) if isinstance(v, tuple) else
+            k: (_learners_meta(v) if k == "learners" else list(v) if isinstance(v, tuple) else
                 f"<{len(v)} {'timed operators' if k == 'kernel_bench' else 'rows'}>"
                 if isinstance(v, pd.DataFrame) else v)
-            for k, v in model.get_params().items()
+            for k, v in model.get_params(deep=False).items()
         },
         "kernel_model": (
             {"platform": model.kernel_model_.platform_, "n_ops": model.kernel_model_.n_ops_,
@@ -314,6 +332,7 @@ def load_model(
     expected_platform: str | None = None,
     *,
     trust: bool = False,
+    trusted: Sequence[str] = (),
 ) -> CARBRegressor:
     """Load a model saved by :func:`save_model` and refuse one whose features do not match.
 
@@ -340,6 +359,10 @@ def load_model(
     trust : bool
         Also read a joblib (pickle) model file of an earlier version. Loading a pickle file
         runs any code it holds: only for files you wrote yourself.
+    trusted : sequence of str, default=()
+        More types (``"module.Class"``) to load beyond :data:`TRUSTED_TYPES`: those of a
+        learner given as a ``(name, estimator)`` pair that skops does not trust by default
+        (the refusal names them). Only for files you wrote yourself.
     """
     from carb_lib.ensemble.estimator import CARBRegressor
 
@@ -348,7 +371,7 @@ def load_model(
         raise FileNotFoundError(f"no CARB model at {path}")
     if path.is_dir():
         raise ModelFileError(f"{path} is a folder, not a CARB model file")
-    payload = _read_skops(path) if zipfile.is_zipfile(path) else _read_pickle(path, trust)
+    payload = _read_skops(path, trusted) if zipfile.is_zipfile(path) else _read_pickle(path, trust)
     if not isinstance(payload, dict) or "model" not in payload or "metadata" not in payload \
             or not isinstance(payload["model"], CARBRegressor):
         raise ModelFileError(f"{path} is not a CARB model file (written by carb fit / "
@@ -414,9 +437,9 @@ def load_model(
     return model
 
 
-def _read_skops(path: Path) -> Any:
+def _read_skops(path: Path, trusted: Sequence[str] = ()) -> Any:
     """The payload of a skops model file, refused (nothing loaded) if it holds a type outside
-    :data:`TRUSTED_TYPES`."""
+    :data:`TRUSTED_TYPES` and ``trusted``."""
     import skops.io as sio
 
     try:
@@ -424,12 +447,13 @@ def _read_skops(path: Path) -> Any:
     except Exception as exc:
         raise ModelFileError(f"{path} is not a readable CARB model file "
                              f"({type(exc).__name__}: {exc})") from None
-    foreign = sorted(set(types) - set(TRUSTED_TYPES))
+    foreign = sorted(set(types) - set(TRUSTED_TYPES) - set(trusted))
     if foreign:
         raise ModelFileError(
             f"{path} refused: it holds types a CARB model never holds ({', '.join(foreign[:5])}"
             f"{', ...' if len(foreign) > 5 else ''}); it was not written by carb fit or was "
-            "altered since")
+            "altered since, or a learner given as (name, estimator) holds them: then, for a file "
+            "you wrote yourself, load_model(path, trusted=[...]) with those names")
     try:
         return _decode(sio.load(path, trusted=types))
     except Exception as exc:

@@ -1,18 +1,24 @@
 """CARB's learners and their blend: XGBoost, LightGBM, ExtraTrees, the LightGBM small-batch
 corrector, NNLS blend weights and the paper's fixed weights.
 
-The learners are built from a :class:`~carb_lib.ensemble.CARBRegressor`'s parameters
-(``n_estimators_xgb``, ``num_leaves_lgbm``... and ``random_state``, ``n_jobs``); the libraries
-are imported when a learner is made.
+A :class:`~carb_lib.ensemble.CARBRegressor`'s ``learners`` lists its learners, each either a
+name of :data:`LEARNERS` or a ``(name, estimator)`` pair, as scikit-learn composes estimators
+(:class:`sklearn.pipeline.Pipeline`, :class:`sklearn.ensemble.VotingRegressor`). A named learner
+is built from the estimator's flattened parameters (``n_estimators_xgb``, ``num_leaves_lgbm``...
+and ``random_state``, ``n_jobs``; :func:`make_learner`), its library imported when it is made;
+a pair's estimator is cloned for every fit, so any scikit-learn regressor with
+``fit(X, y, sample_weight=...)`` and ``predict`` is a learner without a change here.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Options
 from sklearn.utils.validation import check_is_fitted
 
 # In a Jupyter kernel (papermill runs of the notebooks), scikit-learn 1.9 with joblib 1.6 warns
@@ -21,8 +27,9 @@ from sklearn.utils.validation import check_is_fitted
 warnings.filterwarnings("ignore", message=r"`sklearn\.utils\.parallel\.delayed` should be used",
                         category=UserWarning)
 
-__all__ = ["LEARNERS", "PAPER_BLEND_WEIGHTS", "feature_importances", "fixed_weights",
-           "make_corrector", "make_learner", "nnls_weights"]
+__all__ = ["LEARNERS", "PAPER_BLEND_WEIGHTS", "LearnerList", "feature_importances",
+           "fixed_weights", "learner_components", "learner_names", "make_corrector",
+           "make_learner", "nnls_weights", "set_learner_params"]
 
 #: Learner names, in the order of the paper.
 LEARNERS: tuple[str, ...] = ("xgb", "lgbm", "et")
@@ -35,8 +42,81 @@ PAPER_BLEND_WEIGHTS: dict[str, dict[str, float]] = {
 }
 
 
-def make_learner(name: str, p: Any):
-    """An unfitted learner ``name`` (one of :data:`LEARNERS`) sized by the estimator ``p``."""
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+
+
+def learner_names(learners: Sequence[Any]) -> tuple[str, ...]:
+    """The names of a ``learners`` list (a name, or a pair's first element), in order.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import HistGradientBoostingRegressor
+    >>> learner_names(["et", ("hgb", HistGradientBoostingRegressor())])
+    ('et', 'hgb')
+    """
+    return tuple(item[0] if _is_pair(item) else item for item in learners)
+
+
+def learner_components(learners: Sequence[Any]) -> dict[str, Any]:
+    """The ``(name, estimator)`` pairs of a ``learners`` list, as a dict (names alone, or a
+    value that is no list, as the parameter checks will say: none)."""
+    if not isinstance(learners, (tuple, list)):
+        return {}
+    return {item[0]: item[1] for item in learners if _is_pair(item)}
+
+
+def set_learner_params(learners: Sequence[Any], params: dict[str, Any]) -> Sequence[Any]:
+    """``learners`` with the pairs named in ``params`` given the estimators there (a tuple stays
+    a tuple); ``params`` loses those keys (scikit-learn's ``_BaseComposition`` convention)."""
+    if not set(learner_components(learners)) & set(params):
+        return learners
+    new = [(item[0], params.pop(item[0])) if _is_pair(item) and item[0] in params else item
+           for item in learners]
+    return tuple(new) if isinstance(learners, tuple) else new
+
+
+class LearnerList(Options):
+    """Parameter constraint of ``learners``: a tuple or list whose items are names from
+    :data:`LEARNERS` or ``(name, estimator)`` pairs (``estimator`` with ``fit`` and
+    ``predict``); names distinct, not empty, without ``"__"``."""
+
+    def __init__(self):
+        super().__init__(str, set(LEARNERS))
+
+    def is_satisfied_by(self, val) -> bool:
+        if not isinstance(val, (tuple, list)):
+            return False
+        for item in val:
+            if _is_pair(item):
+                est = item[1]
+                if not (hasattr(est, "fit") and hasattr(est, "predict")):
+                    return False
+                if "__" in item[0] or not item[0]:
+                    return False
+            elif not (isinstance(item, str) and item in LEARNERS):
+                return False
+        names = learner_names(val)
+        return len(set(names)) == len(names)
+
+    def __str__(self) -> str:
+        return (f"a tuple or list of distinct names from {LEARNERS} or (name, estimator) pairs "
+                "(an estimator with fit and predict, a name without '__')")
+
+
+def make_learner(item: Any, p: Any):
+    """An unfitted learner: a name of :data:`LEARNERS` sized by the estimator ``p``'s
+    flattened parameters, or a clone of a ``(name, estimator)`` pair's estimator whose
+    ``random_state`` and ``n_jobs``, where it has them and leaves them None, are ``p``'s."""
+    if _is_pair(item):
+        from sklearn.base import clone
+
+        model = clone(item[1])
+        have = model.get_params(deep=False) if hasattr(model, "get_params") else {}
+        inherit = {k: getattr(p, k) for k in ("random_state", "n_jobs")
+                   if k in have and have[k] is None}
+        return model.set_params(**inherit) if inherit else model
+    name = item
     if name == "xgb":
         from xgboost import XGBRegressor
 
@@ -121,7 +201,9 @@ def feature_importances(model: Any) -> pd.DataFrame:
 
     Each learner's importances (gain for XGBoost and LightGBM, impurity decrease for
     ExtraTrees) are normalised to sum 1, then averaged with the blend weights (learner
-    ``"blend"``).
+    ``"blend"``). A learner without ``feature_importances_`` (a component such as
+    :class:`~sklearn.ensemble.HistGradientBoostingRegressor`) has no rows and adds nothing to
+    the blend's.
 
     Parameters
     ----------
@@ -139,6 +221,8 @@ def feature_importances(model: Any) -> pd.DataFrame:
         names = model.model_features_[t]
         blended = np.zeros(len(names))
         for learner, m in model.models_[t].items():
+            if not hasattr(m, "feature_importances_"):
+                continue
             imp = np.asarray(m.feature_importances_, dtype=float)
             imp = imp / imp.sum() if imp.sum() > 0 else imp
             blended += model.blend_weights_[t][learner] * imp

@@ -3,6 +3,14 @@
 A preset is a dict of constructor parameters: ``CARBRegressor(**PRESETS[name])`` (plus
 ``n_jobs``, ``feature_set``, ``random_state``... as needed).
 
+The presets name their learners (``"xgb"``, ``"lgbm"``, ``"et"``) and size them with the
+flattened ``*_xgb`` / ``*_lgbm`` / ``*_et`` parameters rather than holding estimator objects:
+a dict of plain values can be copied and overridden (``preset("paper", n_estimators_et=100)``,
+as the benchmarks and evaluations do) without sharing a mutable estimator, ``random_state`` and
+``n_jobs`` reach every learner, and the fits are those of the published tables. A learner of
+one's own goes over a preset as a ``(name, estimator)`` pair:
+``preset("default", learners=[("hgb", HistGradientBoostingRegressor())])``.
+
 ``"default"``
     The constructor defaults, sized for screening: base law + ExtraTrees (30 trees, depth
     <= 14, 2 rows per leaf) on ``log(y / base)``, cascade, LightGBM small-batch corrector (60

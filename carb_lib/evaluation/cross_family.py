@@ -44,10 +44,11 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.metrics import regression_metrics
-from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES, TARGET_SHORT
+from carb_lib.core.vocab import TARGET_SHORT
 from carb_lib.ensemble import preset as _preset
 from carb_lib.evaluation.models import fit_quiet
 from carb_lib.evaluation.splits import grouped_split
+from carb_lib.transfer.rows import CROSS_FAMILY_TARGETS, prepare_rows  # (re-exported)
 
 __all__ = [
     "CROSS_FAMILY_TARGETS",
@@ -65,9 +66,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Targets evaluated on every platform (CPU rows carry no energy); :func:`cross_family_targets`
-#: adds ``energy_j`` where the rows hold it (GPU rows).
-CROSS_FAMILY_TARGETS: tuple[str, ...] = ("peak_mem_mib", "latency_ms")
 #: Targets judged where every ok row of both the source and the new families holds them.
 MEASURED_ONLY_TARGETS: tuple[str, ...] = ("energy_j",)
 #: Few-shot methods of :func:`carb_lib.transfer.pairwise.recalibrate` evaluated, source-based first, then
@@ -104,23 +102,6 @@ class CrossFamilyResult:
     summary: pd.DataFrame
     predictions: pd.DataFrame
     params: dict[str, Any] = field(default_factory=dict)
-
-
-def prepare_rows(df: pd.DataFrame, targets: Sequence[str] = CROSS_FAMILY_TARGETS) -> pd.DataFrame:
-    """``ok`` rows with a finite, positive value of every target, their static features
-    (:data:`~carb_lib.core.vocab.STATIC_FEATURES` and the family-agnostic extras) filled in where the
-    dataset does not store them."""
-    from carb_lib.dataset.features import fill_static_features
-
-    missing = [t for t in targets if t not in df.columns]
-    if missing:
-        raise ValueError(f"target column(s) {missing} are absent from the rows")
-    keep = df["status"].astype(str).eq("ok") if "status" in df.columns else pd.Series(True, df.index)
-    for t in targets:
-        y = pd.to_numeric(df[t], errors="coerce")
-        keep &= np.isfinite(y) & (y > 0)
-    out = df.loc[keep].reset_index(drop=True)
-    return fill_static_features(out, (*STATIC_FEATURES, *EXTRA_STATIC_FEATURES))
 
 
 def cross_family_targets(source: pd.DataFrame, target: pd.DataFrame) -> tuple[str, ...]:

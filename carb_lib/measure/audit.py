@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import BATCH_TIER_EDGES, BATCH_TIER_LABELS
+from carb_lib.core.vocab import (  # REMEASURED_COLUMNS: re-exported, its former home
+    BATCH_TIER_EDGES,
+    BATCH_TIER_LABELS,
+    REMEASURED_COLUMNS,
+)
 
 logger = logging.getLogger("carb.audit")
 
-#: Stored target -> the column of its re-measurement in an audit's rows (:func:`audit`).
-REMEASURED_COLUMNS: dict[str, str] = {"latency_ms": "latency_ms_new",
-                                      "peak_mem_mib": "peak_mem_mib_new"}
 
 #: FLOPs tiers (whole batch, GFLOP): upper bounds.
 FLOPS_TIERS: dict[str, tuple[float, float]] = {

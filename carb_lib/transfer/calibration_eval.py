@@ -51,7 +51,7 @@ def load_campaigns(data_dir: str | Path = "data", names: Sequence[str] = CAMPAIG
         factor between them would mix the protocol with the host's speed).
     """
     from carb_lib.dataset.schema import read_dataset
-    from carb_lib.evaluation.cross_family import prepare_rows
+    from carb_lib.transfer.rows import prepare_rows
 
     out: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]] = {}
     seen: dict[tuple, str] = {}

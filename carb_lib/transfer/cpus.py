@@ -114,7 +114,7 @@ def load_cpu_rows(files: Mapping[str, Sequence[str]] | None = None, *,
     """The ok ResNet rows of every CPU of ``files`` (default :data:`CPU_FILES`), with static
     features; with ``paired`` only the configs (``config_id``) measured ok on every CPU."""
     from carb_lib.dataset.schema import read_dataset
-    from carb_lib.evaluation.cross_family import prepare_rows
+    from carb_lib.transfer.rows import prepare_rows
 
     files = CPU_FILES if files is None else files
     parts = []
@@ -345,7 +345,7 @@ def cpu_remeasurement_noise(files: Mapping[str, Sequence[str]] | None = None) ->
     a prediction of the stored one, every APE relative to the stored value, as a model's is):
     ``median_ape_pct``, ``within_10pct``, ``spearman`` and ``mape_pct``, over the ok rows of
     both measurements (``n``)."""
-    from carb_lib.evaluation.scoring import remeasurement_noise
+    from carb_lib.core.scoring import remeasurement_noise
 
     files = CPU_FILES if files is None else files
     out = []
@@ -504,9 +504,9 @@ def kernel_transfer_predict(source_rows: pd.DataFrame, source_benches: Sequence[
     """
     from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES
     from carb_lib.dataset.features import fill_static_features
-    from carb_lib.evaluation.cross_family import prepare_rows
     from carb_lib.kernels import law as kernels
     from carb_lib.transfer.pairwise import model_features, recalibrate
+    from carb_lib.transfer.rows import prepare_rows
 
     benches = {}
     for b in source_benches:
