@@ -502,3 +502,40 @@ def test_reproduce_refuses_a_file_as_its_output_folder_before_writing(tmp_path, 
     with pytest.raises(ReproduceError, match="is a file, not a folder"):
         run_profile("quick", only=["00"], **folders)
     assert afile.read_text() == "mine" and sorted(tmp_path.iterdir()) == [afile]
+
+
+def test_convert_help_replaces_its_own_output_and_refuses_a_foreign_file_without_force(tmp_path):
+    from test_datasets import HELP_DIR
+
+    from carb_lib.core.safe_io import OutputError
+    from carb_lib.dataset.readers import convert_help
+
+    out = tmp_path / "help.parquet"
+    convert_help(HELP_DIR, out)
+    first = out.read_bytes()
+    convert_help(HELP_DIR, out)  # a previous conversion: replaced, no backup
+    assert out.read_bytes() == first and not list(tmp_path.glob("*.bak*"))
+    (tmp_path / "LICENSE-HELP").write_text("my own notes")
+    with pytest.raises(OutputError, match="LICENSE-HELP already exists"):
+        convert_help(HELP_DIR, out)
+    assert (tmp_path / "LICENSE-HELP").read_text() == "my own notes"  # nothing written
+    convert_help(HELP_DIR, out, force=True)
+    assert (tmp_path / "LICENSE-HELP.bak").read_text() == "my own notes"
+    assert (tmp_path / "LICENSE-HELP").read_text() == (HELP_DIR / "LICENSE").read_text()
+
+
+def test_zoo_rss_refuses_a_table_it_did_not_write_before_probing(tmp_path):
+    from typer.testing import CliRunner
+
+    from carb_lib.app.cli import app
+
+    configs = tmp_path / "configs.csv"
+    pd.DataFrame({"config_id": ["a"], "family": ["resnet"]}).to_csv(configs, index=False)
+    mine = tmp_path / "mine.csv"
+    pd.DataFrame({"config_id": ["x"], "latency_ms": [1.0]}).to_csv(mine, index=False)
+    before = mine.read_bytes()
+    res = CliRunner().invoke(app, ["zoo", "rss", "--configs", str(configs), "--out", str(mine)])
+    assert res.exit_code != 0 and "already exists and is not an output of carb zoo rss" in \
+        one_line_error(res)
+    assert mine.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["configs.csv", "mine.csv"]

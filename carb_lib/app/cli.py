@@ -612,11 +612,12 @@ def convert_help_cmd(
                                 help="HELP's data/nasbench201 latency folder (required)."),
     out: Path = typer.Option(Path("data/external/help_nb201.parquet"), "--out",
                              help="Parquet to write (LICENSE-HELP is copied beside it)."),
+    force: bool = typer.Option(False, "--force", help="Replace an --out or LICENSE-HELP that is not a previous conversion (keeping a numbered .bak)."),
 ) -> None:
     """Convert HELP's NAS-Bench-201 device latencies (MIT) into CARB rows."""
     from carb_lib.dataset.readers import convert_help
 
-    path = convert_help(folder, out)
+    path = convert_help(folder, out, force=force)
     typer.echo(f"wrote {path} and {path.parent / 'LICENSE-HELP'}")
 # --- end transfer ---
 

@@ -188,12 +188,25 @@ def zoo_rss(
     out: Path = typer.Option(..., "--out", help="Table of the probe's rows (.parquet/.csv); configs already in it are skipped."),
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (the profiler's protocol uses 1)."),
     timeout_s: float = typer.Option(300.0, "--timeout-s", help="Per-config wall-clock cap in seconds."),
+    force: bool = typer.Option(False, "--force", help="Start afresh over an --out that is not a table of this probe (kept as a numbered .bak)."),
 ) -> None:
     """Measure each config's peak RSS growth during its first forward, in a fresh process, beside the allocator's peak."""
+    import os
+
+    from carb_lib.core.safe_io import check_output, table_with
+    from carb_lib.core.tables import next_backup_path
     from carb_lib.measure.campaign import read_config_list
     from carb_lib.measure.rss_probe import probe_configs
 
     if threads < 1 or not timeout_s > 0:
         raise ValueError(f"--threads must be >= 1 and --timeout-s > 0, got {threads}, {timeout_s}")
+    # its own table is resumed (configs already in it skipped); anything else only with --force
+    backup = check_output(out, "--out", inputs=[("--configs", configs)],
+                          own=table_with("config_id", "rss_peak_growth_mib", "alloc_peak_mib"),
+                          force=force, command="carb zoo rss", owns=("data",))
+    if backup:
+        kept = next_backup_path(out)
+        os.replace(out, kept)
+        typer.echo(f"kept the previous {out} as {kept}")
     df = probe_configs(read_config_list(configs), out, threads, timeout_s, echo=typer.echo)
     typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")

@@ -27,14 +27,13 @@ missing.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.tables import atomic_write, read_table
+from carb_lib.core.tables import read_table
 from carb_lib.core.vocab import TARGETS
 from carb_lib.dataset.schema import SchemaError, validate_table
 from carb_lib.families import ConfigError
@@ -210,18 +209,26 @@ def _load_tensor_file(path: Path) -> Any:
                            "containers from .pt files") from None
 
 
-def convert_help(folder: str | Path, out: str | Path = "data/external/help_nb201.parquet") -> Path:
-    """Convert HELP's folder to ``out`` (Parquet, written atomically) and copy its licence next
-    to it.
+def convert_help(folder: str | Path, out: str | Path = "data/external/help_nb201.parquet", *,
+                 force: bool = False) -> Path:
+    """Convert HELP's folder to ``out`` (Parquet) and copy its licence next to it, the two
+    written together or not at all (:func:`carb_lib.core.safe_io.write_set`).
 
     The licence goes to ``<out folder>/LICENSE-HELP`` (MIT: the notice must travel with the
-    numbers). Returns the Parquet path.
+    numbers). A previous conversion (a table with HELP's columns, the same licence) is replaced;
+    any other existing file only with ``force``, keeping a numbered backup. Returns the Parquet
+    path.
 
     Raises
     ------
     FileNotFoundError
         If the folder, its index file or its ``LICENSE`` is missing (nothing is written).
+    carb_lib.core.safe_io.OutputError
+        If an output exists and is not a previous conversion (without ``force``), or cannot be
+        written (nothing is written).
     """
+    from carb_lib.core.safe_io import check_output, table_with, write_set
+
     folder, out = Path(folder), Path(out)
     lic = folder / "LICENSE"
     if folder.is_dir() and not lic.exists():
@@ -230,8 +237,14 @@ def convert_help(folder: str | Path, out: str | Path = "data/external/help_nb201
     if df.empty:
         raise DatasetError(f"--folder {folder} holds no HELP latency file (<device>_<batch>.pt "
                            "beside str_arch2idx.pt); nothing written")
-    atomic_write(out, lambda fh: df.to_parquet(fh, index=False, compression="zstd"))
-    shutil.copyfile(lic, out.parent / "LICENSE-HELP")
+    lic_out = out.parent / "LICENSE-HELP"
+    common = {"force": force, "command": "carb convert-help", "owns": ("data",)}
+    backup = {p for p, own in (
+        (out, table_with("arch", "device_name", "licence")),
+        (lic_out, lambda p: p.read_bytes() == lic.read_bytes()))
+        if check_output(p, "--out", inputs=[("--folder", lic)], own=own, **common)}
+    write_set({out: lambda fh: df.to_parquet(fh, index=False, compression="zstd"),
+               lic_out: lic.read_bytes()}, backup=backup)
     return out
 
 
