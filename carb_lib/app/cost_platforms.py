@@ -138,8 +138,10 @@ class PlatformModels:
         from carb_lib.ensemble import PRESETS
 
         rows = ev.prepare_dataset(read_dataset(self.files[platform]), platform)
-        if "family" in rows.columns:  # ResNet rows: the widget's design space
-            rows = rows[rows["family"].astype(str).eq("resnet")]
+        from carb_lib.families import DEFAULT_FAMILY
+
+        if "family" in rows.columns:  # the paper grid's family: the widget's design space
+            rows = rows[rows["family"].astype(str).eq(DEFAULT_FAMILY)]
         params = {**PRESETS[self.preset], "coverage": self.coverage,
                   "random_state": self.random_state}
         return self.add(platform, ev.fit_quiet(params, rows), rows)
