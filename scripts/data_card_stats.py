@@ -34,8 +34,10 @@ def _protocol(df: pd.DataFrame) -> str:
     return "v1"
 
 
-def card_row(path: Path, data_dir: Path) -> str:
-    """One Markdown row of the data card's table for the measured file ``path``."""
+def card_fields(path: Path, data_dir: Path) -> dict:
+    """The data card's facts of the measured file ``path``: platform, CPU model string,
+    families, ok rows, protocol, heap, reference CV, code version and measurement dates (the
+    strings of the card's table; ``ok_rows`` an int)."""
     df = pd.read_parquet(path)
     ok = df[df["status"] == "ok"]
     rel = path.relative_to(data_dir)
@@ -53,17 +55,25 @@ def card_row(path: Path, data_dir: Path) -> str:
     code = ", ".join(commits) + (" (dirty)" if dirty else "") if commits else "before git ids"
     t = pd.to_datetime(df["measured_at"].astype(str), utc=True, format="ISO8601")
     days = sorted({t.min().date().isoformat(), t.max().date().isoformat()})
-    ids = sorted(df["cpu_id"].dropna().astype(str).str.replace("|", "\\|").unique()) \
-        if "cpu_id" in df else []
+    ids = sorted(df["cpu_id"].dropna().astype(str).unique()) if "cpu_id" in df else []
     device = str(df["device_name"].dropna().iloc[0]) \
         if "device_name" in df and df["device_name"].notna().any() else ""
     # a campaign that did not record its CPU model: its cpu_id says unknown, its device name stays
     cpu = (f"{device} (`cpu_id` unknown)" if device else "unknown") if ids == [UNKNOWN_CPU] \
         else ", ".join(ids) if ids else device
-    fams = ", ".join(sorted(df["family"].astype(str).unique()))
-    return (f"| `{rel.as_posix()}` | {', '.join(sorted(df['platform'].unique()))} | {cpu} | "
-            f"{fams} | {len(ok):,} | {_protocol(df)} | {heap} | {ref_cv} | {code} | "
-            f"{' to '.join(days)} |")
+    return {"platform": ", ".join(sorted(df["platform"].unique())), "cpu": cpu,
+            "families": ", ".join(sorted(df["family"].astype(str).unique())),
+            "ok_rows": int(len(ok)), "protocol": _protocol(df), "heap": heap,
+            "reference_cv": ref_cv, "code": code, "measured": " to ".join(days)}
+
+
+def card_row(path: Path, data_dir: Path) -> str:
+    """One Markdown row of the data card's table for the measured file ``path``."""
+    f = card_fields(path, data_dir)
+    cpu = f["cpu"].replace("|", "\\|")
+    return (f"| `{path.relative_to(data_dir).as_posix()}` | {f['platform']} | {cpu} | "
+            f"{f['families']} | {f['ok_rows']:,} | {f['protocol']} | {f['heap']} | "
+            f"{f['reference_cv']} | {f['code']} | {f['measured']} |")
 
 
 def card_table(data_dir: Path = Path("data")) -> str:
