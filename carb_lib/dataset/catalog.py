@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["CATALOG_ENV", "DESIGN", "ROLES", "SHIPPED_CATALOG", "Campaign", "Catalog",
            "CatalogError", "Entry", "card_table", "catalog_problems", "files", "load_catalog",
-           "read_catalog"]
+           "read_catalog", "use_catalog"]
 
 #: The shipped catalog: the one place the package locates its data (the repository's ``data/``).
 SHIPPED_CATALOG: Path = Path(__file__).resolve().parents[2] / "data" / "catalog.yaml"
@@ -246,6 +246,27 @@ def _merge(base: Catalog, more: Catalog) -> Catalog:
 
 
 _CACHE: dict[tuple, Catalog] = {}
+#: User catalogs named for the running command (``carb --catalog PATH``): :func:`use_catalog`.
+_USER: list[Path] = []
+
+
+def use_catalog(path: str | Path):
+    """Add the user catalog ``path`` to every :func:`load_catalog` until the returned function
+    is called (``carb --catalog PATH`` calls it when the command ends).
+
+    Raises
+    ------
+    CatalogError
+        The catalog is unreadable or invalid (checked now, one line).
+    """
+    read_catalog(path)
+    _USER.append(Path(path))
+
+    def restore() -> None:
+        if Path(path) in _USER:
+            _USER.remove(Path(path))
+
+    return restore
 
 
 def _read_cached(path: Path) -> Catalog:
@@ -260,8 +281,8 @@ def _read_cached(path: Path) -> Catalog:
 
 def load_catalog(user: str | Path | list[str | Path] | None = None, *,
                  shipped: str | Path | None = None) -> Catalog:
-    """The shipped catalog extended by the user catalogs: those of ``$CARB_CATALOG``, then
-    ``user``.
+    """The shipped catalog extended by the user catalogs: those of ``$CARB_CATALOG``, those
+    of ``carb --catalog`` (:func:`use_catalog`), then ``user``.
 
     Parameters
     ----------
@@ -277,6 +298,7 @@ def load_catalog(user: str | Path | list[str | Path] | None = None, *,
     """
     cat = _read_cached(Path(SHIPPED_CATALOG if shipped is None else shipped))
     extra = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
+    extra += _USER
     extra += [] if user is None else [user] if isinstance(user, str | Path) else list(user)
     for p in extra:
         cat = _merge(cat, _read_cached(Path(p)))
