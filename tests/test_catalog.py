@@ -103,6 +103,21 @@ def test_lookups_equal_the_old_path_tables(no_user_catalog):
         new_rows = cat.files(plat, DESIGN, "rows")
         assert new_rows[:len(old)] == old and all(
             "new_families/" in p.relative_to(DATA).as_posix() for p in new_rows[len(old):])
+    # the cost widget's platforms: the CPU_FILES platforms, then cpu_epyc_2c, the GPU last
+    from carb_lib.app.cost_platforms import platform_files
+
+    old_widget = {**{p: ROOT / s[0] for p, s in OLD_CPU_FILES.items()},
+                  "cpu_epyc_2c": DATA / "cpu_epyc_2c.parquet",
+                  "gpu_nvidia_h200": DATA / "gpu_nvidia_h200.parquet"}
+    assert list(platform_files().items()) == list(old_widget.items())
+    # the GPU campaign skips the configs of the platform's design rows (both files, as before)
+    from carb_lib.measure.gpu_campaign import _existing_ids
+
+    old_ids = set()
+    for p in (DATA / "gpu_nvidia_h200.parquet", DATA / "new_families" / "gpu_nvidia_h200.parquet"):
+        d = pd.read_parquet(p, columns=["config_id", "status"])
+        old_ids |= set(d.loc[d["status"].isin(["ok", "oom"]), "config_id"].astype(str))
+    assert _existing_ids(DATA, "gpu_nvidia_h200") == old_ids and old_ids
     # find_benchmark: every platform, with every rows file's stem as the campaign
     stems = {None, *(e.path.name.split(".")[0] for e in cat.entries(role="rows"))}
     for plat in cat.platforms():
