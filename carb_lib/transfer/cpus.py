@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core import metrics as _m
-from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.dataset.catalog import DESIGN, Catalog, load_catalog
 from carb_lib.families._base import DEFAULT_FAMILY
 
 if TYPE_CHECKING:
@@ -60,8 +60,7 @@ __all__ = ["CPU_FILES",  # noqa: F822 - the catalog's answer now, by the module'
 logger = logging.getLogger(__name__)
 
 
-
-def cpu_files(catalog=None) -> dict[str, tuple[str, str, str]]:
+def cpu_files(catalog: Catalog | None = None) -> dict[str, tuple[str, str, str]]:
     """Per CPU platform of the catalog (:mod:`carb_lib.dataset.catalog`, the shipped one and
     the user catalogs): its design campaign's ResNet rows, operator benchmark and ResNet audit
     rows (paths as strings), for every CPU platform whose design campaign holds all three, in
