@@ -118,6 +118,13 @@ def test_lookups_equal_the_old_path_tables(no_user_catalog):
         d = pd.read_parquet(p, columns=["config_id", "status"])
         old_ids |= set(d.loc[d["status"].isin(["ok", "oom"]), "config_id"].astype(str))
     assert _existing_ids(DATA, "gpu_nvidia_h200") == old_ids and old_ids
+    # the read-bandwidth probe of every benchmark: the one beside it, by name, as before
+    for bench in cat.files(role="kernels"):
+        old_probe = next((bench.with_name(n) for n in (f"{bench.stem}_cache_probe.csv",
+                                                       f"{cat.entry_of(bench).platform}"
+                                                       "_cache_probe.csv")
+                          if bench.with_name(n).is_file()), None)
+        assert LD.find_cache_probe(bench, cat.entry_of(bench).platform) == old_probe, bench
     # find_benchmark: every platform, with every rows file's stem as the campaign
     stems = {None, *(e.path.name.split(".")[0] for e in cat.entries(role="rows"))}
     for plat in cat.platforms():

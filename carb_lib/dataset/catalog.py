@@ -300,8 +300,11 @@ def load_catalog(user: str | Path | list[str | Path] | None = None, *,
     extra = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
     extra += _USER
     extra += [] if user is None else [user] if isinstance(user, str | Path) else list(user)
-    for p in extra:
-        cat = _merge(cat, _read_cached(Path(p)))
+    seen = {Path(s).resolve() for s in cat.sources}
+    for p in extra:  # a catalog named twice (or the base named again) is read once
+        if Path(p).resolve() not in seen:
+            seen.add(Path(p).resolve())
+            cat = _merge(cat, _read_cached(Path(p)))
     return cat
 
 

@@ -135,8 +135,20 @@ def find_benchmark(platform: str, data_dir: str | Path | None = None, *,
 
 
 def find_cache_probe(bench: Path, platform: str) -> Path | None:
-    """The read-bandwidth probe beside ``bench``: ``<bench stem>_cache_probe.csv``, else the
-    platform's ``<platform>_cache_probe.csv`` (None: none)."""
+    """The read-bandwidth probe that goes with the operator benchmark ``bench`` (None: none).
+
+    Where ``bench`` is catalogued (the catalog of its data folder, extended by the user
+    catalogs): the ``cache_probe`` of its campaign, else of the platform's design campaign.
+    A benchmark no catalog lists: ``<bench stem>_cache_probe.csv`` beside it, else
+    ``<platform>_cache_probe.csv``."""
+    for folder in (Path(bench).parent.parent, Path(bench).parent):
+        if (folder / "catalog.yaml").is_file():
+            cat = load_catalog(shipped=folder / "catalog.yaml")
+            entry = cat.entry_of(bench)
+            if entry is not None:
+                found = [p for p in (*cat.files(entry.platform, entry.campaign, "cache_probe"),
+                                     *cat.files(platform, DESIGN, "cache_probe")) if p.is_file()]
+                return found[0] if found else None
     for name in (f"{bench.stem}_cache_probe.csv", f"{platform}_cache_probe.csv"):
         path = bench.with_name(name)
         if path.is_file():
