@@ -80,6 +80,7 @@ SEED = 1
 def this_platform() -> tuple[str, list[Path]]:
     """The platform whose shipped design rows were measured on this CPU kind, and its files
     (ResNet rows, new-family rows where they exist)."""
+    from carb_lib.dataset.catalog import DESIGN, files
     from carb_lib.measure.devices import cpu_identity
     from carb_lib.transfer.cpus import CPU_FILES
 
@@ -87,13 +88,8 @@ def this_platform() -> tuple[str, list[Path]]:
     for plat, (rows, _bench, _audit) in CPU_FILES.items():
         path = ROOT / rows
         ids = pd.read_parquet(path, columns=["cpu_id"])["cpu_id"].dropna().astype(str)
-        if len(ids) and (ids == me).all():
-            files = [path]
-            for nf in (ROOT / "data" / "other_cpus" / "new_families" / f"{plat}.parquet",
-                       ROOT / "data" / "new_families" / f"{plat}.parquet"):
-                if nf.is_file():
-                    files.append(nf)
-            return plat, files
+        if len(ids) and (ids == me).all():  # the design campaign's rows: ResNet, new families
+            return plat, [p for p in files(plat, DESIGN, "rows") if p.is_file()]
     raise SystemExit(f"no shipped rows were measured on this CPU kind ({me!r}): time its "
                      "operators first (carb kernels) and predict it zero-shot "
                      "(carb transfer --kernels); this benchmark does not do that yet")

@@ -82,6 +82,8 @@ def test_profile_of_a_shipped_platform_times_with_its_thread_count(tmp_path, tor
     import pandas as pd
 
     pd.DataFrame({"threads": [1, 1, 1]}).to_parquet(data / "onecpu.parquet")
+    (data / "catalog.yaml").write_text("format: 1\ncampaigns:\n- {platform: onecpu, campaign: "
+                                       "design, files: [{path: onecpu.parquet, role: rows}]}\n")
     with pytest.raises(ValueError, match=r"--platform onecpu: its rows in data/onecpu.parquet "
                                          r"were timed with 1 thread\(s\) but this campaign would "
                                          r"time with 2 \(--threads\): pass --threads 1"):

@@ -148,6 +148,15 @@ def test_sibling_files_find_a_platforms_design_rows_audit_and_operators(tmp_path
               "audit/zoo/cpu_x.parquet", "other_cpus/cpu_y.parquet"):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f).write_bytes(b"")
+    # the data folder's catalog says which files go together, not their folders
+    (tmp_path / "catalog.yaml").write_text("""format: 1
+campaigns:
+- {platform: cpu_x, campaign: design, files: [{path: new_families/cpu_x.parquet, role: rows},
+                                              {path: other_cpus/cpu_x.parquet, role: rows}]}
+- {platform: cpu_x, campaign: zoo, files: [{path: zoo/cpu_x.parquet, role: rows},
+                                           {path: audit/zoo/cpu_x.parquet, role: audit}]}
+- {platform: cpu_y, campaign: design, files: [{path: other_cpus/cpu_y.parquet, role: rows}]}
+""")
     got = ez.sibling_files(tmp_path / "zoo" / "cpu_x.parquet")
     assert got == {"design_datasets": [(tmp_path / "new_families/cpu_x.parquet").as_posix(),
                                        (tmp_path / "other_cpus/cpu_x.parquet").as_posix()],

@@ -165,11 +165,21 @@ def _error_path(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    catalog: Path | None = typer.Option(None, "--catalog", help="A user catalog (data/catalog.yaml's format, paths relative to its folder) that extends the shipped one for this command; or set CARB_CATALOG."),
 ) -> None:
     """CARB: measure, explain, predict and screen the inference cost of CNNs."""
     _STATE["debug"] = debug
     configure_logging(debug)
+    if catalog is not None:
+        from carb_lib.dataset.catalog import CatalogError, use_catalog
+
+        try:
+            ctx.call_on_close(use_catalog(catalog))
+        except CatalogError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
 
 
 @app.command()
@@ -625,10 +635,10 @@ def convert_help_cmd(
 # --- carb ensemble: fit / predict ---
 @app.command()
 def fit(
-    data: list[Path] = typer.Option(..., "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used); repeat it for several files of one platform (e.g. its ResNet and new-family campaigns). Rows that mix timing protocols (threads, heap, device, PyTorch) are refused."),
+    data: list[Path] = typer.Option([], "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used); repeat it for several files of one platform (e.g. its ResNet and new-family campaigns). Without it, --platform P reads P's catalogued rows. Rows that mix timing protocols (threads, heap, device, PyTorch) are refused."),
     out: Path = typer.Option(..., "--out", help="Model file to write (skops format, loaded without pickle; metadata also in <out>.json). An existing file that is not a CARB model is refused unless --force."),
     feature_set: str = typer.Option("static", "--feature-set", help="static | static+telemetry (GPU only) | shared (no family encoding: predicts families it was not fitted on)."),
-    platform: str | None = typer.Option(None, "--platform", help="Platform to fit when the file has several."),
+    platform: str | None = typer.Option(None, "--platform", help="Platform to fit: without --data, its rows files in the catalog (its design campaign's, data/catalog.yaml and --catalog); with --data, the platform to fit when the files hold several."),
     quick: bool = typer.Option(False, "--quick", help="Small models (PRESETS['quick']: 40 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
     preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick | test (unit-test size, not for results). Ignored with --quick."),

@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from carb_lib.dataset.catalog import DESIGN, load_catalog
+
 __all__ = ["check_campaign_start", "check_cluster_options", "check_threads_available", "check_coverage", "check_model_out", "check_platform_name", "check_platform_threads",
            "check_shipped_threads", "module_configs_capped"]
 
@@ -114,16 +116,18 @@ def check_platform_threads(platform: str | None, threads: int | None, device: st
                          "platform after the threads it is timed with")
 
 
-#: Where the shipped rows of a platform are (``<folder>/<platform>.parquet``, under the
-#: repository's ``data/``).
-SHIPPED_DATA_FOLDERS = ("data", "data/other_cpus")
-
-
 def check_shipped_threads(platform: str | None, threads: int | None, device: str,
                           root: Path | None = None) -> None:
-    """``profile --platform P`` on the CPU, where the repository ships rows of ``P``
-    (``data/P.parquet``): the campaign times with the thread count those rows were timed with,
-    or its rows would join the platform's with another thread count under the same name.
+    """``profile --platform P`` on the CPU, where the catalog holds rows of ``P`` (its design
+    campaign's rows files, :mod:`carb_lib.dataset.catalog`): the campaign times with the thread
+    count those rows were timed with, or its rows would join the platform's with another thread
+    count under the same name.
+
+    Parameters
+    ----------
+    root : Path, optional
+        A repository whose ``data/catalog.yaml`` is asked in place of the shipped catalog (the
+        user catalogs extend either).
 
     Raises
     ------
@@ -134,9 +138,9 @@ def check_shipped_threads(platform: str | None, threads: int | None, device: str
         return
     import pyarrow.parquet as pq
 
-    root = Path(__file__).resolve().parents[2] if root is None else Path(root)
-    for folder in SHIPPED_DATA_FOLDERS:
-        f = root / folder / f"{platform}.parquet"
+    cat = load_catalog(shipped=None if root is None else Path(root) / "data" / "catalog.yaml")
+    for entry in cat.entries(platform, DESIGN, "rows"):
+        f = entry.path
         if not f.is_file() or "threads" not in pq.read_schema(f).names:
             continue
         table = pq.read_table(f, columns=["threads"]).column("threads").to_pylist()
@@ -148,7 +152,8 @@ def check_shipped_threads(platform: str | None, threads: int | None, device: str
         used = threads if threads is not None else torch.get_num_threads()
         if used not in recorded:
             how = "--threads" if threads is not None else "PyTorch's default, no --threads given"
-            raise ValueError(f"--platform {platform}: its rows in {folder}/{f.name} were timed "
+            shown = f"{entry.root.name}/{entry.rel}"
+            raise ValueError(f"--platform {platform}: its rows in {shown} were timed "
                              f"with {'/'.join(map(str, recorded))} thread(s) but this campaign "
                              f"would time with {used} ({how}): pass --threads {recorded[0]}, or "
                              "give the campaign its own --platform")

@@ -1,7 +1,7 @@
 """The platforms the cost widget of notebook 03 asks (:class:`carb_lib.app.explore.CostExplorer`):
-every platform whose ResNet rows ship in ``data/`` (the CPU files of
-:data:`carb_lib.transfer.cpus.CPU_FILES`, the first campaign ``cpu_epyc_2c`` and the NVIDIA H200),
-each named in words (:data:`carb_lib.core.vocab.PLATFORM_NAMES`).
+every platform whose ResNet rows the catalog holds (:func:`platform_files`: the CPUs of
+:func:`carb_lib.transfer.cpus.cpu_files`, the first campaign ``cpu_epyc_2c`` and the NVIDIA
+H200, and any platform a user catalog adds), each named in words (:data:`carb_lib.core.vocab.PLATFORM_NAMES`).
 
 A platform's model is fitted the first time it is chosen, on all its ok rows, with the small
 :data:`WIDGET_PRESET` (about a second on 2 cores), and kept while the widget lives: it answers
@@ -30,25 +30,29 @@ __all__ = ["PlatformModel", "PlatformModels", "WIDGET_PRESET", "platform_files",
 
 #: The model size of a platform fitted by the widget (:data:`carb_lib.ensemble.PRESETS`).
 WIDGET_PRESET = "quick"
-#: ResNet rows of the platforms that are not in ``CPU_FILES`` (relative to the repository).
-_OTHER_FILES: dict[str, str] = {"cpu_epyc_2c": "data/cpu_epyc_2c.parquet",
-                                "gpu_nvidia_h200": "data/gpu_nvidia_h200.parquet"}
-
-
-def _root() -> Path:
-    """The repository (``data/`` beside the package), else the working directory."""
-    here = Path(__file__).resolve().parents[2]
-    return here if (here / "data").is_dir() else Path.cwd()
-
-
 def platform_files(root: str | Path | None = None) -> dict[str, Path]:
-    """Platform -> its shipped ResNet rows, for the files present under ``root`` (default: the
-    repository); the main CPU first, the GPU last."""
-    from carb_lib.transfer.cpus import CPU_FILES
+    """Platform -> its ResNet rows (the first of its design campaign's, in the catalog:
+    :mod:`carb_lib.dataset.catalog`), for the files present: the CPUs of
+    :func:`carb_lib.transfer.cpus.cpu_files` first, then the other CPUs, the GPUs last.
 
-    base = _root() if root is None else Path(root)
-    files = {**{p: spec[0] for p, spec in CPU_FILES.items()}, **_OTHER_FILES}
-    return {p: base / f for p, f in files.items() if (base / f).is_file()}
+    Parameters
+    ----------
+    root : str or Path, optional
+        A repository whose ``data/catalog.yaml`` is asked in place of the shipped catalog (the
+        user catalogs extend either).
+    """
+    from carb_lib.dataset.catalog import DESIGN, load_catalog
+    from carb_lib.families._base import DEFAULT_FAMILY
+    from carb_lib.transfer.cpus import cpu_files
+
+    cat = load_catalog(shipped=None if root is None else Path(root) / "data" / "catalog.yaml")
+    files = {p: Path(spec[0]) for p, spec in cpu_files(cat).items()}
+    for device in ("cpu", "cuda"):
+        for c in cat.campaigns:
+            rows = cat.files(c.platform, DESIGN, "rows", DEFAULT_FAMILY)
+            if c.campaign == DESIGN and c.device == device and c.platform not in files and rows:
+                files[c.platform] = rows[0]
+    return {p: f for p, f in files.items() if f.is_file()}
 
 
 def protocol_text(rows: pd.DataFrame) -> str:

@@ -1,7 +1,8 @@
 """The body of ``carb fit`` (:mod:`carb_lib.app.cli` keeps only its options): fit CARB on measured
-datasets (one ``--data`` file or several of one platform) and save it, with the latency law
-chosen by :mod:`carb_lib.ensemble.latency_default` unless the user names one (``--latency-law
-roofline``, or ``kernel`` with ``--kernel-bench FILE``).
+datasets (one ``--data`` file or several of one platform, or without ``--data`` the catalogued
+rows of ``--platform P``) and save it, with the latency law chosen by
+:mod:`carb_lib.ensemble.latency_default` unless the user names one (``--latency-law roofline``,
+or ``kernel`` with ``--kernel-bench FILE``).
 
 The model records how its rows were timed (threads, heap, device, PyTorch:
 :func:`carb_lib.measure.protocol.rows_protocol`; a training set that mixes protocols is
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["run_fit"]
+__all__ = ["catalogued_rows", "run_fit"]
 
 
 #: Preset of the transfer model (``shared`` features) ``carb fit`` stores beside a model that
@@ -35,12 +36,34 @@ def read_fit_data(data: Path | list[Path]):
 
     paths = [data] if isinstance(data, str | Path) else list(data)
     if not paths:
-        raise ValueError("give --data FILE (repeat it for several files of one platform)")
+        raise ValueError("give --data FILE (repeat it for several files of one platform), or "
+                         "--platform P to fit P's catalogued rows")
     frames = [read_table(p, "--data") for p in paths]
     raw = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     what = "--data " + ", ".join(map(str, paths))
     # the one validator: configs by their family, costs of ok rows > 0, one row per config
     return validate_table(raw, complete=False, what=what, unique=True), what
+
+
+def catalogued_rows(platform: str) -> list[Path]:
+    """The rows files of ``platform``'s design campaign in the catalog (the shipped one and the
+    user catalogs: :func:`carb_lib.dataset.catalog.load_catalog`), what ``carb fit --platform
+    P`` reads without ``--data``.
+
+    Raises
+    ------
+    ValueError
+        One line: the platform is not catalogued (the known ones named), or has no rows files.
+    """
+    from carb_lib.dataset.catalog import DESIGN, load_catalog
+
+    cat = load_catalog()
+    cat.require_platform(platform)
+    paths = cat.files(platform, DESIGN, "rows")
+    if not paths:
+        raise ValueError(f"platform {platform!r} has no rows in its {DESIGN} campaign of the "
+                         f"catalog: give --data FILE")
+    return paths
 
 
 def fit_metrics_lines(model) -> list[str]:
@@ -114,7 +137,9 @@ def run_fit(
         raise ValueError("--cache-probe FILE needs --latency-law kernel and --kernel-bench FILE")
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    paths = [data] if isinstance(data, str | Path) else list(data)
+    paths = [data] if isinstance(data, str | Path) else list(data or [])
+    if not paths and platform is not None:
+        paths = catalogued_rows(platform)
     backup = check_model_out(out, force, inputs=[*(("--data", p) for p in paths),
                                                   ("--kernel-bench", kernel_bench),
                                                   ("--cache-probe", cache_probe)])

@@ -34,11 +34,14 @@ from typing import Any
 
 import pandas as pd
 
+from carb_lib.dataset.catalog import DESIGN, SHIPPED_CATALOG, load_catalog
+
 __all__ = ["DATA_DIR", "LATENCY_LAWS", "LatencyLawChoice", "choose_latency_law", "cpu_ids",
            "find_benchmark", "find_cache_probe"]
 
-#: The repository's data folder (the benchmarks are looked up under its ``kernels/``).
-DATA_DIR: Path = Path(__file__).resolve().parents[2] / "data"
+#: The shipped catalog's folder (:data:`carb_lib.dataset.catalog.SHIPPED_CATALOG`): the data
+#: folder whose catalog names each platform's operator benchmark.
+DATA_DIR: Path = SHIPPED_CATALOG.parent
 #: ``carb fit --latency-law`` choices; ``auto`` is the default.
 LATENCY_LAWS: tuple[str, ...] = ("auto", "roofline", "kernel")
 
@@ -95,26 +98,57 @@ def _bench_platforms(path: Path) -> set[str]:
     return {str(v) for v in col if v is not None}
 
 
+def _catalogued_benchmark(platform: str, folder: Path, campaign: str | None) -> Path | None:
+    cat = load_catalog(shipped=folder / "catalog.yaml")
+    names = [DESIGN]
+    if campaign and campaign != platform and campaign.startswith(f"{platform}_"):
+        names.insert(0, campaign[len(platform) + 1:])
+    for name in names:
+        for path in cat.files(platform, name, "kernels"):
+            if path.is_file() and _bench_platforms(path) in (set(), {platform}):
+                return path
+    return None
+
+
 def find_benchmark(platform: str, data_dir: str | Path | None = None, *,
                    campaign: str | None = None) -> Path | None:
-    """The operator benchmark of ``platform`` under ``<data_dir>/kernels/`` (None: none):
-    ``<campaign>.parquet`` when ``campaign`` (the rows' file name, without suffix) starts with
-    the platform and that file exists, else ``<platform>.parquet``. A file whose ``platform``
-    column names another platform is not that platform's benchmark."""
-    folder = Path(DATA_DIR if data_dir is None else data_dir) / "kernels"
+    """The operator benchmark of ``platform`` (None: none).
+
+    Where ``data_dir`` (default :data:`DATA_DIR`) holds a ``catalog.yaml``, the catalog says
+    (:mod:`carb_lib.dataset.catalog`, extended by the user catalogs): the ``kernels`` file of
+    the campaign ``campaign`` names (the rows' file name without suffix, ``<platform>_<name>``)
+    when it has one, else of the platform's design campaign. A folder without a catalog is
+    looked up by name: ``<data_dir>/kernels/<campaign>.parquet``, else ``<platform>.parquet``.
+    A file whose ``platform`` column names another platform is not that platform's benchmark.
+    """
+    folder = Path(DATA_DIR if data_dir is None else data_dir)
+    if (folder / "catalog.yaml").is_file():
+        return _catalogued_benchmark(platform, folder, campaign)
     names = [f"{platform}.parquet"]
     if campaign and campaign != platform and campaign.startswith(f"{platform}_"):
         names.insert(0, f"{campaign}.parquet")
     for name in names:
-        path = folder / name
+        path = folder / "kernels" / name
         if path.is_file() and _bench_platforms(path) in (set(), {platform}):
             return path
     return None
 
 
 def find_cache_probe(bench: Path, platform: str) -> Path | None:
-    """The read-bandwidth probe beside ``bench``: ``<bench stem>_cache_probe.csv``, else the
-    platform's ``<platform>_cache_probe.csv`` (None: none)."""
+    """The read-bandwidth probe that goes with the operator benchmark ``bench`` (None: none).
+
+    Where ``bench`` is catalogued (the catalog of its data folder, extended by the user
+    catalogs): the ``cache_probe`` of its campaign, else of the platform's design campaign.
+    A benchmark no catalog lists: ``<bench stem>_cache_probe.csv`` beside it, else
+    ``<platform>_cache_probe.csv``."""
+    for folder in (Path(bench).parent.parent, Path(bench).parent):
+        if (folder / "catalog.yaml").is_file():
+            cat = load_catalog(shipped=folder / "catalog.yaml")
+            entry = cat.entry_of(bench)
+            if entry is not None:
+                found = [p for p in (*cat.files(entry.platform, entry.campaign, "cache_probe"),
+                                     *cat.files(platform, DESIGN, "cache_probe")) if p.is_file()]
+                return found[0] if found else None
     for name in (f"{bench.stem}_cache_probe.csv", f"{platform}_cache_probe.csv"):
         path = bench.with_name(name)
         if path.is_file():
@@ -152,7 +186,7 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     platform : str
         Their platform.
     data_dir : str or Path, optional
-        The repository's ``data/`` (default :data:`DATA_DIR`).
+        The data folder whose catalog is asked (default :data:`DATA_DIR`).
     campaign : str, optional
         The rows' file name without suffix: a benchmark of the same campaign comes first.
     kernel_bench, cache_probe : str or Path, optional
@@ -163,7 +197,7 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     LatencyLawChoice
         ``kernel`` with the benchmark (and probe, if one is there) where one exists;
         ``roofline`` otherwise, with the reason ``"no operator benchmark of platform P in
-        data/: roofline law"``.
+        data/catalog.yaml: roofline law"`` (``in data/`` for a folder without a catalog).
 
     Raises
     ------
@@ -175,8 +209,10 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     if kernel_bench is None:
         bench = find_benchmark(platform, data_dir, campaign=campaign)
         if bench is None:
+            where = f"{data_dir.name}/" + ("catalog.yaml" if (data_dir / "catalog.yaml")
+                                           .is_file() else "")
             return LatencyLawChoice("roofline", f"no operator benchmark of platform {platform} "
-                                    f"in {data_dir.name}/: roofline law", root=root)
+                                    f"in {where}: roofline law", root=root)
         probe = find_cache_probe(bench, platform)
         how = "found by platform"
     else:

@@ -25,7 +25,7 @@ measurement of the same rows (``carb audit``) the same way, as a prediction of t
 the re-measurement noise (:func:`carb_lib.evaluation.scoring.remeasurement_noise`'s statistic),
 the scale on which a model's latency error is read (a perfect model scores about 1/sqrt(2) of
 it).
-:func:`evaluate_zoo_file` does all of it for one measured zoo file and the files of ``data/`` that
+:func:`evaluate_zoo_file` does all of it for one measured zoo file and the catalogued files that
 go with its platform (:func:`sibling_files`); :func:`zoo_platform_scores` scores it per
 precision and batch size, so that CPUs can be set side by side.
 
@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from carb_lib.dataset.catalog import DESIGN, load_catalog
 from carb_lib.evaluation.models import fit_quiet, flops_baseline
 from carb_lib.evaluation.splits import prepare_dataset
 
@@ -318,21 +319,20 @@ def remeasurement_ceiling(audit_rows: pd.DataFrame) -> pd.DataFrame:
     return zoo_remeasurement_noise(audit_rows)
 
 
-#: Where ``data/`` keeps a platform's design-space rows, beside ``zoo/<platform>.parquet``.
-DESIGN_FILES: tuple[str, ...] = ("{stem}.parquet", "new_families/{stem}.parquet",
-                                 "other_cpus/{stem}.parquet",
-                                 "other_cpus/new_families/{stem}.parquet")
-
-
 def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
-    """The files of the data folder that go with a measured zoo file ``<data>/zoo/<stem>.parquet``.
+    """The catalogued files that go with a measured zoo file (:mod:`carb_lib.dataset.catalog`).
+
+    The catalog is the one in the zoo file's data folder (``<data>/catalog.yaml`` for
+    ``<data>/zoo/<file>``) where there is one, else the shipped catalog and the user catalogs;
+    the zoo file is looked up in it by path.
 
     Returns
     -------
     dict
-        ``design_datasets``: the platform's design-space files that exist
-        (:data:`DESIGN_FILES` under ``<data>``); ``audit``: ``<data>/audit/zoo/<stem>.parquet``
-        and ``kernel_bench``: ``<data>/kernels/<stem>.parquet``, each ``None`` where absent.
+        ``design_datasets``: the rows of its platform's design campaign; ``audit``: the zoo
+        campaign's audit (the one without a note) and ``kernel_bench``: the design campaign's
+        operator benchmark, each ``None`` where absent (all empty for a file no catalog lists).
+        Paths as strings, under the folder the zoo file was named by where the catalog is there.
 
     Examples
     --------
@@ -340,15 +340,24 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
     {'design_datasets': [], 'audit': None, 'kernel_bench': None}
     """
     path = Path(zoo_dataset)
-    data, stem = path.parent.parent, path.stem
+    data = path.parent.parent
+    cat = load_catalog(shipped=data / "catalog.yaml") if (data / "catalog.yaml").is_file() \
+        else load_catalog()
+    entry = cat.entry_of(path)
+    if entry is None:
+        return {"design_datasets": [], "audit": None, "kernel_bench": None}
 
-    def present(p: Path) -> str | None:
-        return p.as_posix() if p.is_file() else None
+    def show(e) -> str:
+        same = data.resolve() == e.root.resolve()
+        return ((data if same else e.root) / e.rel).as_posix()
 
-    design = [present(data / f.format(stem=stem)) for f in DESIGN_FILES]
-    return {"design_datasets": [d for d in design if d],
-            "audit": present(data / "audit" / "zoo" / f"{stem}.parquet"),
-            "kernel_bench": present(data / "kernels" / f"{stem}.parquet")}
+    plat = entry.platform
+    design = [show(e) for e in cat.entries(plat, DESIGN, "rows") if e.path.is_file()]
+    audit = [show(e) for e in cat.entries(plat, entry.campaign, "audit")
+             if not e.note and e.path.is_file()]
+    bench = [show(e) for e in cat.entries(plat, DESIGN, "kernels") if e.path.is_file()]
+    return {"design_datasets": design, "audit": audit[0] if audit else None,
+            "kernel_bench": bench[0] if bench else None}
 
 
 @dataclass
@@ -412,7 +421,7 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     files = dict(design_datasets=design_files, audit=audit, kernel_bench=kernel_bench)
     if not design_files:
         raise FileNotFoundError(f"{zoo_dataset}: no design-space rows of its platform "
-                                f"({', '.join(DESIGN_FILES)} under the data folder)")
+                                "(no rows of its platform's design campaign in the catalog)")
     raw = load_measured([zoo_dataset])
     raw = raw[raw["status"] == "ok"]
     if max_networks is not None and raw["module"].nunique() > max_networks:

@@ -18,9 +18,9 @@ Steps
    processes on the device, idle and under load (:func:`backend_flags`, :func:`nvml_state`).
 3. **Campaign**: ``--n-per-family`` configs of each of ``--families``
    (:func:`design_space_sample`: a stratified sample of the ResNet paper grid, seeded draws of
-   the other families), minus config_ids already in ``<data-dir>/<platform>.parquet`` or
-   ``<data-dir>/new_families/<platform>.parquet``, measured in seeded random order within the
-   time budget (``--time-budget-s`` minus ``--reserve-s`` seconds for writing, minus
+   the other families), minus config_ids already in the rows of the platform's design campaign
+   in ``<data-dir>/catalog.yaml`` (:mod:`carb_lib.dataset.catalog`), measured in seeded random
+   order within the time budget (``--time-budget-s`` minus ``--reserve-s`` seconds for writing, minus
    ``--pytest-reserve-s`` with ``--pytest``), parts under ``<out>/parts``.
 4. **Write + summary**: ``<out>/<platform>.parquet`` (merged, validated, static features),
    ``<out>/<platform>_reference.parquet``, ``<out>/noise_rows.parquet``,
@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from carb_lib.dataset.catalog import DESIGN, load_catalog
 
 logger = logging.getLogger("carb.gpu_campaign")
 
@@ -372,10 +374,13 @@ def _print_selfcheck(sc: dict[str, Any]) -> None:
 
 
 def _existing_ids(data_dir: Path, platform: str) -> set[str]:
-    """config_ids with a final result (ok or oom) in ``<data_dir>/<platform>.parquet`` and
-    ``<data_dir>/new_families/<platform>.parquet``; skipped and error rows are measured again."""
+    """config_ids with a final result (ok or oom) in the rows of ``platform``'s design campaign
+    in ``<data_dir>/catalog.yaml`` (extended by the user catalogs; none without a catalog there:
+    nothing is skipped); skipped and error rows are measured again."""
     have: set[str] = set()
-    for path in (data_dir / f"{platform}.parquet", data_dir / "new_families" / f"{platform}.parquet"):
+    if not (data_dir / "catalog.yaml").is_file():
+        return have
+    for path in load_catalog(shipped=data_dir / "catalog.yaml").files(platform, DESIGN, "rows"):
         if path.exists():
             df = pd.read_parquet(path, columns=["config_id", "status"])
             have |= set(df.loc[df["status"].isin(["ok", "oom"]), "config_id"].astype(str))
@@ -395,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--reserve-s", type=float, default=60.0, help="seconds kept for writing")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
-        "--data-dir", default="data", help="skip configs already in <data-dir>/<platform>.parquet"
+        "--data-dir", default="data",
+        help="skip configs already in the platform's catalogued rows (<data-dir>/catalog.yaml)"
     )
     ap.add_argument(
         "--max-gflops", type=float, default=5000.0, help="compute cap (whole batch, GFLOP)"

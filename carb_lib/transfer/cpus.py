@@ -44,12 +44,14 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core import metrics as _m
+from carb_lib.dataset.catalog import DESIGN, Catalog, load_catalog
 from carb_lib.families._base import DEFAULT_FAMILY
 
 if TYPE_CHECKING:
     from carb_lib.kernels.law import KernelModel
 
-__all__ = ["CPU_FILES", "ZERO_SHOT_LAWS", "check_bench_cpu", "cross_cpu_slopes",
+__all__ = ["CPU_FILES",  # noqa: F822 - the catalog's answer now, by the module's __getattr__
+           "ZERO_SHOT_LAWS", "check_bench_cpu", "cpu_files", "cross_cpu_slopes",
            "kernel_transfer_predict",
            "kernel_times", "leave_one_cpu_out", "load_cpu_rows", "remeasurement_ceiling",
            "cpu_remeasurement_noise",
@@ -57,14 +59,39 @@ __all__ = ["CPU_FILES", "ZERO_SHOT_LAWS", "check_bench_cpu", "cross_cpu_slopes",
 
 logger = logging.getLogger(__name__)
 
-#: Per CPU platform: (network rows, operator benchmark, audit rows), relative to the repository.
-CPU_FILES: dict[str, tuple[str, str, str]] = {
-    "cpu_epyc_zen3_2c": ("data/cpu_epyc_zen3_2c.parquet", "data/kernels/cpu_epyc_zen3_2c.parquet",
-                         "data/audit/cpu_epyc_zen3_2c.parquet"),
-    **{p: (f"data/other_cpus/{p}.parquet", f"data/kernels/{p}.parquet",
-           f"data/audit/other_cpus/{p}.parquet")
-       for p in ("cpu_epyc_zen4_2c", "cpu_epyc_zen5_2c", "cpu_xeon_emr_2c", "cpu_xeon_gnr_2c")},
-}
+
+def cpu_files(catalog: Catalog | None = None) -> dict[str, tuple[str, str, str]]:
+    """Per CPU platform of the catalog (:mod:`carb_lib.dataset.catalog`, the shipped one and
+    the user catalogs): its design campaign's ResNet rows, operator benchmark and ResNet audit
+    rows (paths as strings), for every CPU platform whose design campaign holds all three, in
+    catalog order. A platform a user catalog adds this way joins the leave-one-CPU-out study.
+
+    Parameters
+    ----------
+    catalog : carb_lib.dataset.catalog.Catalog, optional
+        Default :func:`carb_lib.dataset.catalog.load_catalog`.
+    """
+    cat = load_catalog() if catalog is None else catalog
+    out = {}
+    for plat in cat.platforms():
+        design = cat.campaign(plat, DESIGN)
+        if design is None or design.device != "cpu":
+            continue
+        rows = cat.files(plat, DESIGN, "rows", DEFAULT_FAMILY)
+        bench = cat.files(plat, DESIGN, "kernels")
+        audit = cat.files(plat, DESIGN, "audit", DEFAULT_FAMILY)
+        if rows and bench and audit:
+            out[plat] = (str(rows[0]), str(bench[0]), str(audit[0]))
+    return out
+
+
+def __getattr__(name: str):
+    """``CPU_FILES``: :func:`cpu_files` of the catalog now (the shipped and user catalogs)."""
+    if name == "CPU_FILES":
+        return cpu_files()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Zero-shot laws, per precision, of log network latency on ``log kernel_ms``: ``scale`` (slope
 #: 1, one factor), ``loglinear`` (slope and factor), ``loglinear_batch`` (plus ``log batch``).
 ZERO_SHOT_LAWS: tuple[str, ...] = ("scale", "loglinear", "loglinear_batch")
@@ -111,12 +138,12 @@ def check_bench_cpu(rows: pd.DataFrame, bench: pd.DataFrame, *, what: str = "ben
 
 def load_cpu_rows(files: Mapping[str, Sequence[str]] | None = None, *,
                   paired: bool = True) -> pd.DataFrame:
-    """The ok ResNet rows of every CPU of ``files`` (default :data:`CPU_FILES`), with static
+    """The ok ResNet rows of every CPU of ``files`` (default :func:`cpu_files`), with static
     features; with ``paired`` only the configs (``config_id``) measured ok on every CPU."""
     from carb_lib.dataset.schema import read_dataset
     from carb_lib.transfer.rows import prepare_rows
 
-    files = CPU_FILES if files is None else files
+    files = cpu_files() if files is None else files
     parts = []
     for plat, spec in files.items():
         path = Path(spec[0])
@@ -145,7 +172,7 @@ def kernel_times(rows: pd.DataFrame, files: Mapping[str, Sequence[str]] | None =
     from carb_lib.core.vocab import KERNEL_FEATURE
     from carb_lib.kernels import law as kernels
 
-    files = CPU_FILES if files is None else files
+    files = cpu_files() if files is None else files
     out = pd.Series(np.nan, index=rows.index, name=KERNEL_FEATURE)
     for plat, idx in rows.groupby("platform").groups.items():
         if plat not in files:
@@ -347,7 +374,7 @@ def cpu_remeasurement_noise(files: Mapping[str, Sequence[str]] | None = None) ->
     both measurements (``n``)."""
     from carb_lib.core.scoring import remeasurement_noise
 
-    files = CPU_FILES if files is None else files
+    files = cpu_files() if files is None else files
     out = []
     for plat, spec in files.items():
         path = Path(spec[2])
