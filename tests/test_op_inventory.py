@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BEFORE = json.loads((ROOT / "tests/fixtures/op_inventory/network_ops_before.json").read_text())
 #: The zoo networks whose blocks no design-space family holds, at 64 px, batch 1, fp32.
 NETWORKS = {"convnext_tiny": {}, "shufflenet_v2_x1_0": {},
-            "googlenet": {"aux_logits": False, "init_weights": False}, "alexnet": {}}
+            "googlenet": {"aux_logits": False, "init_weights": False}, "alexnet": {},
+            "mobilenet_v3_small": {}}
 _CACHE: dict[str, pd.DataFrame] = {}
 
 
@@ -127,6 +128,36 @@ def test_alexnet_adaptive_pool_to_6x6_and_a_conv_by_hand():
     assert conv["bytes_read"] == 4 * (3 * 64 * 64 + 64 * 3 * 11 * 11 + 64)
     assert conv["bytes_written"] == 4 * 64 * 15 * 15
     assert conv["law_flops"] == conv["flops"]
+
+
+def test_hardswish_and_hardsigmoid_of_mobilenet_v3_are_left_out_of_the_law():
+    inv = zoo_inventory("mobilenet_v3_small")
+    share = I.unmodelled_share(inv)
+    assert share["unmodelled_kinds"] == {"hardswish": 19, "hardsigmoid": 9}
+    assert (((1, 16, 32, 32),), ((1, 16, 32, 32),)) in shapes(inv, "hardswish")
+    assert inv.loc[inv["aten"] == "aten.hardswish_.default", "kind"].eq("hardswish").all()
+
+
+def test_transposed_convolution_and_copies():
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2, groups=2)
+
+        def forward(self, x):
+            y = self.up(x)  # 8 x 4 x 4 -> 4 x 8 x 8
+            z = torch.empty_like(y).copy_(y.transpose(2, 3))
+            return z.to(torch.float16)
+
+    inv = I.inventory(Net(), (1, 8, 4, 4))
+    I.check_complete(inv)
+    up = inv[inv["kind"] == "conv_transpose"].iloc[0]
+    assert (up["cin"], up["cout"], up["k"], up["stride"], up["groups"], up["h_in"],
+            up["h_out"]) == (8, 4, 2, 2, 2, 4, 8)
+    assert up["flops"] == 2 * 8 * 4 * 4 * 2 * 2 * 2  # each input element: cout/groups x taps
+    assert inv.loc[inv["kind"] != "view", "kind"].tolist() == ["conv_transpose", "copy", "copy"]
 
 
 def test_a_call_neither_classified_nor_a_view_is_reported_or_raises():

@@ -96,6 +96,7 @@ KIND_OF: dict[str, str] = {
     # reductions other than a spatial mean
     "sum": "sum", "amax": "amax", "var_mean": "var_mean", "var": "var",
 }  # fmt: skip
+_CONVS = ("convolution", "_convolution", "conv2d")
 _COPIES = ("clone", "contiguous", "_to_copy", "copy", "to")
 _MATMUL = ("addmm", "mm", "bmm", "baddbmm", "matmul")
 _POOLS = ("max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d",
@@ -136,23 +137,36 @@ def _pool_kind(name: str, x: Any, args: tuple) -> str | None:
     return "maxpool" if "max" in name else "avgpool"
 
 
+def _conv_params(name: str, args: tuple) -> tuple[list, list, int, bool]:
+    """Stride, padding, groups and ``transposed`` of a convolution call (``conv2d``: the
+    arguments it was given, else PyTorch's defaults)."""
+    if name == "conv2d":  # (input, weight, bias, stride, padding, dilation, groups)
+        get = dict(enumerate(args)).get
+        return list(get(3, [1])), list(get(4, [0])), int(get(6, 1)), False
+    # convolution / _convolution: (input, weight, bias, stride, padding, dilation,
+    # transposed, output_padding, groups, ...)
+    return list(args[3]), list(args[4]), int(args[8]), bool(args[6])
+
+
 def _kind(name: str, args: tuple, torch: Any) -> str:
     """The kind of one aten call (overload packet ``name``) from its name and arguments."""
     x = args[0] if args and isinstance(args[0], torch.Tensor) else None
     if name in VIEW_OPS:
         return "view"
-    if name in ("convolution", "_convolution", "conv2d"):
-        groups = int(args[8] if name != "conv2d" else (args[6] if len(args) > 6 else 1))
+    if name in _CONVS:
+        _, _, groups, transposed = _conv_params(name, args)
+        if transposed:
+            return "conv_transpose"
         return "dwconv" if groups > 1 and groups == int(x.shape[1]) else "conv"
     if name in _MATMUL:
         return "linear" if name in ("addmm", "mm") else "matmul"
     if name in _POOLS:
         return _pool_kind(name, x, args)
-    if name in _COPIES:
+    base = name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    if base in _COPIES:
         if x is not None and x.dim() == 5 and not x.is_contiguous() and x.stride(1) < x.stride(2):
             return "channel_shuffle"  # (N, g, C/g, H, W) transposed to (N, C/g, g, H, W)
         return "copy"
-    base = name[:-1] if name.endswith("_") and not name.endswith("__") else name
     if base == "hardtanh":
         lo = float(args[1]) if len(args) > 1 else -1.0
         hi = float(args[2]) if len(args) > 2 else 1.0
@@ -164,10 +178,11 @@ def _structure(kind: str, name: str, args: tuple, out: Any, torch: Any) -> dict[
     """The ``OP_COLUMNS`` values a call of ``kind`` has (per image), where they are defined."""
     x = args[0] if args and isinstance(args[0], torch.Tensor) else None
     y = next(_tensors(out, torch), None)
-    if kind in ("conv", "dwconv"):
-        w, stride, pad = args[1], args[3], args[4]
-        groups = int(args[8]) if name != "conv2d" else int(args[6]) if len(args) > 6 else 1
-        return dict(cin=int(x.shape[1]), cout=int(w.shape[0]), k=int(w.shape[-1]),
+    if kind in ("conv", "dwconv", "conv_transpose"):
+        w = args[1]
+        stride, pad, groups, transposed = _conv_params(name, args)
+        cout = int(w.shape[1]) * groups if transposed else int(w.shape[0])
+        return dict(cin=int(x.shape[1]), cout=cout, k=int(w.shape[-1]),
                     stride=int(stride[0]), pad=int(pad[0]), groups=groups,
                     h_in=int(x.shape[-1]), h_out=int(y.shape[-1]))
     if kind == "linear":
@@ -204,9 +219,11 @@ def _structure(kind: str, name: str, args: tuple, out: Any, torch: Any) -> dict[
 def _flops(kind: str, name: str, args: tuple, out: Any, torch: Any) -> int:
     """FLOPs of one call (the module's conventions)."""
     y = next(_tensors(out, torch), None)
-    if kind in ("conv", "dwconv"):
-        w = args[1]
-        return 2 * y.numel() * int(w.shape[1]) * math.prod(int(v) for v in w.shape[2:])
+    if kind in ("conv", "dwconv", "conv_transpose"):  # each output (input) element's taps
+        w, taps = args[1], math.prod(int(v) for v in args[1].shape[2:])
+        if kind == "conv_transpose":
+            return 2 * args[0].numel() * int(w.shape[1]) * taps
+        return 2 * y.numel() * int(w.shape[1]) * taps
     if kind in ("linear", "matmul"):
         a, b = (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
         return 2 * y.numel() * int(a.shape[-1]) if a.shape[-1] == b.shape[-2] else 0
