@@ -7,8 +7,8 @@ GELU, Hardswish, a concatenation, ShuffleNet's channel-shuffle copy) is left out
 :func:`inventory` records one forward pass of a network on the ``meta`` device (nothing is
 allocated) and returns *every* aten call, one row each:
 
-* a **classified** call has a kind (:data:`KIND_OF` and a few rules: convolutions, matrix
-  products, normalizations, pooling, element-wise operators, concatenation, copies), its
+* a **classified** call has a kind (:data:`KIND_OF` and a few rules: convolutions, dense,
+  depthwise and transposed, matrix products, normalizations, pooling, element-wise operators, concatenation, copies), its
   input and output shapes, dtype, the bytes it reads and writes, its FLOPs and, where
   relevant, channels, kernel, stride, padding, groups and spatial sizes (``OP_COLUMNS``);
 * a call on the **views and no-ops** list (:data:`VIEW_OPS`: views, aliases, detaches and
