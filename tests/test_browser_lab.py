@@ -150,14 +150,22 @@ def lab_server(tmp_path_factory):
     One server for the module's tests (each opens its own notebook)."""
     pytest.importorskip("jupyterlab")
     pytest.importorskip("ipywidgets")
-    from carb_lib.app.lab import kernel_spec
-
     tmp_path = tmp_path_factory.mktemp("lab_server")
     root = tmp_path / "lab"
     root.mkdir()
     _small_notebook(root, tmp_path / "out")
     _cost_notebook(root, tmp_path / "out")
     _study_notebook(root, tmp_path / "out_study")
+    with _jupyterlab(tmp_path, root) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _jupyterlab(tmp_path: Path, root: Path, package: Path = REPO, args: tuple[str, ...] = ()):
+    """A JupyterLab server on ``root`` whose kernels import ``carb_lib`` from ``package``;
+    yields (url, token) and always stops it (its kernels too)."""
+    from carb_lib.app.lab import kernel_spec
+
     kdir = tmp_path / "jupyter" / "kernels" / KERNEL_NAME
     kdir.mkdir(parents=True)
     (kdir / "kernel.json").write_text(json.dumps(kernel_spec(sys.executable)))
@@ -174,7 +182,7 @@ def lab_server(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PLATFORM_DIRS")}
     env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), CARB_STATIC="",
-               PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+               PYTHONPATH=os.pathsep.join([str(package), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
     port, token = _free_port(), os.urandom(16).hex()
     log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 - closed in teardown
@@ -184,7 +192,7 @@ def lab_server(tmp_path_factory):
          "--ServerApp.port_retries=0", "--LabApp.news_url=",
          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
          "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True",
-         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],
+         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []), *args],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -450,4 +458,50 @@ def test_notebook_03_run_all_answers_within_a_minute_and_predicts_h200_energy(
         assert energy, text[:2000]
         lo, mid, hi = (float(energy.group(i).replace(",", "")) for i in (3, 1, 4))
         assert 0 < lo < mid < hi, energy.group(0)
+        # words where a person reads: no code name of the vocabulary in the rendered widget,
+        # its controls' labels and options included
+        from carb_lib.core.vocab import code_names
+
+        raw = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, code_names()),
+                                                            key=len, reverse=True)) + r")(?![\w-])")
+        shown = text + "\n" + "\n".join(
+            widget.locator("select option, label, .widget-label").all_inner_texts())
+        assert not raw.findall(shown), sorted(set(raw.findall(shown)))
     print(f"browser test: notebook 03's cost widget answered {answered_s:.0f} s after Run All")
+
+
+#: True once some code cell of the current notebook has an output (read from its model).
+ANY_OUTPUT = """() => {
+  const w = window.jupyterapp.shell.currentWidget, m = w && w.content && w.content.model;
+  if (!m) return false;
+  for (let i = 0; i < m.cells.length; i++) {
+    const c = m.cells.get(i);
+    if (c.type === 'code' && c.outputs.length > 0) return true;
+  }
+  return false;
+}"""
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git")
+def test_run_all_and_save_in_a_checkout_leave_git_status_clean(browser_tools, tmp_path):
+    """``make lab``'s save hook end to end: JupyterLab on a clone of this checkout's notebooks/
+    (its kernels importing the clone's carb_lib), Run All of notebooks 01 and 03 until outputs
+    show (03: its cost widget), an interrupt, a save: ``git status`` of the clone stays clean."""
+    pytest.importorskip("jupyterlab")
+    pytest.importorskip("ipywidgets")
+    clone = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    hook = "--ContentsManager.pre_save_hook=carb_lib.app.lab.strip_on_save"
+    with _jupyterlab(tmp_path, clone / "notebooks", package=clone, args=(hook,)) as (url, token), \
+            _lab_page(browser_tools, tmp_path / "failure_git.png") as page:
+        for name, ready in (("01_characterization.ipynb", ANY_OUTPUT), ("03_carb.ipynb", WIDGET_CELL)):
+            _run_all(page, url, token, name)
+            page.wait_for_function(ready, timeout=180_000)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                                   timeout=60_000)
+    status = subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], check=True,
+                            capture_output=True, text=True).stdout
+    assert status == "", status

@@ -292,7 +292,8 @@ def test_claims_of_runs_over_several_files_join_the_run_table(tmp_path):
     import pandas as pd
 
     table = pd.read_csv(results / "claims.csv")
-    assert sorted(table["source"]) == ["01_characterization", "03_carb", "03_carb"]
+    # each run's rows named by its label (the notebook and the file's stem)
+    assert sorted(table["source"]) == ["01_characterization", "03_carb-gpu_a", "03_carb-gpu_b"]
     assert sorted(table["platform"]) == ["gpu_a", "gpu_a", "gpu_b"]
     assert len(pd.read_csv(run / "claims_vs_paper.csv")) == 3
 

@@ -173,13 +173,16 @@ def main(
     _STATE["debug"] = debug
     configure_logging(debug)
     if catalog is not None:
-        from carb_lib.dataset.catalog import CatalogError, use_catalog
+        _use_catalog(ctx, catalog)
 
-        try:
-            ctx.call_on_close(use_catalog(catalog))
-        except CatalogError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
+
+@_error_path
+def _use_catalog(ctx: typer.Context, catalog: Path) -> None:
+    """Extend the shipped catalog with ``catalog`` for this command (a bad catalog:
+    ``CatalogError``, one line through the error path)."""
+    from carb_lib.dataset.catalog import use_catalog
+
+    ctx.call_on_close(use_catalog(catalog))
 
 
 @app.command()

@@ -456,8 +456,11 @@ def _collect_claims(results_dir: Path, run_dir: Path) -> list[Path]:
     copy the reviewer tables (``claims_vs_paper*.csv``) into the run folder for its index.
 
     Claims of runs expanded over files (``each``: ``results/<stem>/claims/<notebook>.csv``)
-    join the run's table as ``claims/<notebook>-<stem>.csv``."""
+    join the run's table as ``claims/<notebook>-<stem>.csv``, their ``source`` that label."""
+    import pandas as pd
+
     from carb_lib.core.claims import CLAIMS_DIR, build_claims
+    from carb_lib.core.tables import atomic_write
 
     copied = []
     for synthetic in (False, True):
@@ -466,7 +469,10 @@ def _collect_claims(results_dir: Path, run_dir: Path) -> list[Path]:
             sub = part.parent.parent.name
             target = results_dir / (CLAIMS_DIR + tag) / f"{part.stem}-{sub}.csv"
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(part, target)
+            rows = pd.read_csv(part)
+            if "source" in rows.columns:  # the run's label names the rows' source
+                rows = rows.assign(source=target.stem)
+            atomic_write(target, lambda fh, rows=rows: rows.to_csv(fh, index=False))
         if not (results_dir / (CLAIMS_DIR + tag)).is_dir():
             continue
         build_claims(results_dir, synthetic=synthetic)

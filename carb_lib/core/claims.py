@@ -375,6 +375,11 @@ SUMMARY_GROUPS: dict[str, str] = {
     "lobto_r2_": "Leave-one-batch-tier-out R2 (memory, energy, latency)",
     "help_fewshot_spearman_k10": "HELP: 10 target samples give Spearman 0.80-0.99 on unseen devices",
     "screening_hw_": "The screened shortlist holds when re-measured on hardware",
+    "screening_budget_accuracy": "Budget classification is 95.8% accurate (the paper: 75 J, "
+                                 "RTX 3080; here at our budgets)",
+    "screening_false_accept_rate": "Budget classification has 2.1% false accepts (predicted "
+                                   "within, measured over)",
+    "b2_latency_proxy_r2": "B2 latency as energy proxy R2 (energy, energy above idle)",
     "transfer_slope_": "Cross-GPU slopes of log latency, energy, memory (2.09, 1.61, 0.92)",
     "cpu_transfer_zero_shot_ape_over_noise": "A new CPU: zero-shot median APE at most 2x "
                                              "the re-measurement noise",

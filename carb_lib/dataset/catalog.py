@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["CATALOG_ENV", "DESIGN", "ROLES", "SHIPPED_CATALOG", "Campaign", "Catalog",
+__all__ = ["CATALOG_ENV", "DESIGN", "ROLES", "SHIPPED_CATALOG", "Campaign", "Catalog", "shown_path",
            "CatalogError", "Entry", "card_table", "catalog_problems", "files", "load_catalog",
            "read_catalog", "use_catalog"]
 
@@ -345,3 +345,20 @@ def card_table(catalog: Catalog | None = None) -> str:
                     f"{', '.join(e.families)} | {int(f['ok_rows']):,} | {f['protocol']} | "
                     f"{f['heap']} | {f['reference_cv']} | {f['code']} | {f['measured']} |")
     return "\n".join([head, *rows])
+
+
+def shown_path(path: str | Path) -> str:
+    """How a table names a catalogued file: relative to the folder that holds the shipped
+    ``data/`` (``data/audit/x.parquet``) when it lies under it, so that a result table reads the
+    same on every machine; any other path as given.
+
+    >>> shown_path(SHIPPED_CATALOG.parent / "audit" / "x.parquet")
+    'data/audit/x.parquet'
+    >>> shown_path("/elsewhere/x.parquet")
+    '/elsewhere/x.parquet'
+    """
+    base = SHIPPED_CATALOG.parent.parent
+    try:
+        return Path(path).resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return str(path)

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core import metrics as _m
-from carb_lib.dataset.catalog import DESIGN, Catalog, load_catalog
+from carb_lib.dataset.catalog import DESIGN, Catalog, load_catalog, shown_path
 from carb_lib.families._base import DEFAULT_FAMILY
 
 if TYPE_CHECKING:
@@ -391,7 +391,7 @@ def cpu_remeasurement_noise(files: Mapping[str, Sequence[str]] | None = None) ->
                 noise = remeasurement_noise(a[["latency_ms", "latency_ms_new"]])
                 row.update(noise[noise["subset"] == "all"].iloc[0][
                     ["n", "median_ape_pct", "within_10pct", "spearman", "mape_pct"]].to_dict())
-        out.append({**row, "audit": str(path)})
+        out.append({**row, "audit": shown_path(path)})
     out = pd.DataFrame(out)
     return out.assign(n=out["n"].astype(int))
 
