@@ -206,7 +206,7 @@ def test_notebook_05_of_gpu_quick_judges_energy_noise_and_memory_on_the_h200(run
     (run,) = [r for r in load_runs("gpu_quick") if r.name.startswith("05_cross_family")]
     params = {k: (str(ROOT / v) if isinstance(v, str) and v.startswith("data/") else v)
               for k, v in run.parameters.items()}
-    params.update(n_seeds=2, ks=[10], energy_splits=2, n_candidates_per_family=200,
+    params.update(ks=[10], energy_splits=2, n_candidates_per_family=200,
                   energy_noise_glob=str(ROOT / "data/noise/{platform}_spread_window*.parquet"))
     rec, out = run_notebook("notebooks/05_cross_family.ipynb", params)
     assert rec["have_energy_claims"] is True and rec["platform"] == "gpu_nvidia_h200"
