@@ -128,22 +128,6 @@ WIDGET_CELL = """() => {
 }"""
 
 
-def _study_notebook(dest: Path, out: Path) -> Path:
-    """Notebook 03 whole, on its measured rows with its own defaults (JupyterLab's Run All),
-    outputs under ``out``."""
-    import nbformat
-
-    nb = nbformat.read(str(COST_NOTEBOOK), as_version=4)
-    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    cell.source += ("\n# browser test: outputs in a temporary folder\n"
-                    f"fig_dir = {str(out / 'figures')!r}\nresults_dir = {str(out / 'results')!r}\n")
-    nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": DISPLAY_NAME,
-                                 "language": "python"}
-    path = dest / "03_carb_whole.ipynb"
-    nbformat.write(nb, str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory):
     """JupyterLab on 127.0.0.1 serving small copies of notebooks 01 and 03; yields (url, token).
@@ -155,7 +139,6 @@ def lab_server(tmp_path_factory):
     root.mkdir()
     _small_notebook(root, tmp_path / "out")
     _cost_notebook(root, tmp_path / "out")
-    _study_notebook(root, tmp_path / "out_study")
     with _jupyterlab(tmp_path, root) as server:
         yield server
 
@@ -417,16 +400,25 @@ def test_cost_widget_in_jupyterlab_rounds_and_shows_no_warning(browser_tools, la
         assert "Warning" not in page.locator(".jp-NotebookPanel").first.inner_text()
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git")
 @pytest.mark.skipif(not (REPO / "data" / "cpu_epyc_zen3_2c.parquet").is_file()
                     or not (REPO / "data" / "gpu_nvidia_h200.parquet").is_file(),
                     reason="the shipped Zen 3 and H200 rows are not in this checkout")
-def test_notebook_03_run_all_answers_within_a_minute_and_predicts_h200_energy(
-        browser_tools, lab_server, tmp_path):
-    """The whole notebook 03 with its own defaults: Run All shows the cost widget within 60 s
-    (before the study), and after an interrupt the widget predicts energy on the H200."""
-    url, token = lab_server
-    with _lab_page(browser_tools, tmp_path / "failure_study.png") as page:
-        _run_all(page, url, token, "03_carb_whole.ipynb")
+def test_notebook_03_run_all_answers_within_a_minute_predicts_h200_energy_and_saves_clean(
+        browser_tools, tmp_path):
+    """The whole notebook 03 with its own defaults, in JupyterLab on a clone of this checkout
+    (its kernels importing the clone's carb_lib, ``make lab``'s save hook): Run All shows the
+    cost widget within 60 s (before the study); after an interrupt the widget predicts energy on
+    the H200 in words, no code name shown; a save leaves ``git status`` of the clone clean (the
+    hook on notebook 01's outputs: ``tests/test_environment.py``)."""
+    pytest.importorskip("jupyterlab")
+    pytest.importorskip("ipywidgets")
+    clone = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    hook = "--ContentsManager.pre_save_hook=carb_lib.app.lab.strip_on_save"
+    with _jupyterlab(tmp_path, clone / "notebooks", package=clone, args=(hook,)) as (url, token), \
+            _lab_page(browser_tools, tmp_path / "failure_study.png") as page:
+        _run_all(page, url, token, "03_carb.ipynb")
         t_run = time.monotonic()
         # the widget's output in the notebook's model (JupyterLab draws only the cells in
         # view, and Run All scrolls on to the running cell)
@@ -467,41 +459,10 @@ def test_notebook_03_run_all_answers_within_a_minute_and_predicts_h200_energy(
         shown = text + "\n" + "\n".join(
             widget.locator("select option, label, .widget-label").all_inner_texts())
         assert not raw.findall(shown), sorted(set(raw.findall(shown)))
-    print(f"browser test: notebook 03's cost widget answered {answered_s:.0f} s after Run All")
-
-
-#: True once some code cell of the current notebook has an output (read from its model).
-ANY_OUTPUT = """() => {
-  const w = window.jupyterapp.shell.currentWidget, m = w && w.content && w.content.model;
-  if (!m) return false;
-  for (let i = 0; i < m.cells.length; i++) {
-    const c = m.cells.get(i);
-    if (c.type === 'code' && c.outputs.length > 0) return true;
-  }
-  return false;
-}"""
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="no git")
-def test_run_all_and_save_in_a_checkout_leave_git_status_clean(browser_tools, tmp_path):
-    """``make lab``'s save hook end to end: JupyterLab on a clone of this checkout's notebooks/
-    (its kernels importing the clone's carb_lib), Run All of notebooks 01 and 03 until outputs
-    show (03: its cost widget), an interrupt, a save: ``git status`` of the clone stays clean."""
-    pytest.importorskip("jupyterlab")
-    pytest.importorskip("ipywidgets")
-    clone = tmp_path / "checkout"
-    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-    hook = "--ContentsManager.pre_save_hook=carb_lib.app.lab.strip_on_save"
-    with _jupyterlab(tmp_path, clone / "notebooks", package=clone, args=(hook,)) as (url, token), \
-            _lab_page(browser_tools, tmp_path / "failure_git.png") as page:
-        for name, ready in (("01_characterization.ipynb", ANY_OUTPUT), ("03_carb.ipynb", WIDGET_CELL)):
-            _run_all(page, url, token, name)
-            page.wait_for_function(ready, timeout=180_000)
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
-            page.wait_for_function(KERNEL_READY, arg=KERNEL_NAME, timeout=120_000)
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-            page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
-                                   timeout=60_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                               timeout=60_000)
     status = subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], check=True,
                             capture_output=True, text=True).stdout
     assert status == "", status
+    print(f"browser test: notebook 03's cost widget answered {answered_s:.0f} s after Run All")

@@ -23,10 +23,11 @@ def test_notebook_02_quick(tmp_path):
     pd.DataFrame([{"claim_id": "other_claim", "claim": "x", "paper_value": 1.0, "our_value": 1.0,
                    "platform": "h200", "n": 1, "testable": True, "reason": ""}]).to_csv(
         out / "results/claims/01_characterization.csv", index=False)
-    # the quick profile's entry, on fewer draws, networks per setting and bootstrap resamples
+    # the quick profile's entry, on fewer draws, networks per setting, bootstrap resamples and
+    # trees of the kernel model
     summary = run_profile("quick", only=["02_transfer"], run_dir=tmp_path / "runs",
                           out_root=out, overrides={"n_draws": 2, "quick_n_archs": 500,
-                                                   "cpu_n_boot": 50})
+                                                   "cpu_n_boot": 50, "kernel_trees": 50})
     rec = summary["02_transfer"]
     assert rec == read_glued(tmp_path / "runs/02_transfer.ipynb")
     import json
