@@ -92,9 +92,15 @@ def test_lookups_equal_the_old_path_tables(no_user_catalog):
     for plat, spec in OLD_CPU_FILES.items():
         assert tuple(Path(p) for p in new[plat]) == tuple(ROOT / p for p in spec)
     # sibling_files of every zoo file, with the path as a caller names it
+    # (the one change: Zen 4's zoo rows, timed with the heap kept, go with the operator benchmark
+    # timed with the heap kept, which the old table did not know)
+    kept = {"cpu_epyc_zen4_2c": "kernels/cpu_epyc_zen4_2c_heap_pair_kept.parquet"}
     for zoo in sorted((DATA / "zoo").glob("*.parquet")):
         for named in (zoo, Path(os.path.relpath(zoo))):
-            assert sibling_files(named) == _old_sibling_files(named), zoo.name
+            old = _old_sibling_files(named)
+            if zoo.stem in kept:
+                old["kernel_bench"] = (named.parent.parent / kept[zoo.stem]).as_posix()
+            assert sibling_files(named) == old, zoo.name
     # the shipped rows check_shipped_threads reads: the old folders' <platform>.parquet come first
     cat = load_catalog()
     for plat in cat.platforms():

@@ -166,6 +166,35 @@ campaigns:
         ez.evaluate_zoo_file(tmp_path / "zoo" / "cpu_z.parquet")
 
 
+def test_sibling_files_take_the_operator_benchmark_timed_with_the_zoo_rows_heap(tmp_path):
+    for f in ("zoo/cpu_x.parquet", "other_cpus/cpu_x.parquet", "kernels/cpu_x.parquet",
+              "kernels/cpu_x_kept.parquet", "kernels/cpu_x_older_kept.parquet"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_bytes(b"")
+
+    def catalog(design_heap: str, with_kept: bool) -> None:
+        kept = ("- {platform: cpu_x, campaign: older_kept, protocol: {heap: kept},\n"
+                "   files: [{path: kernels/cpu_x_older_kept.parquet, role: kernels}]}\n"
+                "- {platform: cpu_x, campaign: pair_kept, protocol: {heap: kept},\n"
+                "   files: [{path: kernels/cpu_x_kept.parquet, role: kernels}]}\n") if with_kept else ""
+        (tmp_path / "catalog.yaml").write_text(f"""format: 1
+campaigns:
+- {{platform: cpu_x, campaign: design, protocol: {{heap: {design_heap}}},
+   files: [{{path: other_cpus/cpu_x.parquet, role: rows}}, {{path: kernels/cpu_x.parquet, role: kernels}}]}}
+- {{platform: cpu_x, campaign: zoo, protocol: {{heap: kept}}, files: [{{path: zoo/cpu_x.parquet, role: rows}}]}}
+{kept}""")
+
+    def bench() -> str | None:
+        return ez.sibling_files(tmp_path / "zoo" / "cpu_x.parquet")["kernel_bench"]
+
+    catalog("default", with_kept=True)  # the last catalogued benchmark with the zoo rows' heap
+    assert bench() == (tmp_path / "kernels/cpu_x_kept.parquet").as_posix()
+    catalog("kept", with_kept=True)  # the design campaign's heap is the zoo rows': its own
+    assert bench() == (tmp_path / "kernels/cpu_x.parquet").as_posix()
+    catalog("default", with_kept=False)  # none with that heap: the design campaign's
+    assert bench() == (tmp_path / "kernels/cpu_x.parquet").as_posix()
+
+
 def test_zoo_rows_refuse_a_row_that_is_not_a_zoo_network():
     rows = pd.DataFrame({"status": ["ok"], "module": ["mypkg.nets:Net"]})
     with pytest.raises(ValueError, match="not torchvision zoo networks.*mypkg.nets:Net"):

@@ -330,9 +330,12 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
     -------
     dict
         ``design_datasets``: the rows of its platform's design campaign; ``audit``: the zoo
-        campaign's audit (the one without a note) and ``kernel_bench``: the design campaign's
-        operator benchmark, each ``None`` where absent (all empty for a file no catalog lists).
-        Paths as strings, under the folder the zoo file was named by where the catalog is there.
+        campaign's audit (the one without a note) and ``kernel_bench``: the platform's operator
+        benchmark timed with the zoo rows' heap (the design campaign's when its protocol's heap
+        is the zoo campaign's, else the last catalogued campaign of the platform whose is, such
+        as ``benchmarks/zoo_operator_protocol.py``'s ``heap_pair_kept``), else the design
+        campaign's; each ``None`` where absent (all empty for a file no catalog lists). Paths as
+        strings, under the folder the zoo file was named by where the catalog is there.
 
     Examples
     --------
@@ -355,9 +358,26 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
     design = [show(e) for e in cat.entries(plat, DESIGN, "rows") if e.path.is_file()]
     audit = [show(e) for e in cat.entries(plat, entry.campaign, "audit")
              if not e.note and e.path.is_file()]
-    bench = [show(e) for e in cat.entries(plat, DESIGN, "kernels") if e.path.is_file()]
     return {"design_datasets": design, "audit": audit[0] if audit else None,
-            "kernel_bench": bench[0] if bench else None}
+            "kernel_bench": _bench_of_heap(cat, plat, entry.campaign, show)}
+
+
+def _bench_of_heap(cat: Any, platform: str, zoo_campaign: str | None, show: Any) -> str | None:
+    """The operator benchmark of ``platform`` timed with the heap of its campaign
+    ``zoo_campaign`` (:func:`sibling_files`), else its design campaign's."""
+    def heap(campaign: str | None) -> Any:
+        return next((c.protocol.get("heap") for c in cat.campaigns
+                     if c.platform == platform and c.campaign == campaign), None)
+
+    def benches(campaign: str) -> list[str]:
+        return [show(e) for e in cat.entries(platform, campaign, "kernels") if e.path.is_file()]
+
+    want = heap(zoo_campaign)
+    order = [DESIGN] if want is None or heap(DESIGN) == want else [
+        *[c.campaign for c in reversed(cat.campaigns) if c.platform == platform
+          and c.campaign not in (DESIGN, zoo_campaign) and c.protocol.get("heap") == want],
+        DESIGN]
+    return next((b[0] for b in map(benches, order) if b), None)
 
 
 @dataclass
