@@ -52,9 +52,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The operator columns that name one operator (its shape, dtype and batch).
-OP_KEY: tuple[str, ...] = ("kind", "cin", "cout", "k", "stride", "pad", "groups", "h_in", "h_out",
-                           "batch", "precision")
 #: Anchors are timed every this many operators of a draw.
 ANCHOR_EVERY = 500
 
@@ -103,9 +100,12 @@ def _time(out: Path, heap: str, platform: str, bench: pd.DataFrame, n: int) -> N
 def _ratios(num: pd.DataFrame, den: pd.DataFrame, what: str) -> pd.DataFrame:
     """Per-operator time ratios num/den over all operators, per operator kind and per batch size.
 
-    An operator is one :data:`OP_KEY`; one drawn more than once in a benchmark counts once, at
-    its median time; operators only one benchmark holds are left out."""
-    key = list(OP_KEY)
+    An operator is one shape (:data:`carb_lib.kernels.operators.OP_COLUMNS`) at one batch size
+    and precision; one drawn more than once in a benchmark counts once, at its median time;
+    operators only one benchmark holds are left out."""
+    from carb_lib.kernels.operators import OP_COLUMNS
+
+    key = [*OP_COLUMNS, "batch", "precision"]
     a, b = (f.groupby(key, as_index=False)["time_ms"].median() for f in (num, den))
     j = a.merge(b, on=key, suffixes=("_a", "_b"))
     j["ratio"] = j["time_ms_a"] / j["time_ms_b"]
@@ -133,25 +133,26 @@ def _operator_sum(zoo: pd.DataFrame, bench: pd.DataFrame, seed: int) -> np.ndarr
 
 def _scores(zoo: pd.DataFrame, pred: np.ndarray, label: str) -> list[dict]:
     """Scores of one benchmark's operator sum over all rows, per setting (precision and batch)
-    and per setting (precision and batch) and network."""
-    from scipy.stats import spearmanr
+    and per network: :func:`carb_lib.evaluation.zoo.zoo_scores` (notebook 07's statistics)
+    with each group as its ``kind``, and the median predicted/measured ratio."""
+    from carb_lib.evaluation.zoo import zoo_scores
 
     m = zoo["latency_ms"].to_numpy(float)
-    frame = zoo.assign(pred=pred, ape=np.abs(pred - m) / m * 100.0, ratio=pred / m,
-                       setting=zoo["precision"].astype(str) + " batch "
-                       + zoo["batch"].astype(int).astype(str))
-    groups = [("all", "all", frame)]
-    groups += [("setting", k, g) for k, g in sorted(frame.groupby("setting"))]
-    groups += [("network", k, g) for k, g in sorted(frame.groupby("network"))]
+    long = zoo.assign(method=label, target="latency_ms", measured=m, predicted=pred,
+                      ratio=pred / m, setting=zoo["precision"].astype(str) + " batch "
+                      + zoo["batch"].astype(int).astype(str))
     out = []
-    for by, name, g in groups:
-        rhos = [spearmanr(s["latency_ms"], s["pred"])[0]
-                for _, s in g.groupby("setting") if len(s) >= 3]
-        out.append(dict(benchmark=label, by=by, group=name, n=len(g),
-                        median_ape_pct=float(g["ape"].median()),
-                        within_10pct=float((g["ape"] <= 10).mean()),
-                        median_pred_over_measured=float(g["ratio"].median()),
-                        spearman_within_setting=float(np.mean(rhos)) if rhos else np.nan))
+    for by in ("setting", "network"):  # the "all" row once, with the settings
+        grouped = long.assign(kind=long[by])
+        ratio = pd.concat([grouped.assign(kind="all"), grouped]).groupby("kind")["ratio"].median()
+        for r in zoo_scores(grouped).itertuples():
+            if r.kind == "all" and by == "network":
+                continue
+            out.append(dict(benchmark=label, by="all" if r.kind == "all" else by, group=r.kind,
+                            n=int(r.n), median_ape_pct=r.median_ape_pct,
+                            within_10pct=r.within_10pct,
+                            median_pred_over_measured=float(ratio[r.kind]),
+                            spearman_within_setting=r.spearman_within_batch))
     return out
 
 
