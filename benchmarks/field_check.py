@@ -142,6 +142,7 @@ def main() -> None:
 
     from tqdm.auto import tqdm
 
+    from carb_lib.app.cli import FitOptions
     from carb_lib.app.fit_cli import run_fit
     from carb_lib.core.tables import write_table
     from carb_lib.dataset.features import with_static_features
@@ -176,9 +177,8 @@ def main() -> None:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run_fit(data=files, out=model_path, feature_set="static", platform=None, quick=False,
-                n_jobs=2, preset="default", latency_law="auto", kernel_bench=None,
-                cache_probe=None, force=True, echo=lambda s: print("  fit: " + s))
+        run_fit(FitOptions(data=files, out=model_path, force=True),
+                echo=lambda s: print("  fit: " + s))
         model = load_model(model_path)
     fit_s = time.perf_counter() - t0
     rp = model_protocol(model)

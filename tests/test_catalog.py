@@ -131,11 +131,35 @@ def test_lookups_equal_the_old_path_tables(no_user_catalog):
                                                        "_cache_probe.csv")
                           if bench.with_name(n).is_file()), None)
         assert LD.find_cache_probe(bench, cat.entry_of(bench).platform) == old_probe, bench
-    # find_benchmark: every platform, with every rows file's stem as the campaign
+    # find_benchmark: every platform, with every rows file's stem as the campaign: as before,
+    # except rows of a campaign timed with another heap than the design campaign and without a
+    # benchmark of its own, which now get the platform's last benchmark timed with their heap
     stems = {None, *(e.path.name.split(".")[0] for e in cat.entries(role="rows"))}
+    heap_matched = {}
     for plat in cat.platforms():
         for stem in stems:
-            assert LD.find_benchmark(plat, campaign=stem) == _old_find_benchmark(plat, stem)
+            new = LD.find_benchmark(plat, campaign=stem)
+            camp = cat.campaign(plat, stem[len(plat) + 1:]) if stem and stem.startswith(
+                f"{plat}_") else None
+            design = cat.campaign(plat, "design")
+            if camp is not None and design is not None and not cat.files(plat, camp.campaign,
+                                                                          "kernels") \
+                    and camp.protocol.get("heap") not in (None, design.protocol.get("heap")):
+                heap_matched[stem] = new.name
+                assert cat.campaign(plat, cat.entry_of(new).campaign).protocol["heap"] == \
+                    camp.protocol["heap"], stem
+            else:
+                assert new == _old_find_benchmark(plat, stem), (plat, stem)
+    assert heap_matched == {f"cpu_xeon_gnr_2c_{c}": "cpu_xeon_gnr_2c_traffic.parquet"
+                            for c in ("above_caps", "off_grid", "steady_source")}
+    # a catalogued rows file's own campaign decides, whatever its name: the Zen 4 zoo rows (heap
+    # kept) get the kept-heap benchmark, as notebook 07's sibling_files gives them
+    zoo4 = cat.files("cpu_epyc_zen4_2c", "zoo", "rows")[0]
+    assert LD.find_benchmark("cpu_epyc_zen4_2c", rows_file=zoo4).name == \
+        "cpu_epyc_zen4_2c_heap_pair_kept.parquet"
+    assert [e.campaign for e in cat.benchmarks("cpu_epyc_zen4_2c", "zoo")] == [
+        "heap_pair_kept", "design"]
+    assert [e.campaign for e in cat.benchmarks("cpu_epyc_zen4_2c", "design")] == ["design"]
 
 
 def _synthetic_platform(folder: Path, name: str = "synthetic_newcomer") -> Path:

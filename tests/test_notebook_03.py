@@ -50,7 +50,7 @@ def test_notebook_03_quick_synthetic(tmp_path, run_notebook):
                   "status_new": "ok"}).to_parquet(tmp_path / "audit/synthetic_cpu.parquet")
     params = {"quick": True, "dataset": str(tmp_path / "absent.parquet"), "synthetic_demo": True,
               "synthetic_n": 720, "fig_dir": "figures", "results_dir": "results",
-              "audit_dir": str(tmp_path / "audit"),
+              "audit": str(tmp_path / "audit"),
               # one extrapolation kind and no preset comparison: the records checked below
               "extrapolation": ["batch_small"], "compare": []}
     rec, out = run_notebook(NOTEBOOK, params)

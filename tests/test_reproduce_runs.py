@@ -195,6 +195,43 @@ def test_globs_and_each_expand_over_the_files_found(tmp_path):
         load_runs("gpu", _runs_file(tmp_path, spec))
 
 
+#: The role each notebook reads a data parameter as (carb_lib.dataset.catalog.resolve).
+DATA_ROLES = {"dataset": ("rows", "resnet"), "source_dataset": ("rows", "resnet"),
+              "target_dataset": ("rows", "!resnet"), "source_reference": ("reference", "resnet"),
+              "target_reference": ("reference", "!resnet"), "target_audit": ("audit", "!resnet"),
+              "kernel_bench": ("kernels", None), "reference": ("reference", "resnet"),
+              "cache_probe": ("cache_probe", None)}
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_the_study_profiles_name_platforms_and_campaigns_not_paths(profile):
+    from carb_lib.dataset.catalog import load_catalog, resolve
+
+    known = set(load_catalog().platforms())
+    runs = load_runs(profile)
+    named = 0
+    for run in runs:
+        for key, value in run.parameters.items():
+            values = value if isinstance(value, list) else [value]
+            assert not any(isinstance(v, str) and v.endswith((".parquet", ".csv"))
+                           for v in values), (run.name, key, value)
+            if key in DATA_ROLES:
+                role, family = DATA_ROLES[key]
+                for v in values:
+                    assert v.split("/")[0] in known, (run.name, key, v)
+                    found = resolve(v, role, family=family)
+                    named += 1
+                    # the files every study run needs exist; the H200's optional ones are absent
+                    if found is None:
+                        assert run.name == "05_cross_family-gpu_nvidia_h200" and key in (
+                            "target_reference", "target_audit", "kernel_bench"), (run.name, key)
+                    else:
+                        assert (REPO / found).is_file(), (run.name, key, found)
+            if key == "platforms":
+                assert set(value) <= known
+    assert named >= (4 if profile == "quick" else 14)
+
+
 def test_the_gpu_profile_reruns_every_notebook_reading_measured_rows_on_gpu_files():
     spec = yaml.safe_load((REPO / "papermill_runs.yaml").read_text())
     entries = {Path(e["notebook"]).stem: e for e in spec["profiles"]["gpu"]["notebooks"]}

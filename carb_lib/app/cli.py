@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from carb_lib.app.options import options_command
 from carb_lib.core.vocab import DEFAULT_COVERAGE
 
 try:  # typer >= 0.22 carries its own copy of click
@@ -266,6 +267,7 @@ def publish(
 
 # --- screening ---
 @app.command()
+@options_command("carb_lib.app.predict_cli:run_screen", "ScreenOptions")
 def screen(
     model: Path = typer.Option(..., "--model", help="Fitted model (carb_lib.ensemble.save_model). "
                                "With --model-b: platform A's model, used to rank first."),
@@ -313,10 +315,11 @@ def screen(
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a shortlist of carb screen (keeping a numbered <out>.bak)."),
 ) -> None:
     """Screen candidate configs against deployment budgets and print the funnel."""
-    opts = dict(locals())  # the options, before any import adds a name
-    from carb_lib.app.predict_cli import run_screen
 
-    run_screen(**opts, echo=typer.echo)
+
+ScreenOptions = screen.Options  # its options as one object (carb_lib.app.options)
+
+
 # --- end screening ---
 
 
@@ -444,13 +447,19 @@ def merge(
     reference_out: Path | None = typer.Option(None, "--reference-out", help="Also write the reference-config rows here."),
     force: bool = typer.Option(False, "--force", help="Replace OUT with the parts alone (or with --existing and the parts), keeping a numbered OUT.bak."),
     allow_mixed_platforms: bool = typer.Option(False, "--allow-mixed-platforms", help="Accept rows of several platforms in one file."),
+    campaign: str = typer.Option("design", "--campaign", help="The campaign OUT (and --reference-out) is registered as in the user catalog (carb --catalog PATH or CARB_CATALOG); design: the one carb fit --platform and the studies read."),
 ) -> None:
-    """Merge part files into a validated dataset (extending OUT, keeping OUT.bak)."""
+    """Merge part files into a validated dataset (extending OUT, keeping OUT.bak) and register it in the user catalog."""
+    from carb_lib.app.catalog_cli import register_output
     from carb_lib.measure.campaign import merge_parts
 
     df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out,
                      force=force, allow_mixed_platforms=allow_mixed_platforms)  # fmt: skip
     typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")
+    if not allow_mixed_platforms:
+        register_output(out, "rows", campaign, typer.echo)
+        if reference_out is not None and reference_out.is_file():
+            register_output(reference_out, "reference", campaign, typer.echo)
 
 
 @app.command()
@@ -568,6 +577,7 @@ def kernels_cmd(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
     cache_probe: bool = typer.Option(True, "--cache-probe/--no-cache-probe", help="After the draw, probe one core's read bandwidth by working set (about a minute) into <out stem>_cache_probe.csv: the kernel law's weight-traffic input."),
     keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap, the default); --default-heap times as before. Rows record heap_kept."),
+    campaign: str = typer.Option("design", "--campaign", help="The campaign --out (and its anchors) is registered as in the user catalog (carb --catalog PATH or CARB_CATALOG); design: the benchmark carb fit --platform and the studies read."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
     from carb_lib.app.cli_checks import check_platform_name, check_threads_available
@@ -591,6 +601,15 @@ def kernels_cmd(
         from carb_lib.kernels.draw import probe_read_bandwidth
 
         probe_read_bandwidth(out, threads=threads, echo=typer.echo)
+    from carb_lib.app.catalog_cli import register_output
+
+    if register_output(out, "kernels", campaign, typer.echo):
+        from carb_lib.kernels.anchors import anchors_path
+        from carb_lib.kernels.draw import cache_probe_path
+
+        for extra, role in ((anchors_path(out), "anchors"), (cache_probe_path(out), "cache_probe")):
+            if extra.is_file():
+                register_output(extra, role, campaign, typer.echo, facts_from=out)
 
 
 # --- end measurement ---
@@ -598,6 +617,7 @@ def kernels_cmd(
 
 # --- transfer ---
 @app.command()
+@options_command("carb_lib.app.predict_cli:run_transfer", "TransferOptions")
 def transfer(
     source: list[Path] = typer.Option(..., "--source", help="Measurements on source platforms "
                                       "(.csv/.parquet; repeat the option for several files)."),
@@ -613,10 +633,9 @@ def transfer(
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a prediction table of carb transfer (keeping <out>.bak)."),
 ) -> None:
     """Predict a target platform from source measurements and k target samples, or from its operator benchmark (--kernels)."""
-    opts = dict(locals())  # the options, before any import adds a name
-    from carb_lib.app.predict_cli import run_transfer
 
-    run_transfer(**opts, echo=typer.echo)
+
+TransferOptions = transfer.Options  # its options as one object (carb_lib.app.options)
 
 
 @app.command("convert-help")
@@ -637,6 +656,7 @@ def convert_help_cmd(
 
 # --- carb ensemble: fit / predict ---
 @app.command()
+@options_command("carb_lib.app.fit_cli:run_fit", "FitOptions")
 def fit(
     data: list[Path] = typer.Option([], "--data", help="Measured dataset (.parquet/.csv; status=='ok' rows are used); repeat it for several files of one platform (e.g. its ResNet and new-family campaigns). Without it, --platform P reads P's catalogued rows. Rows that mix timing protocols (threads, heap, device, PyTorch) are refused."),
     out: Path = typer.Option(..., "--out", help="Model file to write (skops format, loaded without pickle; metadata also in <out>.json). An existing file that is not a CARB model is refused unless --force."),
@@ -651,14 +671,13 @@ def fit(
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a CARB model (keeping <out>.bak)."),
 ) -> None:
     """Fit CARB on a measured dataset and save it (one model per platform)."""
-    opts = dict(locals())  # the options, before any import adds a name
-    from carb_lib.app.fit_cli import run_fit
 
-    run_fit(**opts, echo=typer.echo,
-            warn=lambda m: typer.secho(m, fg=typer.colors.YELLOW, err=True))
+
+FitOptions = fit.Options  # its options as one object (carb_lib.app.options)
 
 
 @app.command()
+@options_command("carb_lib.app.predict_cli:run_predict", "PredictOptions")
 def predict(
     model: Path = typer.Option(..., "--model", help="Model written by `carb fit`."),
     configs: Path | None = typer.Option(None, "--configs", help="Configs (.parquet/.csv); static features are computed if absent (or --module)."),
@@ -677,11 +696,13 @@ def predict(
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a prediction table (keeping <out>.bak)."),
 ) -> None:
     """Predict cost and conformal intervals for configs with a saved CARB model (for the protocol its rows were timed with)."""
-    opts = dict(locals())  # the options, before any import adds a name
-    from carb_lib.app.predict_cli import run_predict
 
-    run_predict(**opts, echo=typer.echo)
+
+PredictOptions = predict.Options  # its options as one object (carb_lib.app.options)
+
+
 @app.command()
+@options_command("carb_lib.app.predict_cli:run_check", "CheckOptions")
 def check(
     model: Path = typer.Option(..., "--model", help="Model written by `carb fit`."),
     configs: Path | None = typer.Option(None, "--configs", help="The query (.parquet/.csv of configs), or --module."),
@@ -702,10 +723,11 @@ def check(
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a check table (keeping <out>.bak)."),
 ) -> None:
     """Time K of the predicted configs now, under the model's protocol, and print predicted against measured beside this host's re-measurement noise."""
-    opts = dict(locals())  # the options, before any import adds a name
-    from carb_lib.app.predict_cli import run_check
 
-    run_check(**opts, echo=typer.echo)
+
+CheckOptions = check.Options  # its options as one object (carb_lib.app.options)
+
+
 # --- end carb ensemble ---
 
 
@@ -716,6 +738,15 @@ app.add_typer(zoo_app, name="zoo")
 for _cmd in zoo_app.registered_commands:
     _cmd.callback = _error_path(_cmd.callback)
 # --- end zoo ---
+
+
+# --- catalog: the data catalog (docs/measuring.md; the commands in carb_lib/app/catalog_cli.py) ---
+from carb_lib.app.catalog_cli import catalog_app  # noqa: E402 - typer and the standard library only
+
+app.add_typer(catalog_app, name="catalog")
+for _cmd in catalog_app.registered_commands:
+    _cmd.callback = _error_path(_cmd.callback)
+# --- end catalog ---
 
 
 # every command goes through the one error path (commands above need no try/except of their own)

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from carb_lib.core.vocab import coverage_value
 from carb_lib.dataset.catalog import DESIGN, load_catalog
 
 __all__ = ["check_campaign_start", "check_cluster_options", "check_threads_available", "check_coverage", "check_model_out", "check_platform_name", "check_platform_threads",
@@ -60,8 +61,7 @@ def check_coverage(model: Any, coverage: float, path: Path) -> None:
     ValueError
         Naming the coverage, the scores it needs and the model file.
     """
-    if not 0 < coverage < 1:
-        raise ValueError(f"--coverage must be in (0, 1), got {coverage}")
+    coverage_value(coverage, "--coverage")
     scores = getattr(model, "conformal_scores_", None) or {}
     sizes = [len(s) for groups in scores.values() for s in groups.values()]
     if not sizes:

@@ -15,6 +15,7 @@ is printed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -106,14 +107,15 @@ def missing_target_lines(rows) -> list[str]:
     return lines
 
 
-def run_fit(
-        *, data: Path | list[Path], out: Path, feature_set: str, platform: str | None, quick: bool,
-        n_jobs: int, preset: str, latency_law: str, kernel_bench: Path | None,
-        cache_probe: Path | None, force: bool, echo=typer.echo, warn=None,
-) -> None:
-    """Fit CARB on ``data`` and save it to ``out`` (one model per platform); the options of
-    ``carb fit`` as keyword arguments. Prints the latency law used and why, and stores both
-    (with the benchmark's path relative to the repository) in the model's metadata."""
+def _warn(message: str) -> None:
+    typer.secho(message, fg=typer.colors.YELLOW, err=True)
+
+
+def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
+    """Fit CARB on ``opts.data`` and save it to ``opts.out`` (one model per platform); ``opts``
+    is the options object of ``carb fit`` (:data:`carb_lib.app.cli.FitOptions`). Prints the
+    latency law used and why, and stores both (with the benchmark's path relative to the
+    repository) in the model's metadata; warnings go to ``warn`` (default: yellow on stderr)."""
     import warnings
 
     from carb_lib.app.cli_checks import check_model_out
@@ -123,39 +125,39 @@ def run_fit(
     from carb_lib.evaluation import prepare_dataset
     from carb_lib.kernels.law import read_bench
 
-    if latency_law not in LATENCY_LAWS:
+    if opts.latency_law not in LATENCY_LAWS:
         raise ValueError(f"--latency-law must be one of {' | '.join(LATENCY_LAWS)}, "
-                         f"got {latency_law!r}")
-    if latency_law == "kernel" and kernel_bench is None:
+                         f"got {opts.latency_law!r}")
+    if opts.latency_law == "kernel" and opts.kernel_bench is None:
         raise ValueError("--latency-law kernel and --kernel-bench FILE go together (the kernel "
                          "law sums this platform's timed operators: carb kernels --out FILE); "
                          "--latency-law auto finds the platform's benchmark in data/")
-    if latency_law == "roofline" and kernel_bench is not None:
+    if opts.latency_law == "roofline" and opts.kernel_bench is not None:
         raise ValueError("--kernel-bench FILE is read by --latency-law kernel (or auto) only, "
                          "not by --latency-law roofline")
-    if cache_probe is not None and kernel_bench is None:
+    if opts.cache_probe is not None and opts.kernel_bench is None:
         raise ValueError("--cache-probe FILE needs --latency-law kernel and --kernel-bench FILE")
-    if preset not in PRESETS:
-        raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    paths = [data] if isinstance(data, str | Path) else list(data or [])
-    if not paths and platform is not None:
-        paths = catalogued_rows(platform)
-    backup = check_model_out(out, force, inputs=[*(("--data", p) for p in paths),
-                                                  ("--kernel-bench", kernel_bench),
-                                                  ("--cache-probe", cache_probe)])
+    if opts.preset not in PRESETS:
+        raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {opts.preset!r}")
+    paths = [opts.data] if isinstance(opts.data, str | Path) else list(opts.data or [])
+    if not paths and opts.platform is not None:
+        paths = catalogued_rows(opts.platform)
+    backup = check_model_out(opts.out, opts.force, inputs=[*(("--data", p) for p in paths),
+                                                  ("--kernel-bench", opts.kernel_bench),
+                                                  ("--cache-probe", opts.cache_probe)])
     raw, what = read_fit_data(paths)
     ok = raw[raw["status"].astype(str).eq("ok")] if "status" in raw.columns else raw
-    if platform is None and "platform" in raw.columns:
+    if opts.platform is None and "platform" in raw.columns:
         plats = sorted(ok["platform"].dropna().astype(str).unique())
         if len(plats) > 1:
             raise ValueError(f"{what} holds several platforms {plats}: choose one with --platform")
-    df = prepare_dataset(raw, platform)
-    if feature_set == "shared":  # the family-agnostic extras are not stored by older campaigns
+    df = prepare_dataset(raw, opts.platform)
+    if opts.feature_set == "shared":  # the family-agnostic extras are not stored by older campaigns
         from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
         from carb_lib.dataset.features import fill_static_features
 
         df = fill_static_features(df, EXTRA_STATIC_FEATURES)
-    plat = platform
+    plat = opts.platform
     if plat is None and "platform" in df.columns and df["platform"].notna().any():
         plat = str(df["platform"].dropna().iloc[0])
     rows = ok if plat is None or "platform" not in ok.columns \
@@ -165,15 +167,16 @@ def run_fit(
     rp = rows_protocol(rows, what)  # one protocol, or one line naming the mixed column
     for line in missing_target_lines(rows):
         echo(line)
-    if latency_law == "roofline":
+    if opts.latency_law == "roofline":
         choice = LatencyLawChoice("roofline", "--latency-law roofline")
     elif plat is None:
         choice = LatencyLawChoice("roofline", f"{what} names no platform: no operator benchmark "
                                   "to look up in data/: roofline law")
     else:
         choice = choose_latency_law(rows, plat, campaign=Path(paths[0]).name.split(".")[0],
-                                    kernel_bench=kernel_bench, cache_probe=cache_probe)
-    params = dict(PRESETS["quick"]) if quick else {**PRESETS[preset], "n_jobs": n_jobs}
+                                    rows_file=paths[0], kernel_bench=opts.kernel_bench,
+                                    cache_probe=opts.cache_probe)
+    params = dict(PRESETS["quick"]) if opts.quick else {**PRESETS[opts.preset], "n_jobs": opts.n_jobs}
     if choice.law == "kernel":  # read and checked before the choice is said: bad input, one line
         probe = None
         if choice.cache_probe is not None:
@@ -190,13 +193,13 @@ def run_fit(
     transfer = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = CARBRegressor(feature_set=feature_set, **params).fit(df)
-        if feature_set != "shared" and "family" in df.columns:
+        model = CARBRegressor(feature_set=opts.feature_set, **params).fit(df)
+        if opts.feature_set != "shared" and "family" in df.columns:
             from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
             from carb_lib.dataset.features import fill_static_features
 
-            tparams = dict(PRESETS["quick"]) if quick else {**PRESETS[TRANSFER_PRESET],
-                                                            "n_jobs": n_jobs}
+            tparams = dict(PRESETS["quick"]) if opts.quick else {**PRESETS[TRANSFER_PRESET],
+                                                            "n_jobs": opts.n_jobs}
             if choice.law == "kernel":
                 tparams.update({k: params[k] for k in ("latency_law", "kernel_bench",
                                                        "kernel_cache_probe")})
@@ -206,7 +209,7 @@ def run_fit(
     for w in caught:
         if str(w.message) not in seen:
             seen.add(str(w.message))
-            (warn or echo)(f"warning: {w.message}")
+            (warn or _warn)(f"warning: {w.message}")
     from carb_lib.transfer.calibration import band_edges, reference_rows
 
     for m in (model, transfer):
@@ -219,18 +222,18 @@ def run_fit(
     meta = {**choice.metadata(), "protocol": rp.to_dict(), "protocol_text": rp.describe(),
             "transfer_model": (None if transfer is None else
                                {"feature_set": "shared",
-                                "preset": "quick" if quick else TRANSFER_PRESET,
+                                "preset": "quick" if opts.quick else TRANSFER_PRESET,
                                 "families": list(getattr(model, "families_", []) or []),
                                 "use": "rows of families the fit did not hold"}),
             "data": [str(p) for p in paths]}
-    save_model(model, out, backup=backup, extra=meta)
+    save_model(model, opts.out, backup=backup, extra=meta)
     echo("cross-validated error (out of fold, training rows):")
     for line in fit_metrics_lines(model):
         echo(line)
     echo(
-        f"wrote {out} (+ {out.name}.json): platform {model.platform_}, targets {model.targets_}, "
+        f"wrote {opts.out} (+ {opts.out.name}.json): platform {model.platform_}, targets {model.targets_}, "
         f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}, "
-        f"preset {'quick' if quick else preset}, latency law {choice.law}, protocol "
+        f"preset {'quick' if opts.quick else opts.preset}, latency law {choice.law}, protocol "
         f"{rp.describe()}"
         + ("" if transfer is None else
            f"; transfer model (shared features) for families other than {model.families_}")

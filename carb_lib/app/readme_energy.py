@@ -85,7 +85,7 @@ def gpu_memory(results: Path) -> str:
     """The measured GPU peak against the CPU allocator model, per family and precision."""
     rel = f"{GPU_PLATFORM}/cross_family/gpu_memory_gap.csv"
     g = _read(results, rel)
-    out = [f"| family | precision | rows | measured / model, median [p10, p90] | measured - "
+    out = ["| family | precision | rows | measured / model, median [p10, p90] | measured - "
            "model, median MiB | reserved / allocated, median |", "|---|---|---|---|---|---|"]
     for r in g.itertuples():
         out.append(f"| {r.family} | {r.precision} | {r.n} | {r.measured_over_model_median:.2f} "

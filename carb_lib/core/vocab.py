@@ -21,6 +21,7 @@ __all__ = [
     "BATCH_TIER_LABELS",
     "COMMON_CONFIG_COLUMNS",
     "DEFAULT_COVERAGE",
+    "coverage_value",
     "DISPLAY",
     "DISPLAY_SCALE",
     "PLATFORM_NAMES",
@@ -132,6 +133,28 @@ BATCH_TIER_EDGES: tuple[int, ...] = (4, 16, 128)
 BATCH_TIER_LABELS: tuple[str, ...] = ("b<=4", "b<=16", "b<=128", "b>128")
 #: Default nominal coverage of prediction intervals.
 DEFAULT_COVERAGE: float = 0.9
+
+
+def coverage_value(coverage: object, name: str = "coverage",
+                   error: type[Exception] = ValueError) -> float:
+    """``coverage`` as a float when it is a nominal coverage, strictly between 0 and 1; else
+    ``error`` naming ``name`` and the value (the one check of every coverage the library and
+    the command line take).
+
+    >>> coverage_value(0.9)
+    0.9
+    >>> coverage_value(1.0, "--coverage")
+    Traceback (most recent call last):
+    ...
+    ValueError: --coverage must be in (0, 1), got 1.0
+    """
+    try:
+        value = float(coverage)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = float("nan")
+    if isinstance(coverage, bool) or not 0 < value < 1:
+        raise error(f"{name} must be in (0, 1), got {coverage!r}")
+    return value
 
 #: Axis / table labels with units, one per column name.
 AXIS_LABELS: dict[str, str] = {

@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["CATALOG_ENV", "DESIGN", "ROLES", "SHIPPED_CATALOG", "Campaign", "Catalog", "shown_path",
            "CatalogError", "Entry", "card_table", "catalog_problems", "files", "load_catalog",
-           "read_catalog", "use_catalog"]
+           "read_catalog", "use_catalog", "register", "platform_file", "resolve", "study_files", "user_catalog_path"]
 
 #: The shipped catalog: the one place the package locates its data (the repository's ``data/``).
 SHIPPED_CATALOG: Path = Path(__file__).resolve().parents[2] / "data" / "catalog.yaml"
@@ -105,6 +105,13 @@ class Catalog:
     campaigns: list[Campaign] = field(default_factory=list)
     other: list[Entry] = field(default_factory=list)
     sources: list[Path] = field(default_factory=list)
+    #: The base catalog's file (None: it is absent, as in a package installed without ``data/``).
+    shipped: Path | None = None
+
+    def user_campaigns(self) -> list[Campaign]:
+        """The campaigns of the user catalogs (those not read from :attr:`shipped`)."""
+        return [c for c in self.campaigns if self.shipped is None
+                or Path(c.source).resolve() != Path(self.shipped).resolve()]
 
     def entries(self, platform: str | None = None, campaign: str | None = None,
                 role: str | None = None, family: str | None = None) -> list[Entry]:
@@ -134,6 +141,25 @@ class Catalog:
         """The campaign ``name`` of ``platform`` (None: not catalogued)."""
         return next((c for c in self.campaigns
                      if c.platform == platform and c.campaign == name), None)
+
+    def benchmarks(self, platform: str, campaign: str | None = None) -> list[Entry]:
+        """The operator benchmarks (``kernels`` files that exist) that go with rows of
+        ``platform``'s campaign ``campaign``, best first: that campaign's own; then, where its
+        protocol's heap differs from the design campaign's, those of the platform's other
+        campaigns timed with its heap (the last catalogued first); then the design campaign's.
+        The one rule of ``carb fit``'s look-up and of a zoo file's benchmark."""
+        def heap(name: str | None) -> Any:
+            found = self.campaign(platform, name) if name else None
+            return None if found is None else found.protocol.get("heap")
+
+        order = [campaign] if campaign else []
+        want = heap(campaign)
+        if want is not None and want != heap(DESIGN):
+            order += [c.campaign for c in reversed(self.campaigns) if c.platform == platform
+                      and c.campaign not in (DESIGN, campaign) and c.protocol.get("heap") == want]
+        order.append(DESIGN)
+        return [e for name in dict.fromkeys(order)
+                for e in self.entries(platform, name, "kernels") if e.path.is_file()]
 
     def entry_of(self, path: str | Path) -> Entry | None:
         """The entry of the file ``path`` (compared resolved; None: not catalogued)."""
@@ -242,7 +268,7 @@ def _merge(base: Catalog, more: Catalog) -> Catalog:
             raise CatalogError(f"catalog {c.source}: campaign {c.platform}/{c.campaign} is "
                                f"already in {have[(c.platform, c.campaign)]}: name it otherwise")
     return Catalog(base.campaigns + more.campaigns, base.other + more.other,
-                   base.sources + more.sources)
+                   base.sources + more.sources, base.shipped)
 
 
 _CACHE: dict[tuple, Catalog] = {}
@@ -254,12 +280,16 @@ def use_catalog(path: str | Path):
     """Add the user catalog ``path`` to every :func:`load_catalog` until the returned function
     is called (``carb --catalog PATH`` calls it when the command ends).
 
+    An absent file is an empty catalog that the first registration writes
+    (:func:`register`).
+
     Raises
     ------
     CatalogError
         The catalog is unreadable or invalid (checked now, one line).
     """
-    read_catalog(path)
+    if Path(path).exists():  # an absent one is empty until a command registers a file in it
+        read_catalog(path)
     _USER.append(Path(path))
 
     def restore() -> None:
@@ -282,7 +312,8 @@ def _read_cached(path: Path) -> Catalog:
 def load_catalog(user: str | Path | list[str | Path] | None = None, *,
                  shipped: str | Path | None = None) -> Catalog:
     """The shipped catalog extended by the user catalogs: those of ``$CARB_CATALOG``, those
-    of ``carb --catalog`` (:func:`use_catalog`), then ``user``.
+    of ``carb --catalog`` (:func:`use_catalog`), then ``user``. A package installed without
+    the repository's ``data/`` has no shipped catalog: the user catalogs alone.
 
     Parameters
     ----------
@@ -296,13 +327,19 @@ def load_catalog(user: str | Path | list[str | Path] | None = None, *,
     CatalogError
         A catalog is unreadable or invalid, or two catalogs list the same campaign.
     """
-    cat = _read_cached(Path(SHIPPED_CATALOG if shipped is None else shipped))
+    base = Path(SHIPPED_CATALOG if shipped is None else shipped)
+    if shipped is None and not base.exists():
+        cat = Catalog()  # a package installed without the repository's data/: user catalogs only
+    else:
+        cat = _read_cached(base)
+        cat = Catalog(cat.campaigns, cat.other, cat.sources, base)
     extra = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
     extra += _USER
     extra += [] if user is None else [user] if isinstance(user, str | Path) else list(user)
     seen = {Path(s).resolve() for s in cat.sources}
-    for p in extra:  # a catalog named twice (or the base named again) is read once
-        if Path(p).resolve() not in seen:
+    for p in extra:  # a catalog named twice (or the base named again) is read once; an absent
+        # user catalog is empty (the first registration writes it)
+        if Path(p).resolve() not in seen and Path(p).exists():
             seen.add(Path(p).resolve())
             cat = _merge(cat, _read_cached(Path(p)))
     return cat
@@ -322,7 +359,8 @@ def catalog_problems(catalog: Catalog) -> list[str]:
     problems = []
     for root in {Path(s).parent for s in catalog.sources}:
         listed = {e.rel for e in catalog.entries() if e.root == root}
-        names = {Path(s).name for s in catalog.sources if Path(s).parent == root}
+        names = {n for s in catalog.sources if Path(s).parent == root
+                 for n in (Path(s).name, Path(s).name + ".lock")}
         on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*")
                    if p.is_file() and p.relative_to(root).as_posix() not in names}
         problems += [f"{root}: {r} is listed but absent" for r in sorted(listed - on_disk)]
@@ -362,3 +400,230 @@ def shown_path(path: str | Path) -> str:
         return Path(path).resolve().relative_to(base.resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def user_catalog_path() -> Path | None:
+    """The user catalog a command registers campaigns in: the one ``carb --catalog PATH``
+    names, else the first of ``$CARB_CATALOG``; None when neither is set."""
+    if _USER:
+        return _USER[-1]
+    env = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
+    return Path(env[0]) if env else None
+
+
+def register(path: str | Path, *, role: str, platform: str, campaign: str = DESIGN,
+             catalog: str | Path | None = None, device: str = "cpu", cpu_id: Any = "unknown",
+             families: tuple[str, ...] | list[str] = (), protocol: dict[str, Any] | None = None,
+             date: str = "", note: str = "") -> Path:
+    """Add the file ``path`` to the campaign ``platform``/``campaign`` of a user catalog
+    (creating the catalog file, or the campaign, when absent). The file must lie under the
+    catalog's folder; the catalog is written whole, under a lock, or not at all.
+
+    Parameters
+    ----------
+    path : path
+        The file to register (role ``role``).
+    role : str
+        One of :data:`ROLES`.
+    platform, campaign : str
+        The campaign it belongs to; a campaign of the shipped catalog cannot be extended.
+    catalog : path, optional
+        The user catalog (default :func:`user_catalog_path`).
+    device, cpu_id, families, protocol, date
+        The campaign's fields when it is new; an existing campaign must agree on ``device``
+        and ``cpu_id`` (its families grow by ``families``).
+    note : str
+        What the file is, in a few words.
+
+    Returns
+    -------
+    pathlib.Path
+        The catalog written.
+
+    Raises
+    ------
+    CatalogError
+        One line: no user catalog, the shipped catalog named, a file outside the catalog's
+        folder, an unknown role, a campaign of another catalog, or a campaign of another CPU.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "rows.parquet").write_bytes(b"")
+    0
+    >>> register(d / "rows.parquet", role="rows", platform="cpu_lab", catalog=d / "catalog.yaml").name
+    'catalog.yaml'
+    >>> [c.campaign for c in read_catalog(d / "catalog.yaml").campaigns]
+    ['design']
+    """
+    import tempfile
+
+    import yaml
+    from filelock import FileLock
+
+    target = Path(catalog) if catalog is not None else user_catalog_path()
+    if target is None:
+        raise CatalogError(f"no user catalog to register {path} in: name one with "
+                           f"carb --catalog PATH or {CATALOG_ENV}")
+    if target.resolve() == SHIPPED_CATALOG.resolve():
+        raise CatalogError(f"catalog {target}: the shipped catalog is read-only; register in a "
+                           "user catalog (carb --catalog PATH)")
+    if role not in ROLES:
+        raise CatalogError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    try:
+        rel = Path(path).resolve().relative_to(target.resolve().parent).as_posix()
+    except ValueError:
+        raise CatalogError(f"catalog {target}: {path} is not under the catalog's folder "
+                           f"{target.resolve().parent}; write the file there first") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock", timeout=60):
+        raw = (yaml.safe_load(target.read_text()) if target.is_file() else None) or {}
+        if target.is_file():
+            read_catalog(target)  # a broken catalog is named, not overwritten
+        raw.setdefault("format", 1)
+        camps = raw.setdefault("campaigns", []) or []
+        raw["campaigns"] = camps
+        theirs = next((c for c in load_catalog().campaigns
+                       if c.platform == platform and c.campaign == campaign
+                       and Path(c.source).resolve() != target.resolve()), None)
+        if theirs is not None:
+            raise CatalogError(f"campaign {platform}/{campaign} is already in {theirs.source}: "
+                               "name the campaign otherwise (--campaign)")
+        camp = next((c for c in camps if str(c.get("platform")) == platform
+                     and str(c.get("campaign")) == campaign), None)
+        if camp is None:
+            camp = {"platform": platform, "campaign": campaign, "device": device,
+                    "cpu_id": cpu_id, "families": sorted(families),
+                    "protocol": dict(protocol or {}), "date": date, "files": []}
+            camps.append(camp)
+        else:
+            for key, new in (("device", device), ("cpu_id", cpu_id)):
+                old = camp.get(key)
+                if new not in (None, "unknown") and old not in (None, "unknown") and old != new:
+                    raise CatalogError(f"catalog {target}: campaign {platform}/{campaign} holds "
+                                       f"{key} {old!r}, {path} {new!r}: register it as "
+                                       "another campaign")
+            camp["families"] = sorted(set(camp.get("families") or []) | set(families))
+        listed = [f for f in camp["files"] if f.get("path") == rel]
+        if listed and listed[0].get("role") != role:
+            raise CatalogError(f"catalog {target}: {rel} is already listed as "
+                               f"{listed[0].get('role')!r}")
+        if not listed:
+            entry = {"path": rel, "role": role}
+            if families:
+                entry["families"] = sorted(families)
+            if note:
+                entry["note"] = note
+            camp["files"].append(entry)
+        text = ("# CARB user catalog (carb_lib.dataset.catalog): campaigns registered by carb "
+                "merge, carb kernels\n# and carb catalog add; paths relative to this folder.\n"
+                + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".catalog-", suffix=".yaml")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            read_catalog(tmp)  # what is written must read back
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return target
+
+
+def study_files(platforms: list[str] | tuple[str, ...] | None = None, *,
+                family: str | None = "default", user: bool = True,
+                catalog: Catalog | None = None) -> list[Path]:
+    """The network rows a study reads: the ``rows`` files of each platform's design campaign
+    that hold ``family`` (``"default"``: the default family,
+    :data:`carb_lib.families._base.DEFAULT_FAMILY`; None: every family), for ``platforms``
+    (None: every catalogued platform) and, with ``user``, every platform a user catalog adds,
+    in that order.
+
+    Raises
+    ------
+    CatalogError
+        A named platform is not in the catalog (one line naming the known ones).
+
+    Examples
+    --------
+    >>> [shown_path(p) for p in study_files(["cpu_epyc_2c", "gpu_nvidia_h200"], user=False)]
+    ['data/cpu_epyc_2c.parquet', 'data/gpu_nvidia_h200.parquet']
+    """
+    cat = load_catalog() if catalog is None else catalog
+    names = list(cat.platforms() if platforms is None else platforms)
+    for p in names:
+        cat.require_platform(p)
+    if user:
+        names += [c.platform for c in cat.user_campaigns() if c.platform not in names]
+    names = list(dict.fromkeys(names))
+    if family == "default":
+        from carb_lib.families._base import DEFAULT_FAMILY  # pandas: only when asked
+
+        family = DEFAULT_FAMILY
+    return [e.path for p in names for e in cat.entries(p, DESIGN, "rows", family)]
+
+
+def resolve(value: Any, role: str, *, family: str | None = None, many: bool = False,
+            catalog: Catalog | None = None) -> Any:
+    """A notebook's data parameter as files: ``"platform"`` names that platform's design
+    campaign, ``"platform/campaign"`` another campaign; its files of ``role`` holding
+    ``family`` (``"!resnet"``: not holding it) are given as
+    :func:`shown_path` names them (``data/...`` for the shipped data). Anything else (a path,
+    ``None``) is returned as given; a list is resolved item by item.
+
+    Parameters
+    ----------
+    value : str, path, list or None
+        The parameter.
+    role : str
+        The role of the files wanted (:data:`ROLES`).
+    family : str, optional
+        Only files holding this family (``"!name"``: files not holding it).
+    many : bool
+        Every matching file (a list); otherwise the first, or None when there is none.
+
+    Examples
+    --------
+    >>> resolve("cpu_epyc_zen3_2c", "rows", family="resnet")
+    'data/cpu_epyc_zen3_2c.parquet'
+    >>> resolve("cpu_epyc_zen3_2c", "rows", family="!resnet")
+    'data/new_families/cpu_epyc_zen3_2c.parquet'
+    >>> resolve("cpu_xeon_gnr_2c/steady_kept", "kernels")
+    'data/kernels/cpu_xeon_gnr_2c_steady_kept.parquet'
+    >>> resolve("gpu_nvidia_h200", "audit") is None, resolve("my/file.parquet", "rows")
+    (True, 'my/file.parquet')
+    """
+    if isinstance(value, list | tuple):
+        out = [resolve(v, role, family=family, many=many, catalog=catalog) for v in value]
+        return [x for v in out for x in (v if isinstance(v, list) else [v])] if many else out
+    if not isinstance(value, str):
+        return value
+    cat = load_catalog() if catalog is None else catalog
+    plat, _, camp = value.partition("/")
+    if plat not in cat.platforms() or "/" in camp:
+        return value
+    if camp and cat.campaign(plat, camp) is None:
+        raise CatalogError(f"platform {plat!r} has no campaign {camp!r} in the catalog; its "
+                           f"campaigns: {', '.join(c.campaign for c in cat.campaigns if c.platform == plat)}")
+    entries = cat.entries(plat, camp or DESIGN, role)
+    if family is not None:
+        want = family.lstrip("!")
+        entries = [e for e in entries if (want in e.families) != family.startswith("!")]
+    found = [shown_path(e.path) for e in entries if e.path.is_file()]
+    return found if many else (found[0] if found else None)
+
+
+def platform_file(platform: str, role: str, *, family: str | None = None,
+                  campaign: str = DESIGN, catalog: Catalog | None = None) -> Path | None:
+    """The first existing file of ``role`` (narrowed to ``family``) in ``platform``'s campaign
+    ``campaign`` (default its design campaign); None when the catalog holds none.
+
+    Examples
+    --------
+    >>> shown_path(platform_file("cpu_epyc_zen3_2c", "audit", family="resnet"))
+    'data/audit/cpu_epyc_zen3_2c.parquet'
+    >>> platform_file("gpu_nvidia_h200", "kernels") is None
+    True
+    """
+    cat = load_catalog() if catalog is None else catalog
+    return next((p for p in cat.files(platform, campaign, role, family) if p.is_file()), None)

@@ -22,7 +22,7 @@ from sklearn.model_selection import GroupKFold, KFold
 from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
+from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX, coverage_value
 from carb_lib.ensemble.base_models import base_kind, fit_base_law, with_alloc_column
 from carb_lib.ensemble.conformal import (
     MIN_CALIBRATION,
@@ -706,9 +706,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
 
     def _coverage(self, coverage: float | None) -> float:
         coverage = self.coverage if coverage is None else coverage
-        if not _COVERAGE.is_satisfied_by(coverage):
-            raise InvalidParameterError(f"coverage must be in (0, 1), got {coverage!r}")
-        return float(coverage)
+        return coverage_value(coverage, error=InvalidParameterError)
 
     def conformal_half_widths(self, coverage: float | None = None) -> dict[str, dict[str, float]]:
         """Conformal half-width (learning scale) per target and group at ``coverage``.

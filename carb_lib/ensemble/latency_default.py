@@ -98,32 +98,43 @@ def _bench_platforms(path: Path) -> set[str]:
     return {str(v) for v in col if v is not None}
 
 
-def _catalogued_benchmark(platform: str, folder: Path, campaign: str | None) -> Path | None:
-    cat = load_catalog(shipped=folder / "catalog.yaml")
-    names = [DESIGN]
-    if campaign and campaign != platform and campaign.startswith(f"{platform}_"):
-        names.insert(0, campaign[len(platform) + 1:])
-    for name in names:
-        for path in cat.files(platform, name, "kernels"):
-            if path.is_file() and _bench_platforms(path) in (set(), {platform}):
-                return path
+def _catalogued_benchmark(platform: str, folder: Path | None, campaign: str | None,
+                          rows_file: str | Path | None = None) -> Path | None:
+    cat = load_catalog() if folder is None else load_catalog(shipped=folder / "catalog.yaml")
+    entry = None if rows_file is None else cat.entry_of(rows_file)
+    if entry is not None and entry.platform == platform:
+        name = entry.campaign
+    elif campaign and campaign != platform and campaign.startswith(f"{platform}_"):
+        name = campaign[len(platform) + 1:]
+    else:
+        name = None
+    for e in cat.benchmarks(platform, name):
+        if _bench_platforms(e.path) in (set(), {platform}):
+            return e.path
     return None
 
 
 def find_benchmark(platform: str, data_dir: str | Path | None = None, *,
-                   campaign: str | None = None) -> Path | None:
+                   campaign: str | None = None,
+                   rows_file: str | Path | None = None) -> Path | None:
     """The operator benchmark of ``platform`` (None: none).
 
-    Where ``data_dir`` (default :data:`DATA_DIR`) holds a ``catalog.yaml``, the catalog says
-    (:mod:`carb_lib.dataset.catalog`, extended by the user catalogs): the ``kernels`` file of
-    the campaign ``campaign`` names (the rows' file name without suffix, ``<platform>_<name>``)
-    when it has one, else of the platform's design campaign. A folder without a catalog is
-    looked up by name: ``<data_dir>/kernels/<campaign>.parquet``, else ``<platform>.parquet``.
-    A file whose ``platform`` column names another platform is not that platform's benchmark.
+    Without ``data_dir``, the catalogs in use say (:func:`carb_lib.dataset.catalog.load_catalog`:
+    the shipped one where present, and the user catalogs); where ``data_dir`` holds a
+    ``catalog.yaml``, that catalog (extended by the user catalogs). The rows' campaign is the
+    catalog's campaign of ``rows_file`` where it is catalogued, else the one ``campaign``
+    names (the rows' file name without suffix, ``<platform>_<name>``); its benchmark is
+    :meth:`carb_lib.dataset.catalog.Catalog.benchmarks`' first (its own, else one timed with
+    its heap, else the design campaign's). A folder without a catalog is looked up by name:
+    ``<data_dir>/kernels/<campaign>.parquet``, else ``<platform>.parquet``. A file whose
+    ``platform`` column names another platform is not that platform's benchmark.
     """
+    if data_dir is None and Path(DATA_DIR) == SHIPPED_CATALOG.parent:
+        # the catalogs in use: the shipped one (where present) and the user's
+        return _catalogued_benchmark(platform, None, campaign, rows_file)
     folder = Path(DATA_DIR if data_dir is None else data_dir)
     if (folder / "catalog.yaml").is_file():
-        return _catalogued_benchmark(platform, folder, campaign)
+        return _catalogued_benchmark(platform, folder, campaign, rows_file)
     names = [f"{platform}.parquet"]
     if campaign and campaign != platform and campaign.startswith(f"{platform}_"):
         names.insert(0, f"{campaign}.parquet")
@@ -141,9 +152,10 @@ def find_cache_probe(bench: Path, platform: str) -> Path | None:
     catalogs): the ``cache_probe`` of its campaign, else of the platform's design campaign.
     A benchmark no catalog lists: ``<bench stem>_cache_probe.csv`` beside it, else
     ``<platform>_cache_probe.csv``."""
-    for folder in (Path(bench).parent.parent, Path(bench).parent):
-        if (folder / "catalog.yaml").is_file():
-            cat = load_catalog(shipped=folder / "catalog.yaml")
+    for folder in (None, Path(bench).parent.parent, Path(bench).parent):
+        if folder is None or (folder / "catalog.yaml").is_file():
+            cat = load_catalog() if folder is None else load_catalog(
+                shipped=folder / "catalog.yaml")
             entry = cat.entry_of(bench)
             if entry is not None:
                 found = [p for p in (*cat.files(entry.platform, entry.campaign, "cache_probe"),
@@ -175,6 +187,7 @@ def _check_cpu(rows_ids: list[str], other: pd.DataFrame, what: Path, platform: s
 
 def choose_latency_law(rows: pd.DataFrame, platform: str, *,
                        data_dir: str | Path | None = None, campaign: str | None = None,
+                       rows_file: str | Path | None = None,
                        kernel_bench: str | Path | None = None,
                        cache_probe: str | Path | None = None) -> LatencyLawChoice:
     """The latency law to fit ``rows`` (network rows of ``platform``) with, and why.
@@ -189,6 +202,9 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
         The data folder whose catalog is asked (default :data:`DATA_DIR`).
     campaign : str, optional
         The rows' file name without suffix: a benchmark of the same campaign comes first.
+    rows_file : str or Path, optional
+        The rows' file: where the catalog lists it, its campaign decides
+        (:func:`find_benchmark`).
     kernel_bench, cache_probe : str or Path, optional
         A benchmark (and probe) chosen by the user: checked against the rows' CPU the same way.
 
@@ -204,13 +220,20 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     ValueError
         The benchmark or probe names another CPU (``cpu_id``) than the rows: both ids named.
     """
+    asked = data_dir if data_dir is not None else (
+        None if Path(DATA_DIR) == SHIPPED_CATALOG.parent else DATA_DIR)  # None: the catalogs
     data_dir = Path(DATA_DIR if data_dir is None else data_dir)
     root = data_dir.parent
     if kernel_bench is None:
-        bench = find_benchmark(platform, data_dir, campaign=campaign)
+        bench = find_benchmark(platform, asked, campaign=campaign, rows_file=rows_file)
         if bench is None:
-            where = f"{data_dir.name}/" + ("catalog.yaml" if (data_dir / "catalog.yaml")
-                                           .is_file() else "")
+            if asked is None:
+                sources = load_catalog().sources
+                where = ", ".join(f"{p.parent.name}/{p.name}" if p == SHIPPED_CATALOG else str(p)
+                                  for p in sources) or "no catalog"
+            else:
+                where = f"{data_dir.name}/" + ("catalog.yaml" if (data_dir / "catalog.yaml")
+                                               .is_file() else "")
             return LatencyLawChoice("roofline", f"no operator benchmark of platform {platform} "
                                     f"in {where}: roofline law", root=root)
         probe = find_cache_probe(bench, platform)

@@ -118,7 +118,7 @@ def _split_masks(rows: pd.DataFrame, split: str, seed: int) -> tuple[np.ndarray,
     raise ValueError(f"split={split!r} is unknown; valid: {list(PLATFORM_SPLITS)}")
 
 
-def _auto_rows(rows: pd.DataFrame, plat: str, campaign: str, data_dir: Path | None,
+def _auto_rows(rows: pd.DataFrame, plat: str, rows_file: str, data_dir: Path | None,
                n_jobs: int):
     """``carb fit``'s choice for the platform's rows, and the rows with the kernel column
     when that choice is the kernel law (the kernel model ``carb fit`` learns: on the whole
@@ -127,7 +127,8 @@ def _auto_rows(rows: pd.DataFrame, plat: str, campaign: str, data_dir: Path | No
     from carb_lib.kernels import law as kernels
     from carb_lib.kernels.cache_probe import cache_knee
 
-    choice = choose_latency_law(rows, plat, data_dir=data_dir, campaign=campaign)
+    choice = choose_latency_law(rows, plat, data_dir=data_dir,
+                                campaign=Path(rows_file).name.split(".")[0], rows_file=rows_file)
     if choice.law != "kernel":
         return choice, rows
     knee = None if choice.cache_probe is None else cache_knee(pd.read_csv(choice.cache_probe))
@@ -205,7 +206,7 @@ def platform_report(files: Mapping[str, Sequence[str]] | None = None, *, seeds: 
         rows = load_cpu_rows({plat: spec}, paired=False)
         if max_rows is not None and len(rows) > int(max_rows):
             rows = rows.sample(int(max_rows), random_state=0).reset_index(drop=True)
-        choice, with_k = _auto_rows(rows, plat, Path(spec[0]).name.split(".")[0],
+        choice, with_k = _auto_rows(rows, plat, spec[0],
                                     None if data_dir is None else Path(data_dir), int(n_jobs))
         choices.append({"platform": plat, "n_rows": len(rows), "auto_law": choice.law,
                         "reason": choice.reason})

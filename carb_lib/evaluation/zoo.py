@@ -359,25 +359,7 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
     audit = [show(e) for e in cat.entries(plat, entry.campaign, "audit")
              if not e.note and e.path.is_file()]
     return {"design_datasets": design, "audit": audit[0] if audit else None,
-            "kernel_bench": _bench_of_heap(cat, plat, entry.campaign, show)}
-
-
-def _bench_of_heap(cat: Any, platform: str, zoo_campaign: str | None, show: Any) -> str | None:
-    """The operator benchmark of ``platform`` timed with the heap of its campaign
-    ``zoo_campaign`` (:func:`sibling_files`), else its design campaign's."""
-    def heap(campaign: str | None) -> Any:
-        return next((c.protocol.get("heap") for c in cat.campaigns
-                     if c.platform == platform and c.campaign == campaign), None)
-
-    def benches(campaign: str) -> list[str]:
-        return [show(e) for e in cat.entries(platform, campaign, "kernels") if e.path.is_file()]
-
-    want = heap(zoo_campaign)
-    order = [DESIGN] if want is None or heap(DESIGN) == want else [
-        *[c.campaign for c in reversed(cat.campaigns) if c.platform == platform
-          and c.campaign not in (DESIGN, zoo_campaign) and c.protocol.get("heap") == want],
-        DESIGN]
-    return next((b[0] for b in map(benches, order) if b), None)
+            "kernel_bench": next(map(show, cat.benchmarks(plat, entry.campaign)), None)}
 
 
 @dataclass

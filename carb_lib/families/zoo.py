@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import coverage_value
 from carb_lib.families import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -441,8 +442,7 @@ def predict_zoo(model: Any, table: pd.DataFrame, coverage: float) -> pd.DataFram
     """Zoo candidates with a fitted model's predictions: ``{t}_pred``, ``{t}_pred_lo``,
     ``{t}_pred_hi`` per target, ``extrapolated`` and ``model_platform`` (as ``carb
     predict``)."""
-    if not 0 < coverage < 1:
-        raise ConfigError(f"--coverage must be in (0, 1), got {coverage}")
+    coverage_value(coverage, "--coverage", ConfigError)
     pred = model.predict_interval(table, coverage=coverage)
     rename = {f"{t}{x}": f"{t}_pred{x}" for t in model.targets_ for x in ("", "_lo", "_hi")
               if f"{t}{x}" in pred.columns}

@@ -172,12 +172,13 @@ class Protocol:
     cpu_warmup_iters: int = 3
     cpu_min_iters: int = 2
     cpu_min_window_s: float = 0.1
-    n_windows: int = 3
-    max_windows: int = 8
-    min_cpu_share: float = 0.95
-    max_window_spread: float = 0.05
-    backoff_s: float = 0.05
-    max_other_busy: float = 0.3
+    # the interference detector's settings: WindowPolicy's defaults (one owner)
+    n_windows: int = WindowPolicy.n_windows
+    max_windows: int = WindowPolicy.max_windows
+    min_cpu_share: float = WindowPolicy.min_cpu_share
+    max_window_spread: float = WindowPolicy.max_window_spread
+    backoff_s: float = WindowPolicy.backoff_s
+    max_other_busy: float = WindowPolicy.max_other_busy
     threads: int | None = None
     sample_hz: float = 50.0
     count_kernels: bool = True

@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGET_SHORT, TARGET_UNITS, TARGETS
+from carb_lib.core.vocab import (
+    DEFAULT_COVERAGE,
+    TARGET_SHORT,
+    TARGET_UNITS,
+    TARGETS,
+    coverage_value,
+)
 
 __all__ = ["BUDGET_METRICS", "PER_SAMPLE_TARGETS", "QUALITY_PROXY", "TARGETS", "Budget",
            "DeploymentSpec", "Objective", "default_objectives"]
@@ -292,9 +298,7 @@ class DeploymentSpec:
         if not objs:
             raise ValueError("no objectives: give at least one cost objective or a quality column")
         self.objectives = tuple(objs)
-        if not 0.0 < float(self.coverage) < 1.0:
-            raise ValueError(f"coverage must be in (0, 1), got {self.coverage!r}")
-        self.coverage = float(self.coverage)
+        self.coverage = coverage_value(self.coverage)
         if int(self.k) != self.k or self.k < 1:
             raise ValueError(f"k must be a positive integer, got {self.k!r}")
         self.k = int(self.k)

@@ -21,8 +21,8 @@ import pandas as pd
 __all__ = ["CAMPAIGNS", "CALIBRATION_TARGET_SOURCE", "calibration_claims", "campaign_pairs",
            "load_campaigns", "summarise_pairs"]
 
-#: The stored Xeon 167 campaigns timed under one protocol (1 thread, default heap), under
-#: ``data/other_cpus/`` (their reference rows under ``data/reference/other_cpus/``).
+#: The stored Xeon 167 campaigns timed under one protocol (1 thread, default heap), named
+#: ``<platform>`` (its design campaign) or ``<platform>_<campaign>`` in the catalog.
 CAMPAIGNS: tuple[str, ...] = ("cpu_xeon_gnr_2c", "cpu_xeon_gnr_2c_rest", "cpu_xeon_gnr_2c_joint",
                               "cpu_xeon_gnr_2c_heap_pair_default")
 #: Where the target of :func:`calibration_claims` is stated.
@@ -39,30 +39,47 @@ def _protocol(rows: pd.DataFrame) -> tuple:
     return threads, heap
 
 
-def load_campaigns(data_dir: str | Path = "data", names: Sequence[str] = CAMPAIGNS,
+def load_campaigns(data_dir: str | Path | None = None, names: Sequence[str] = CAMPAIGNS,
                    ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
     """``{name: (ok rows with static features, reference rows or None)}`` of the campaigns
-    ``names`` under ``<data_dir>/other_cpus/``.
+    ``names``: ``<platform>`` is that platform's design campaign, ``<platform>_<campaign>`` the
+    campaign ``<campaign>``; their ResNet ``rows`` and ``reference`` files come from the
+    catalog (:mod:`carb_lib.dataset.catalog`; ``data_dir``: a folder whose ``catalog.yaml`` is
+    asked in place of the shipped one).
 
     Raises
     ------
     ValueError
-        A campaign file is absent, or the campaigns differ in thread count or heap (a host
-        factor between them would mix the protocol with the host's speed).
+        A campaign is not catalogued or its file is absent, or the campaigns differ in thread
+        count or heap (a host factor between them would mix the protocol with the host's speed).
     """
+    from carb_lib.dataset.catalog import DESIGN, load_catalog
     from carb_lib.dataset.schema import read_dataset
+    from carb_lib.families._base import DEFAULT_FAMILY
     from carb_lib.transfer.rows import prepare_rows
+
+    cat = load_catalog(shipped=None if data_dir is None else Path(data_dir) / "catalog.yaml")
+
+    def campaign_files(name: str, role: str) -> list[Path]:
+        for plat in sorted(cat.platforms(), key=len, reverse=True):
+            if name == plat or name.startswith(f"{plat}_"):
+                camp = DESIGN if name == plat else name[len(plat) + 1:]
+                return cat.files(plat, camp, role, DEFAULT_FAMILY)
+        return []
 
     out: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]] = {}
     seen: dict[tuple, str] = {}
     for name in names:
-        path = Path(data_dir) / "other_cpus" / f"{name}.parquet"
-        if not path.exists():
-            raise ValueError(f"campaign {name!r}: {path} is absent")
-        rows = prepare_rows(read_dataset(path))
+        paths = campaign_files(name, "rows")
+        if not paths:
+            raise ValueError(f"campaign {name!r} has no ResNet rows in the catalog "
+                             f"({', '.join(map(str, cat.sources))})")
+        if not paths[0].exists():
+            raise ValueError(f"campaign {name!r}: {paths[0]} is absent")
+        rows = prepare_rows(read_dataset(paths[0]))
         seen.setdefault(_protocol(rows), name)
-        ref_path = Path(data_dir) / "reference" / "other_cpus" / f"{name}.parquet"
-        out[name] = (rows, pd.read_parquet(ref_path) if ref_path.exists() else None)
+        refs = [p for p in campaign_files(name, "reference") if p.exists()]
+        out[name] = (rows, pd.read_parquet(refs[0]) if refs else None)
     if len(seen) > 1:
         said = "; ".join(f"{n}: threads {t}, heap kept {h}" for (t, h), n in seen.items())
         raise ValueError(f"the campaigns were timed under different protocols ({said}): "

@@ -114,39 +114,63 @@ def primary_settings(settings: pd.DataFrame) -> list[str]:
 
 
 def load_transfer_data(
-    data_dir: str | Path = "data", external: str | Path | None = "data/external/help_nb201.parquet",
+    data_dir: str | Path | None = None, external: str | Path | bool | None = True, *,
+    platforms: list[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every measured platform in ``data_dir/*.parquet`` plus the external HELP table.
+    """The measured platforms' rows plus the external HELP table.
 
     Missing or unreadable files do not stop the study: the inventory says why.
+
+    Parameters
+    ----------
+    data_dir : path, optional
+        A folder of ``*.parquet`` files to read instead of the catalog.
+    external : path or bool
+        The external table; ``True`` (default): the catalog's ``external`` Parquet files;
+        ``None``/``False``: none.
+    platforms : list of str, optional
+        Catalogued platforms whose design-campaign ResNet rows are read (every platform a user
+        catalog adds joins them: :func:`carb_lib.dataset.catalog.study_files`); None: every
+        catalogued platform. A named platform without rows is listed as ``absent``.
 
     Returns
     -------
     (rows, inventory)
         ``rows``: all measurement rows (validated, with ``config_id``); ``inventory``: one row
-        per file with ``path``, ``status`` ("loaded", "absent" or "error: ..."), ``n_rows``,
-        ``platforms``.
+        per file with ``path`` (as :func:`carb_lib.dataset.catalog.shown_path` names it),
+        ``status`` ("loaded", "absent" or "error: ..."), ``n_rows``, ``platforms``.
     """
+    from carb_lib.dataset.catalog import files as catalog_files
+    from carb_lib.dataset.catalog import load_catalog, shown_path, study_files
     from carb_lib.dataset.readers import DatasetError, load_measurements
 
-    paths = sorted(Path(data_dir).glob("*.parquet")) if Path(data_dir).is_dir() else []
-    expected = Path(data_dir) / "cpu_epyc_2c.parquet"
-    if expected not in paths:
-        paths.append(expected)
-    if external is not None:
+    absent: list[str] = []
+    if data_dir is not None:
+        paths = sorted(Path(data_dir).glob("*.parquet")) if Path(data_dir).is_dir() else []
+    else:
+        paths = study_files(platforms)
+        have = {e.platform for e in map(load_catalog().entry_of, paths) if e is not None}
+        absent = [p for p in (platforms or []) if p not in have]
+    if external is True:
+        paths += [p for p in catalog_files(role="external") if p.suffix == ".parquet"]
+    elif external:
         paths.append(Path(external))
     frames, inv = [], []
+    inv += [{"path": f"platform {p}", "status": "absent", "n_rows": 0, "platforms": p}
+            for p in absent]
     for p in paths:
         if not p.exists():
-            inv.append({"path": str(p), "status": "absent", "n_rows": 0, "platforms": ""})
+            inv.append({"path": shown_path(p), "status": "absent", "n_rows": 0,
+                        "platforms": ""})
             continue
         try:
             d = load_measurements(p)
         except (DatasetError, ValueError, KeyError, OSError) as exc:
-            inv.append({"path": str(p), "status": f"error: {exc}", "n_rows": 0, "platforms": ""})
+            inv.append({"path": shown_path(p), "status": f"error: {exc}", "n_rows": 0,
+                        "platforms": ""})
             continue
         frames.append(d)
-        inv.append({"path": str(p), "status": "loaded", "n_rows": len(d),
+        inv.append({"path": shown_path(p), "status": "loaded", "n_rows": len(d),
                     "platforms": ", ".join(sorted(d["platform"].astype(str).unique()))})
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return rows, pd.DataFrame(inv, columns=["path", "status", "n_rows", "platforms"])
