@@ -19,8 +19,8 @@ allocated) and returns *every* aten call, one row each:
 ``modelled`` says whether the kernel law sums the call: it is True exactly where
 :func:`~carb_lib.kernels.op_lists.recorded_ops` records a row for it (``law_op``, the same
 classifier), and ``law_flops`` / ``law_bytes`` are what that row counts at this batch, so a
-call the law models with another shape shows it (ConvNeXt's linear layers run on every pixel;
-the law's row counts one). :func:`unmodelled_share` gives the share of a network's FLOPs and
+call the law models with another shape shows it (ConvNeXt's linear layers run on every pixel:
+the law's row is a 1x1 convolution on those pixels). :func:`unmodelled_share` gives the share of a network's FLOPs and
 bytes outside the law's sum, for a prediction to flag.
 
 Conventions: FLOPs are 2 per multiply-add for convolutions and matrix products, one per output

@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,11 @@ def _classify(name: str, args: tuple, out: Any, torch: Any) -> tuple | None:
                 groups, int(x.shape[-1]), int(out.shape[-1]))
     if name in ("addmm", "mm"):
         a = args[1] if name == "addmm" else args[0]
+        tokens = int(a.shape[0])  # rows of one image (the recorders run at batch 1)
+        if tokens > 1:  # a linear layer on every pixel (ConvNeXt's blocks): a 1x1 convolution
+            side = math.isqrt(tokens)  # on the h x h pixels it runs on
+            side = side if side * side == tokens else round(math.sqrt(tokens))
+            return ("conv", int(a.shape[1]), int(out.shape[1]), 1, 1, 0, 1, side, side)
         return ("linear", int(a.shape[1]), int(out.shape[1]), 1, 1, 0, 1, 1, 1)
     if x is None or x.dim() != 4:
         return None
