@@ -23,9 +23,32 @@ from sklearn.utils.validation import check_is_fitted
 
 # In a Jupyter kernel (papermill runs of the notebooks), scikit-learn 1.9 with joblib 1.6 warns
 # once per tree that its `delayed` ran outside its own Parallel while ExtraTrees fit and predict
-# with n_jobs > 1: thousands of identical lines per notebook, nothing to act on.
-warnings.filterwarnings("ignore", message=r"`sklearn\.utils\.parallel\.delayed` should be used",
-                        category=UserWarning)
+# with n_jobs > 1: thousands of identical lines per notebook, nothing to act on. A filter is not
+# enough: each of scikit-learn's worker threads resets and rebuilds the process's filter list
+# (sklearn.utils.parallel._FuncWrapper: catch_warnings + resetwarnings, not thread-safe), so two
+# threads can leave it without this filter, and the next Parallel then passes no filters at all
+# (which is itself what makes it warn). The message is also dropped where warnings are shown.
+_SKLEARN_DELAYED = r"`sklearn\.utils\.parallel\.delayed` should be used"
+warnings.filterwarnings("ignore", message=_SKLEARN_DELAYED, category=UserWarning)
+
+
+def _drop_sklearn_delayed(show: Any) -> Any:
+    """``warnings.showwarning`` that drops scikit-learn's ``delayed`` warning, else ``show``."""
+    import re
+
+    pattern = re.compile(_SKLEARN_DELAYED)
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UserWarning) and pattern.match(str(message)):
+            return None
+        return show(message, category, filename, lineno, file, line)
+
+    showwarning.carb_drops_sklearn_delayed = True  # type: ignore[attr-defined]
+    return showwarning
+
+
+if not getattr(warnings.showwarning, "carb_drops_sklearn_delayed", False):
+    warnings.showwarning = _drop_sklearn_delayed(warnings.showwarning)
 
 __all__ = ["LEARNERS", "PAPER_BLEND_WEIGHTS", "LearnerList", "feature_importances",
            "fixed_weights", "learner_components", "learner_names", "make_corrector",
