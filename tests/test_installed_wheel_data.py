@@ -6,7 +6,8 @@ working folder with a user catalog pointing at a copied fixture, ``carb fit --pl
 and pyarrow's Parquet readers, which open files in C++).
 
 The fixture is SYNTHETIC: 400 shipped Zen 4 ResNet rows and the Zen 4 operator benchmark with
-latencies times 1.25, another platform name and CPU string."""
+latencies times 1.25, another platform name and CPU string (test_new_platform_recipe's
+``_synthetic``)."""
 
 from __future__ import annotations
 
@@ -87,20 +88,17 @@ def installed(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def fixture_catalog(tmp_path) -> Path:
+    from test_new_platform_recipe import CPU_ID, LATENCY_COLS, _synthetic
+
     root = tmp_path / "fixture"
-    (root / "kernels").mkdir(parents=True)
     zen4 = "cpu_epyc_zen4_2c"
-    rows = pd.read_parquet(C.platform_file(zen4, "rows", family="resnet")).head(400)
-    rows = rows.assign(platform=LAB, cpu_id="SYNTHETIC wheel CPU",
-                       latency_ms=rows["latency_ms"] * 1.25)
-    rows.to_parquet(root / "rows.parquet", index=False)
-    bench = pd.read_parquet(C.platform_file(zen4, "kernels"))
-    bench.assign(platform=LAB, cpu_id="SYNTHETIC wheel CPU", time_ms=bench["time_ms"] * 1.25
-                 ).to_parquet(root / "kernels" / "bench.parquet", index=False)
+    rows = _synthetic(root / "rows.parquet", C.platform_file(zen4, "rows", family="resnet"),
+                      LATENCY_COLS, platform=LAB, n=400)
+    bench = _synthetic(root / "kernels" / "bench.parquet", C.platform_file(zen4, "kernels"),
+                       ("time_ms",), platform=LAB)
     cat = root / "catalog.yaml"
-    for path, role in ((root / "rows.parquet", "rows"), (root / "kernels" / "bench.parquet",
-                                                         "kernels")):
-        C.register(path, role=role, platform=LAB, catalog=cat, cpu_id="SYNTHETIC wheel CPU",
+    for path, role in ((rows, "rows"), (bench, "kernels")):
+        C.register(path, role=role, platform=LAB, catalog=cat, cpu_id=CPU_ID,
                    families=("resnet",) if role == "rows" else (),
                    protocol={"threads": 1, "heap": "default"})
     return cat

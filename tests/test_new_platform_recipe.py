@@ -22,11 +22,17 @@ from carb_lib.dataset import catalog as C
 runner = CliRunner()
 LAB = "cpu_synthetic_lab"
 CPU_ID = "SYNTHETIC lab CPU | AVX2 | L3 16384K"
+#: The time columns scaled in a SYNTHETIC copy of network rows (of a benchmark: ``time_ms``).
+LATENCY_COLS = ("latency_ms", "latency_mean_ms", "latency_p10_ms", "latency_p90_ms")
 
 
-def _synthetic(path: Path, source: Path, time_cols: tuple[str, ...]) -> Path:
+def _synthetic(path: Path, source: Path, time_cols: tuple[str, ...], *, platform: str = LAB,
+               n: int | None = None) -> Path:
+    """A SYNTHETIC copy of the shipped file ``source`` (its first ``n`` rows) at ``path``:
+    platform ``platform``, CPU :data:`CPU_ID`, ``time_cols`` times 1.25."""
     d = pd.read_parquet(source)
-    d["platform"] = LAB
+    d = d if n is None else d.head(n)
+    d["platform"] = platform
     if "cpu_id" in d.columns:
         d["cpu_id"] = CPU_ID
     for col in time_cols:
@@ -42,7 +48,7 @@ def lab(tmp_path: Path) -> dict[str, Path]:
     """The SYNTHETIC platform's three files under a user data folder (nothing registered)."""
     zen4 = "cpu_epyc_zen4_2c"
     root = tmp_path / "mydata"
-    lat = ("latency_ms", "latency_mean_ms", "latency_p10_ms", "latency_p90_ms")
+    lat = LATENCY_COLS
     return {
         "root": root,
         "rows": _synthetic(root / LAB / "design" / "rows.parquet",
