@@ -32,10 +32,10 @@ from carb_lib.evaluation import prepare_dataset  # noqa: E402
 from carb_lib.evaluation.models import fit_quiet  # noqa: E402
 
 SETS = {
-    "gpu_nvidia_h200 ResNet (43 rows)": ["data/gpu_nvidia_h200.parquet"],
-    "gpu_nvidia_h200 every family (132 rows)": ["data/gpu_nvidia_h200.parquet",
-                                                "data/new_families/gpu_nvidia_h200.parquet"],
-    "cpu_epyc_zen3_2c ResNet (400-row sample)": ["data/cpu_epyc_zen3_2c.parquet"],
+    "gpu_nvidia_h200 ResNet (43 rows)": ["data/gpu_nvidia_h200/design/rows.parquet"],
+    "gpu_nvidia_h200 every family (132 rows)": ["data/gpu_nvidia_h200/design/rows.parquet",
+                                                "data/gpu_nvidia_h200/design/rows_new_families.parquet"],
+    "cpu_epyc_zen3_2c ResNet (400-row sample)": ["data/cpu_epyc_zen3_2c/design/rows.parquet"],
 }
 
 

@@ -55,8 +55,8 @@ def _timed(fn, repeats: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=Path("data/cpu_epyc_zen3_2c.parquet"))
-    ap.add_argument("--bench", type=Path, default=Path("data/kernels/cpu_epyc_zen3_2c.parquet"))
+    ap.add_argument("--data", type=Path, default=Path("data/cpu_epyc_zen3_2c/design/rows.parquet"))
+    ap.add_argument("--bench", type=Path, default=Path("data/cpu_epyc_zen3_2c/design/kernels.parquet"))
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("results/benchmarks/kernel_law.csv"))

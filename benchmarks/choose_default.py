@@ -95,7 +95,7 @@ def choose(table: pd.DataFrame, full_size: bool = True) -> pd.DataFrame:
 
 def main(argv=None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", type=Path, default=Path("data/cpu_epyc_zen3_2c.parquet"))
+    ap.add_argument("--dataset", type=Path, default=Path("data/cpu_epyc_zen3_2c/design/rows.parquet"))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
     ap.add_argument("--predict-rows", type=int, default=1_000_000)

@@ -6,7 +6,7 @@ and 167), two laws are compared on the same rows:
 
 * ``auto``: what ``carb fit`` does by default (:func:`carb_lib.ensemble.latency_default.choose_latency_law`:
   the kernel law with the benchmark, and the read-bandwidth probe where one sits beside it,
-  found by platform in ``data/kernels/``);
+  found by platform in the catalog);
 * ``roofline``: the roofline law (``carb fit --latency-law roofline``).
 
 Rows: the platform's file read and prepared as ``carb fit`` reads it. Per seed, the random
@@ -76,7 +76,7 @@ def platform_rows(plat: str, files: tuple[str, ...]) -> tuple[pd.DataFrame, obje
     path = ROOT / files[0]
     raw = read_dataset(path)
     ok = raw[raw["status"].astype(str).eq("ok")] if "status" in raw.columns else raw
-    choice = choose_latency_law(ok, plat, data_dir=ROOT / "data", campaign=path.name.split(".")[0])
+    choice = choose_latency_law(ok, plat, data_dir=ROOT / "data", rows_file=path)
     return prepare_dataset(raw, plat), choice
 
 

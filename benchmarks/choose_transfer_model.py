@@ -33,10 +33,8 @@ OUT = ROOT / "results" / "benchmarks" / "transfer_model_choice.csv"
 CANDIDATES: tuple[tuple[str, str], ...] = (("shared_default", "default"), ("shared_fast", "fast"))
 #: Per platform: ResNet rows, new-family rows.
 PAIRS: dict[str, tuple[str, str]] = {
-    "cpu_epyc_zen3_2c": ("data/cpu_epyc_zen3_2c.parquet",
-                         "data/new_families/cpu_epyc_zen3_2c.parquet"),
-    **{p: (f"data/other_cpus/{p}.parquet", f"data/other_cpus/new_families/{p}.parquet")
-       for p in ("cpu_epyc_zen5_2c", "cpu_xeon_emr_2c", "cpu_xeon_gnr_2c")},
+    p: (f"data/{p}/design/rows.parquet", f"data/{p}/design/rows_new_families.parquet")
+    for p in ("cpu_epyc_zen3_2c", "cpu_epyc_zen5_2c", "cpu_xeon_emr_2c", "cpu_xeon_gnr_2c")
 }
 
 

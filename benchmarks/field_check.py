@@ -20,8 +20,8 @@ On whatever CPU kind it runs, with the platform whose shipped rows were measured
 
 The network list is fixed here, before any run: torchvision networks outside the zoo campaign
 (:data:`carb_lib.families.zoo.CAMPAIGN_NETWORKS`) and twelve campaign networks at a batch the
-campaign never timed (8). Writes the measured rows to ``data/field/<platform>.parquet`` and
-the audit rows to ``data/audit/field/<platform>.parquet`` (new files: one run per CPU kind),
+campaign never timed (8). Writes the measured rows to ``data/<platform>/field/rows.parquet`` and
+the audit rows to ``data/<platform>/field/audit.parquet`` (new files: one run per CPU kind),
 appends one summary row (date, ``cpu_id``, commit) to ``results/benchmarks/field_<platform>.csv``
 and the per-config table of the run to ``results/benchmarks/field_<platform>_configs.csv`` (on
 the AMD EPYC Zen 4: ``results/benchmarks/field_cpu_epyc_zen4_2c.csv`` and
@@ -164,8 +164,8 @@ def main() -> None:
 
     t_start = time.perf_counter()
     plat, files = this_platform()
-    data_out = args.out_data / "field" / f"{plat}.parquet"
-    audit_out = args.out_data / "audit" / "field" / f"{plat}.parquet"
+    data_out = args.out_data / plat / "field" / "rows.parquet"
+    audit_out = args.out_data / plat / "field" / "audit.parquet"
     if not args.dry_run and (data_out.exists() or audit_out.exists()):
         print(f"{data_out} exists: this CPU kind was checked already (one run per kind, never "
               f"re-run to improve a number); its numbers are in field_{plat}.csv")

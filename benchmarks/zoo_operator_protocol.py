@@ -1,8 +1,8 @@
 """The operator benchmark under the zoo rows' protocol: the heap kept against the default heap,
 timed back to back on this host, and the operator-sum baseline restated on each.
 
-The zoo rows (``data/zoo/<platform>.parquet``) were timed with the heap kept; the shipped
-operator benchmark of their platform (``data/kernels/<platform>.parquet``) with the default heap,
+The zoo rows (``data/<platform>/zoo/rows.parquet``) were timed with the heap kept; the shipped
+operator benchmark of their platform (``data/<platform>/design/kernels.parquet``) with the default heap,
 on another VM and day. Before any operator model is changed, this script asks how much of the
 operator sum's error on the zoo is that mismatch. On the CPU kind of the platform (``cpu_id``):
 
@@ -24,7 +24,7 @@ The zoo rows themselves are not re-timed (a zoo audit takes about an hour): the 
 them is another VM, so the benchmarks of today and the rows differ also by host; the anchors and
 the today/shipped ratio say by how much the host speed differs from the shipped benchmark's.
 
-Writes the two benchmarks (and their anchors) to ``data/kernels/<platform>_heap_pair_default``
+Writes the two benchmarks (and their anchors) to ``data/<platform>/heap_pair_default/kernels.parquet``
 and ``_heap_pair_kept.parquet`` (new files: one run per CPU kind), the scores to
 ``results/benchmarks/zoo_operator_protocol_<platform>.csv`` and the operator ratios to
 ``results/benchmarks/zoo_operator_protocol_<platform>_ratios.csv`` (on the AMD EPYC Zen 4:
@@ -77,8 +77,7 @@ def _shipped(platform: str) -> tuple[Path, Path]:
 
     cat = load_catalog()
     bench = [e.path for e in cat.entries(platform, "design", "kernels") if e.path.is_file()]
-    zoo = [e.path for e in cat.entries(platform, None, "rows")
-           if e.path.is_file() and e.path.parent.name == "zoo"]
+    zoo = [e.path for e in cat.entries(platform, "zoo", "rows") if e.path.is_file()]
     if not bench or not zoo:
         sys.exit(f"error: {platform} has no catalogued design benchmark or zoo rows")
     return bench[0], zoo[0]
@@ -165,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the operator models")
     ap.add_argument("--n", type=int, default=None,
                     help="operators to time (default: all of the shipped draw; fewer: a smoke run)")
-    ap.add_argument("--data-dir", type=Path, default=ROOT / "data" / "kernels",
-                    help="folder of the benchmarks written")
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "data",
+                    help="data folder of the benchmarks written (<platform>/heap_pair_<heap>/)")
     ap.add_argument("--results-dir", type=Path, default=ROOT / "results" / "benchmarks")
     args = ap.parse_args(argv)
 
@@ -181,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     shipped_path, zoo_path = _shipped(platform)
     shipped = kernels.read_bench(shipped_path)
-    paths = {h: args.data_dir / f"{platform}_heap_pair_{h}.parquet" for h in ("default", "kept")}
+    paths = {h: args.data_dir / platform / f"heap_pair_{h}" / "kernels.parquet"
+             for h in ("default", "kept")}
     done = all(p.is_file() for p in paths.values())
     if not args.score_only and done:
         print(f"{platform}: the benchmarks are written (one run per CPU kind, never re-run to "

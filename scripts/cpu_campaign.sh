@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU campaign that produced data/cpu_epyc_2c.parquet (see data/README.md).
+# The CPU campaign that produced data/cpu_epyc_2c/design/rows.parquet (see data/README.md).
 # fp32 configs up to 2 GFLOP per batch and fp16 configs up to 0.5 GFLOP per batch: fp16 runs
 # ~20x slower than fp32 on this CPU (no native fp16 arithmetic), so its compute cap is lower.
 # Configs are measured in a seeded random order with 1 intra-op thread; a rerun resumes.
@@ -21,4 +21,4 @@ PY
 .venv/bin/carb profile --device cpu --platform cpu_epyc_2c --threads 1 \
   --configs runs/cpu_campaign_configs.parquet --seed 0 --max-gflops 2 --ref-every 50 \
   --time-budget-s "$BUDGET" --out "$PARTS"
-echo "merge with: .venv/bin/carb merge $PARTS data/cpu_epyc_2c.parquet --reference-out data/reference/cpu_epyc_2c.parquet"
+echo "merge with: .venv/bin/carb merge $PARTS data/cpu_epyc_2c/design/rows.parquet --reference-out data/cpu_epyc_2c/design/reference.parquet"

@@ -1,4 +1,4 @@
-"""Config lists of the version-2 CPU campaign (data/cpu_epyc_2c.parquet, see data/README.md).
+"""Config lists of the version-2 CPU campaign (data/cpu_epyc_2c/design/rows.parquet, see data/README.md).
 
 Designed for modelling, not only coverage:
 

@@ -26,4 +26,4 @@ for phase in sweeps_fp32 sweeps_fp16 fill; do
     --time-budget-s "$left" --out "$PARTS" --no-progress \
     ${CAMPAIGN_PROTOCOL:+--protocol "$CAMPAIGN_PROTOCOL"}
 done
-echo "[v2] merge with: carb merge $PARTS data/${PLAT}.parquet --reference-out data/reference/${PLAT}.parquet"
+echo "[v2] merge with: carb merge $PARTS data/${PLAT}/design/rows.parquet --reference-out data/${PLAT}/design/reference.parquet"

@@ -1,13 +1,10 @@
 """Print the numbers of the data card (data/README.md): its table, or one file's details.
 
 Usage: ``python scripts/data_card_stats.py --table [DATA_DIR]`` prints the card's table, one row
-per file of measured network rows (platform, CPU model string, families, ok rows, protocol, heap,
-reference-config CV, code version, dates); ``python scripts/data_card_stats.py --write-catalog
-[DATA_DIR]`` wrote the first ``data/catalog.yaml`` from the folder layout and file names of the
-time (a campaign is a platform and the rest of a file's name, ``design`` where the name is the
-platform alone; a role is the folder); the catalog is the source afterwards; ``python
-scripts/data_card_stats.py
-data/<platform>.parquet [--reference R.parquet] [--noise DIR]`` prints one file's details:
+per file of measured network rows (``<platform>/<campaign>/{rows,noise,passes}[_<part>].parquet``:
+platform, CPU model string, families, ok rows, protocol, heap, reference-config CV, code
+version, dates); ``python scripts/data_card_stats.py FILE [--reference R.parquet] [--noise DIR]``
+prints one file's details:
 counts by status and precision, measurement window, latency spread within the window, drift of
 the reference config, noise floors from ``carb noise`` output.
 """
@@ -24,10 +21,15 @@ from carb_lib.dataset.schema import read_dataset
 from carb_lib.measure.campaign import drift_summary
 from carb_lib.measure.devices import UNKNOWN_CPU
 
-#: Folders of ``data/`` without campaign rows of their own: operators, another project's data,
-#: the re-measurements and per-config RSS probes kept beside a campaign's file (same relative
-#: path under them).
-NOT_CAMPAIGNS = ("external", "kernels", "reference", "audit", "rss")
+#: The roles (a file name's first word) of files of network rows: the card's table lists them.
+CARD_ROLES = ("rows", "noise", "passes")
+
+
+def card_role(path: Path) -> str | None:
+    """The role a file of ``data/<platform>/<campaign>/`` holds by its name (None: not a file of
+    network rows, or ``data/external/``)."""
+    role = path.name.split(".")[0].split("_")[0]
+    return role if role in CARD_ROLES and path.parent.parent.parent.name != "external" else None
 
 
 def _protocol(df: pd.DataFrame) -> str:
@@ -44,13 +46,14 @@ def card_fields(path: Path, data_dir: Path) -> dict:
     strings of the card's table; ``ok_rows`` an int)."""
     df = pd.read_parquet(path)
     ok = df[df["status"] == "ok"]
-    rel = path.relative_to(data_dir)
     heap = ("kept" if df["heap_kept"].fillna(False).all() else "default"
             if not df["heap_kept"].fillna(False).any() else "both") if "heap_kept" in df \
         else "default"
     ref_cv = ""
-    ref = data_dir / "reference" / rel
-    if ref.exists():
+    # the reference rows of a rows file sit beside it: rows[_part] -> reference[_part]
+    ref = path.with_name("reference" + path.name[len("rows"):]) \
+        if path.name.startswith("rows") else None
+    if ref is not None and ref.exists():
         r = pd.read_parquet(ref)["latency_ms"].dropna()
         ref_cv = f"{100 * r.std() / r.mean():.1f} %" if len(r) > 1 else ""
     commits = sorted(df["git_commit"].dropna().astype(str).str[:7].unique()) \
@@ -82,203 +85,16 @@ def card_row(path: Path, data_dir: Path) -> str:
 
 def card_table(data_dir: Path = Path("data")) -> str:
     """The data card's table: one row per parquet file of measured network rows under
-    ``data_dir`` (by glob), outside :data:`NOT_CAMPAIGNS`."""
+    ``data_dir`` (by glob: :func:`card_role`)."""
     files = [f for f in sorted(data_dir.rglob("*.parquet"))
-             if f.relative_to(data_dir).parts[0] not in NOT_CAMPAIGNS]
+             if f.relative_to(data_dir).parts[0] != "external" and card_role(f)]
     head = ("| file | platform | CPU model string (`cpu_id`) | families | ok rows | protocol | "
             "heap | reference CV | code version | measured (UTC) |\n"
             "|---|---|---|---|---|---|---|---|---|---|")
     return "\n".join([head, *(card_row(f, data_dir) for f in files)])
 
 
-#: Folders of network rows whose campaign is named by the file name alone (the design space).
-DESIGN_FOLDERS = ("", "new_families", "other_cpus", "other_cpus/new_families")
-#: Folders of network rows whose campaign is the folder (and the rest of the file name).
-NAMED_FOLDERS = {"zoo": "zoo", "field": "field", "heap_interleaved": "heap_interleaved",
-                 "other_cpus/probe_nets": "probe_nets", "passes": "passes", "noise": "noise"}
-ROLE_OF_FOLDER = {"passes": "passes", "noise": "noise"}
-NOTES = {
-    "README.md": ("card", "the data card (this catalog generates its table)"),
-    "external/README.md": ("card", "the card of data measured by others (HELP)"),
-    "external/LICENSE-HELP": ("licence", "HELP's licence, kept beside its rows"),
-    "external/help_nb201.parquet": ("external", "NAS-Bench-201 latencies of HELP (another "
-                                                "project's devices), carb_lib.transfer.data"),
-}
-
-
-def _platforms(data: Path) -> list[str]:
-    names = set()
-    for f in data.rglob("*.parquet"):
-        rel = f.relative_to(data)
-        if rel.parts[0] in NOT_CAMPAIGNS:
-            continue
-        names.update(pd.read_parquet(f, columns=["platform"])["platform"].astype(str).unique())
-    return sorted(names, key=len, reverse=True)
-
-
-def _split(stem: str, platforms: list[str]) -> tuple[str, str]:
-    for p in platforms:
-        if stem == p or stem.startswith(p + "_"):
-            return p, stem[len(p) + 1:]
-    raise SystemExit(f"{stem}: names no known platform")
-
-
-def _campaign_of_rows(sub: str, stem: str, platforms: list[str]) -> tuple[str, str, str, str]:
-    """(platform, campaign, role, note) of a network-rows file ``<sub>/<stem>.parquet``."""
-    plat, rest = _split(stem, platforms)
-    if sub in DESIGN_FOLDERS:
-        return plat, rest or "design", "rows", ""
-    name = NAMED_FOLDERS[sub]
-    role = ROLE_OF_FOLDER.get(sub, "rows")
-    if sub == "passes":  # every pass of the passes campaign, and its re-measurements
-        return plat, "passes", role, rest
-    if sub in ("noise", "heap_interleaved"):
-        return plat, name, role, rest
-    return plat, name + (f"_{rest}" if rest else ""), role, ""
-
-
-def _campaign_protocol(fields: list[dict], frames: list[pd.DataFrame]) -> dict:
-    versions = sorted({f["protocol"] for f in fields})
-    heaps = sorted({f["heap"] for f in fields})
-    threads = sorted({int(t) for d in frames if "threads" in d for t in d["threads"].dropna()})
-    gpu = any(str(d["platform"].iloc[0]).startswith("gpu") for d in frames)
-    if gpu:
-        w = sorted({float(f"{d.loc[d['status'] == 'ok', 'window_s'].min():.1g}")
-                    for d in frames if (d["status"] == "ok").any()})
-        windows = ", ".join(f"{v:g} s" for v in w) + " windows (energy counter)"
-    elif versions == ["v1"]:
-        windows = "fixed iteration count, no detector"
-    elif all(v == "v2, passes" for v in versions):
-        windows = "one window per pass, the fastest pass kept"
-    else:
-        windows = "detector-checked, at least 2 inferences and 0.1 s, 3 agreeing"
-    return {"version": " / ".join(versions), "threads": threads[0] if len(threads) == 1 else
-            threads, "heap": heaps[0] if len(heaps) == 1 else "both", "windows": windows}
-
-
-def build_catalog(data: Path) -> dict:
-    """The first catalog of ``data`` (``--write-catalog``): campaigns from the folder layout and
-    file names of the time, each rows file with its card facts (:func:`card_fields`)."""
-    platforms = _platforms(data)
-    campaigns: dict[tuple[str, str], dict] = {}
-    other = []
-    rows_key = {}  # "<sub>/<stem>" of a rows file -> its campaign key and families
-    frames: dict[tuple[str, str], list] = {}
-    files = sorted(p.relative_to(data).as_posix() for p in data.rglob("*")
-                   if p.is_file() and p.name != "catalog.yaml")
-    # network rows first: their campaign names the others
-    for rel in files:
-        parts = rel.split("/")
-        if parts[0] in NOT_CAMPAIGNS or parts[0] in ("gpu_checks",) or rel in NOTES \
-                or not rel.endswith(".parquet"):
-            continue
-        sub, stem = "/".join(parts[:-1]), Path(parts[-1]).stem
-        plat, camp, role, note = _campaign_of_rows(sub, stem, platforms)
-        df = pd.read_parquet(data / rel)
-        fields = card_fields(data / rel, data)
-        c = campaigns.setdefault((plat, camp), {"files": []})
-        entry = {"path": rel, "role": role, "families": fields["families"].split(", ")}
-        if note:
-            entry["note"] = note
-        entry["card"] = {k: fields[k] for k in ("cpu", "ok_rows", "protocol", "heap",
-                                                 "reference_cv", "code", "measured")}
-        c["files"].append(entry)
-        frames.setdefault((plat, camp), []).append((fields, df))
-        rows_key[rel] = ((plat, camp), entry["families"])
-    for rel in files:
-        parts = rel.split("/")
-        if rel in NOTES:
-            role, note = NOTES[rel]
-            other.append({"path": rel, "role": role, "note": note})
-            continue
-        if parts[0] in ("audit", "reference", "rss"):
-            inner = "/".join(parts[1:])
-            if inner in rows_key:
-                key, fams = rows_key[inner]
-                entry = {"path": rel, "role": parts[0], "families": fams}
-            else:  # a re-measurement on another VM of a campaign's rows
-                base = next(k for k in rows_key if inner.startswith(k[:-len(".parquet")] + "_"))
-                key, fams = rows_key[base]
-                entry = {"path": rel, "role": parts[0], "families": fams,
-                         "note": inner[len(base) - len(".parquet") + 1:-len(".parquet")]
-                         + f" (of {base})"}
-            campaigns[key]["files"].append(entry)
-        elif parts[0] == "kernels":
-            name = parts[-1]
-            if name.endswith(".anchors.parquet"):
-                stem, role = name[:-len(".anchors.parquet")], "anchors"
-            elif name.endswith("_cache_probe.csv"):
-                stem, role = name[:-len("_cache_probe.csv")], "cache_probe"
-            else:
-                stem, role = name[:-len(".parquet")], "kernels"
-            plat, rest = _split(stem, platforms)
-            campaigns.setdefault((plat, rest or "design"), {"files": []})["files"].append(
-                {"path": rel, "role": role})
-        elif parts[0] == "gpu_checks":
-            stem = Path(parts[-1]).stem
-            plat, rest = _split(stem, platforms)
-            campaigns[(plat, "design")]["files"].append(
-                {"path": rel, "role": "gpu_check", "note": rest})
-    out = []
-    for (plat, camp) in sorted(campaigns, key=lambda k: (k[0], k[1] != "design", k[1])):
-        c = campaigns[(plat, camp)]
-        got = frames.get((plat, camp), [])
-        fams = sorted({f for e in c["files"] for f in e.get("families", [])})
-        head = {"platform": plat, "campaign": camp,
-                "device": "cuda" if plat.startswith("gpu") else "cpu"}
-        dfs = [d for _, d in got]
-        if not dfs:  # an operator benchmark of its own (another draw): its own file says
-            kern = [e for e in c["files"] if e["role"] == "kernels"]
-            dfs_k = [pd.read_parquet(data / e["path"]) for e in kern]
-            ids = sorted({str(v) for d in dfs_k if "cpu_id" in d for v in d["cpu_id"].dropna()})
-            threads = sorted({int(t) for d in dfs_k if "threads" in d for t in d["threads"]})
-            t = pd.concat([pd.to_datetime(d["measured_at"].astype(str), utc=True,
-                                          format="ISO8601") for d in dfs_k])
-            head.update(cpu_id=ids[0] if len(ids) == 1 else ids, families=[],
-                        protocol={"version": None, "threads": threads[0] if threads else None,
-                                  "heap": None, "windows": None},
-                        date=t.min().date().isoformat())
-        else:
-            ids = sorted({str(v) for d in dfs if "cpu_id" in d for v in d["cpu_id"].dropna()})
-            t = pd.concat([pd.to_datetime(d["measured_at"].astype(str), utc=True,
-                                          format="ISO8601") for d in dfs])
-            days = sorted({t.min().date().isoformat(), t.max().date().isoformat()})
-            head.update(cpu_id=ids[0] if len(ids) == 1 else ids, families=fams,
-                        protocol=_campaign_protocol([f for f, _ in got], dfs),
-                        date=" to ".join(days))
-        head["files"] = sorted(c["files"], key=lambda e: e["path"])
-        out.append(head)
-    return {"format": 1, "campaigns": out, "other": other}
-
-
-CATALOG_HEADER = """\
-# CARB data catalog: every file under this folder, once, by platform, campaign and role.
-# Paths are relative to this file's folder. The library looks files up here
-# (carb_lib.dataset.catalog); a user catalog (carb --catalog PATH, or CARB_CATALOG) adds
-# campaigns of its own. `card` holds the data card's facts of a file of rows (data/README.md's
-# table is generated from them: carb_lib.dataset.catalog.card_table).
-"""
-
-
-def write_catalog(data: Path) -> Path:
-    """Write ``<data>/catalog.yaml`` from :func:`build_catalog` (once: the catalog is the source
-    afterwards; do not overwrite an edited one)."""
-    import yaml
-
-    class NoAliases(yaml.SafeDumper):
-        def ignore_aliases(self, data):
-            return True
-
-    text = yaml.dump(build_catalog(data), Dumper=NoAliases, sort_keys=False, allow_unicode=True,
-                     width=100)
-    (data / "catalog.yaml").write_text(CATALOG_HEADER + text)
-    return data / "catalog.yaml"
-
-
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--write-catalog":
-        print(f"wrote {write_catalog(Path(sys.argv[2]) if len(sys.argv) > 2 else Path('data'))}")
-        return
     if len(sys.argv) > 1 and sys.argv[1] == "--table":
         print(card_table(Path(sys.argv[2]) if len(sys.argv) > 2 else Path("data")))
         return

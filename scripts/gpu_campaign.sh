@@ -7,7 +7,7 @@
 # Needs python3 with torch (CUDA), numpy, pandas, pyarrow, tqdm, nvidia-ml-py; NOT xgboost,
 # lightgbm or matplotlib. Self-check (versions, energy counter resolution, idle power, noise of
 # 10 configs x 3), then a seeded stratified sample of the paper grid not yet in
-# data/<platform>.parquet within --time-budget-s seconds (default 480, 60 kept for writing), then a
+# the platform's catalogued design rows within --time-budget-s seconds (default 480, 60 kept for writing), then a
 # summary table. With --pytest the gpu-marked tests run first (log: OUT/gpu_pytest.log); on CUDA
 # the ResNet-50 224 px b256 fp16 anchor is measured and printed beside public references, and the
 # energy counter is compared with the integral of sampled power on the noise configs. Examples:

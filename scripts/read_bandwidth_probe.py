@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/read_bandwidth_probe.py data/kernels/<platform>_cache_probe.csv
+    python scripts/read_bandwidth_probe.py data/<platform>/design/cache_probe.csv
 
 Times a full read of a float32 buffer of each working set
 (:func:`carb_lib.kernels.cache_probe.read_bandwidth`) and writes ``size_mib``, ``read_gb_per_s`` and

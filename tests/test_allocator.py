@@ -19,10 +19,10 @@ from carb_lib.families.allocator import simulate_peak
 from carb_lib.measure.counters import cpu_peak_memory_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = [ROOT / "data" / "cpu_epyc_zen3_2c.parquet",
-            ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet"]
+DATASETS = [ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet",
+            ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows_new_families.parquet"]
 #: Version 1 of the CPU data, measured on an AVX-512 CPU (oneDNN blocks of 16 channels).
-AVX512_DATASET = ROOT / "data" / "cpu_epyc_2c.parquet"
+AVX512_DATASET = ROOT / "data" / "cpu_epyc_2c" / "design" / "rows.parquet"
 #: The rules were read on PyTorch's AVX2 CPU kernels (oneDNN blocks of 8 channels).
 AVX2 = torch.backends.cpu.get_cpu_capability() == "AVX2" and torch.backends.mkldnn.is_available()
 needs_avx2 = pytest.mark.skipif(not AVX2, reason="allocator rules are those of AVX2 oneDNN")
@@ -348,7 +348,7 @@ def test_the_zen4_rows_are_one_cpu_and_equal_the_16_channel_peak():
     from carb_lib.dataset.features import static_features
     from carb_lib.dataset.schema import read_dataset
 
-    df = read_dataset(ROOT / "data" / "other_cpus" / "cpu_epyc_zen4_2c.parquet")
+    df = read_dataset(ROOT / "data" / "cpu_epyc_zen4_2c" / "design" / "rows.parquet")
     assert (df["status"] == "ok").all() and len(df) == 2041
     assert df["cpu_id"].nunique() == 1 and "family 25 model 17" in df["cpu_id"].iloc[0]
     assert "AVX512" in df["cpu_id"].iloc[0]
@@ -361,7 +361,7 @@ def test_the_zen4_rows_are_one_cpu_and_equal_the_16_channel_peak():
 
 # ------------------------------------------------------------ fp16 convs through oneDNN
 #: Allocator events (bytes, in order) of single fp16 ``Conv2d`` calls recorded with
-#: ``torch.profiler`` on the Xeon of ``data/other_cpus/cpu_xeon_emr_2c.parquet`` (family 6
+#: ``torch.profiler`` on the Xeon of ``data/cpu_xeon_emr_2c/design/rows.parquet`` (family 6
 #: model 207, AVX512-FP16, PyTorch 2.13, one thread): (n, cin, cout, k, stride, pad, groups,
 #: h) -> events.
 XEON_FP16_CONV_EVENTS = {
@@ -450,12 +450,14 @@ def test_fp16_onednn_variant_lanes_features_and_law():
 #: modelled exceptions: an fp16 ``Linear``'s packing scratch, a 1x1 conv's padded channels).
 XEONS = {
     "cpu_xeon_emr_2c": ("GenuineIntel family 6 model 207",
-                        {"{}": (1756, 0.99, 0.06), "new_families/{}": (1192, 0.75, 0.006)}),
+                        {"{}/design/rows": (1756, 0.99, 0.06),
+                         "{}/design/rows_new_families": (1192, 0.75, 0.006)}),
     # a campaign of 2026-12-01, measured after the variant was written: a blind check of it; a campaign of 2026-12-02's
     # fresh new-family rows of the same CPU (another campaign) are a second one
     "cpu_xeon_gnr_2c": ("GenuineIntel family 6 model 167",
-                        {"{}": (2770, 0.99, 0.06), "new_families/{}": (1773, 0.75, 0.006),
-                         "new_families/{}_rest": (1570, 0.75, 0.006)}),
+                        {"{}/design/rows": (2770, 0.99, 0.06),
+                         "{}/design/rows_new_families": (1773, 0.75, 0.006),
+                         "{}/rest/rows_new_families": (1570, 0.75, 0.006)}),
 }
 
 
@@ -472,7 +474,7 @@ def test_the_xeon_rows_follow_the_fp16_onednn_variant(stem):
     variant, b16 = ALLOC_FEATURES[FP16_ONEDNN_VARIANT], ALLOC_FEATURES[16]
     cpu, limits = XEONS[stem]
     for name, (n, exact_share, worst) in limits.items():
-        df = read_dataset(ROOT / "data" / "other_cpus" / f"{name.format(stem)}.parquet")
+        df = read_dataset(ROOT / "data" / f"{name.format(stem)}.parquet")
         assert (df["status"] == "ok").all() and len(df) == n
         assert df["cpu_id"].nunique() == 1 and df["cpu_id"].iloc[0].startswith(cpu)
         f = static_features(df)
@@ -494,8 +496,8 @@ def test_the_two_xeons_peak_alike_on_every_shared_config():
     peak memory to the byte (while their latencies differ by ~1.4x)."""
     from carb_lib.dataset.schema import read_dataset
 
-    for sub in ("", "new_families/"):
-        a, b = (read_dataset(ROOT / "data" / "other_cpus" / f"{sub}{s}.parquet") for s in XEONS)
+    for name in ("rows", "rows_new_families"):
+        a, b = (read_dataset(ROOT / "data" / s / "design" / f"{name}.parquet") for s in XEONS)
         m = a.merge(b, on="config_id", suffixes=("_a", "_b"))
         assert len(m) >= 1000
         assert (m["peak_mem_mib_a"] == m["peak_mem_mib_b"]).all()

@@ -15,8 +15,8 @@ from carb_lib.ensemble import PRESETS, CARBRegressor
 from carb_lib.evaluation import prepare_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "data" / "gpu_nvidia_h200.parquet"
-ZEN3 = ROOT / "data" / "cpu_epyc_zen3_2c.parquet"
+H200 = ROOT / "data" / "gpu_nvidia_h200" / "design" / "rows.parquet"
+ZEN3 = ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet"
 
 
 def _fit(df, **kw):

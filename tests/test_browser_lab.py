@@ -401,8 +401,8 @@ def test_cost_widget_in_jupyterlab_rounds_and_shows_no_warning(browser_tools, la
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="no git")
-@pytest.mark.skipif(not (REPO / "data" / "cpu_epyc_zen3_2c.parquet").is_file()
-                    or not (REPO / "data" / "gpu_nvidia_h200.parquet").is_file(),
+@pytest.mark.skipif(not (REPO / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet").is_file()
+                    or not (REPO / "data" / "gpu_nvidia_h200" / "design" / "rows.parquet").is_file(),
                     reason="the shipped Zen 3 and H200 rows are not in this checkout")
 def test_notebook_03_run_all_answers_within_a_minute_predicts_h200_energy_and_saves_clean(
         browser_tools, tmp_path):

@@ -14,7 +14,7 @@ from carb_lib.transfer import calibration_eval as HC
 from carb_lib.transfer.calibration import band_edges, campaign_calibration, host_factor
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-FIRST = DATA / "other_cpus/cpu_xeon_gnr_2c.parquet"
+FIRST = DATA / "cpu_xeon_gnr_2c" / "design" / "rows.parquet"
 needs_data = pytest.mark.skipif(not FIRST.exists(), reason="Xeon 167 campaigns not shipped")
 
 

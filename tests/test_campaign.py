@@ -254,7 +254,7 @@ def test_audit_re_measures_rows_of_every_family():
     config columns (not the ResNet ones) and re-measured in a fresh process."""
     from carb_lib.measure.audit import audit
 
-    data = pd.read_parquet(ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet")
+    data = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows_new_families.parquet")
     small = data[data["flops"] < 3e7].groupby("family").head(1)  # one tiny row per family
     assert set(small["family"]) == {"efficientnet", "mobilenetv2", "vgg"}
     rows, ag = audit(small, 3, seed=0, protocol=FAST, progress=False)

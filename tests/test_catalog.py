@@ -20,39 +20,9 @@ DATA = ROOT / "data"
 CARD = DATA / "README.md"
 BEGIN, END = "<!-- data-card-table: begin -->", "<!-- data-card-table: end -->"
 
-#: The path tables the catalog replaced, as they were (relative to the repository).
-OLD_CPU_FILES = {
-    "cpu_epyc_zen3_2c": ("data/cpu_epyc_zen3_2c.parquet", "data/kernels/cpu_epyc_zen3_2c.parquet",
-                         "data/audit/cpu_epyc_zen3_2c.parquet"),
-    **{p: (f"data/other_cpus/{p}.parquet", f"data/kernels/{p}.parquet",
-           f"data/audit/other_cpus/{p}.parquet")
-       for p in ("cpu_epyc_zen4_2c", "cpu_epyc_zen5_2c", "cpu_xeon_emr_2c", "cpu_xeon_gnr_2c")},
-}
-OLD_DESIGN_FILES = ("{stem}.parquet", "new_families/{stem}.parquet", "other_cpus/{stem}.parquet",
-                    "other_cpus/new_families/{stem}.parquet")
-OLD_SHIPPED_DATA_FOLDERS = ("data", "data/other_cpus")
-
-
-def _old_sibling_files(zoo_dataset: Path) -> dict:
-    data, stem = zoo_dataset.parent.parent, zoo_dataset.stem
-
-    def present(p: Path) -> str | None:
-        return p.as_posix() if p.is_file() else None
-
-    design = [present(data / f.format(stem=stem)) for f in OLD_DESIGN_FILES]
-    return {"design_datasets": [d for d in design if d],
-            "audit": present(data / "audit" / "zoo" / f"{stem}.parquet"),
-            "kernel_bench": present(data / "kernels" / f"{stem}.parquet")}
-
-
-def _old_find_benchmark(platform: str, campaign: str | None) -> Path | None:
-    names = [f"{platform}.parquet"]
-    if campaign and campaign != platform and campaign.startswith(f"{platform}_"):
-        names.insert(0, f"{campaign}.parquet")
-    for name in names:
-        if (DATA / "kernels" / name).is_file():
-            return DATA / "kernels" / name
-    return None
+#: The five CPUs of the leave-one-CPU-out study, in order.
+CPUS = ("cpu_epyc_zen3_2c", "cpu_epyc_zen4_2c", "cpu_epyc_zen5_2c", "cpu_xeon_emr_2c",
+        "cpu_xeon_gnr_2c")
 
 
 @pytest.fixture
@@ -79,84 +49,75 @@ def test_the_data_card_table_is_generated_from_the_catalog():
     assert C.card_table() == table
 
 
-def test_lookups_equal_the_old_path_tables(no_user_catalog):
-    from carb_lib.app.cli_checks import check_shipped_threads  # noqa: F401 - the module loads
+def test_lookups_find_each_platforms_files_by_platform_campaign_and_role(no_user_catalog):
     from carb_lib.dataset.catalog import DESIGN, load_catalog
     from carb_lib.ensemble import latency_default as LD
     from carb_lib.evaluation.zoo import sibling_files
     from carb_lib.transfer import cpus as TC
 
-    # CPU_FILES: same platforms, same order, same files
-    new = TC.CPU_FILES
-    assert list(new) == list(OLD_CPU_FILES)
-    for plat, spec in OLD_CPU_FILES.items():
-        assert tuple(Path(p) for p in new[plat]) == tuple(ROOT / p for p in spec)
-    # sibling_files of every zoo file, with the path as a caller names it
-    # (the one change: Zen 4's zoo rows, timed with the heap kept, go with the operator benchmark
-    # timed with the heap kept, which the old table did not know)
-    kept = {"cpu_epyc_zen4_2c": "kernels/cpu_epyc_zen4_2c_heap_pair_kept.parquet"}
-    for zoo in sorted((DATA / "zoo").glob("*.parquet")):
-        for named in (zoo, Path(os.path.relpath(zoo))):
-            old = _old_sibling_files(named)
-            if zoo.stem in kept:
-                old["kernel_bench"] = (named.parent.parent / kept[zoo.stem]).as_posix()
-            assert sibling_files(named) == old, zoo.name
-    # the shipped rows check_shipped_threads reads: the old folders' <platform>.parquet come first
+    def design(p: str, name: str) -> Path:
+        return DATA / p / "design" / name
+
+    # CPU_FILES: the five CPUs in order, each its ResNet rows, benchmark and audit
+    assert list(TC.CPU_FILES) == list(CPUS)
+    for plat in CPUS:
+        assert tuple(Path(f) for f in TC.CPU_FILES[plat]) == tuple(
+            design(plat, n) for n in ("rows.parquet", "kernels.parquet", "audit.parquet"))
+    # sibling_files of every zoo file, with the path as a caller names it: the design rows (both
+    # family sets), the zoo campaign's audit, and the benchmark timed with the zoo's heap (Zen 4's
+    # kept-heap pair), else the design one
     cat = load_catalog()
+    zoos = cat.files(role="rows", campaign="zoo")
+    assert [cat.entry_of(z).platform for z in zoos] == [
+        "cpu_epyc_zen3_2c", "cpu_epyc_zen4_2c", "cpu_epyc_zen5_2c"]
+    for zoo in zoos:
+        plat = zoo.parent.parent.name
+        for named in (zoo, Path(os.path.relpath(zoo))):
+            base = named.parent.parent
+            rows = [base / "design" / n for n in ("rows.parquet", "rows_new_families.parquet")]
+            bench = ("heap_pair_kept" if plat == "cpu_epyc_zen4_2c" else "design")
+            assert sibling_files(named) == {
+                "design_datasets": [r.as_posix() for r in rows if r.is_file()],
+                "audit": (named.parent / "audit.parquet").as_posix(),
+                "kernel_bench": (base / bench / "kernels.parquet").as_posix()}, zoo
+    # the design rows: the ResNet file first, then the new families'
     for plat in cat.platforms():
-        old = [ROOT / f / f"{plat}.parquet" for f in OLD_SHIPPED_DATA_FOLDERS
-               if (ROOT / f / f"{plat}.parquet").is_file()]
-        new_rows = cat.files(plat, DESIGN, "rows")
-        assert new_rows[:len(old)] == old and all(
-            "new_families/" in p.relative_to(DATA).as_posix() for p in new_rows[len(old):])
-    # the cost widget's platforms: the CPU_FILES platforms, then cpu_epyc_2c, the GPU last
+        names = [p.name for p in cat.files(plat, DESIGN, "rows")]
+        assert names in (["rows.parquet"], ["rows.parquet", "rows_new_families.parquet"]), plat
+    # the cost widget's platforms: the five CPUs, then cpu_epyc_2c, the GPU last
     from carb_lib.app.cost_platforms import platform_files
 
-    old_widget = {**{p: ROOT / s[0] for p, s in OLD_CPU_FILES.items()},
-                  "cpu_epyc_2c": DATA / "cpu_epyc_2c.parquet",
-                  "gpu_nvidia_h200": DATA / "gpu_nvidia_h200.parquet"}
-    assert list(platform_files().items()) == list(old_widget.items())
-    # the GPU campaign skips the configs of the platform's design rows (both files, as before)
+    assert list(platform_files().items()) == [
+        (p, design(p, "rows.parquet")) for p in (*CPUS, "cpu_epyc_2c", "gpu_nvidia_h200")]
+    # the GPU campaign skips the configs of the platform's design rows (both files)
     from carb_lib.measure.gpu_campaign import _existing_ids
 
-    old_ids = set()
-    for p in (DATA / "gpu_nvidia_h200.parquet", DATA / "new_families" / "gpu_nvidia_h200.parquet"):
-        d = pd.read_parquet(p, columns=["config_id", "status"])
-        old_ids |= set(d.loc[d["status"].isin(["ok", "oom"]), "config_id"].astype(str))
-    assert _existing_ids(DATA, "gpu_nvidia_h200") == old_ids and old_ids
-    # the read-bandwidth probe of every benchmark: the one beside it, by name, as before
+    want = set()
+    for name in ("rows.parquet", "rows_new_families.parquet"):
+        d = pd.read_parquet(design("gpu_nvidia_h200", name), columns=["config_id", "status"])
+        want |= set(d.loc[d["status"].isin(["ok", "oom"]), "config_id"].astype(str))
+    assert _existing_ids(DATA, "gpu_nvidia_h200") == want and want
+    # the read-bandwidth probe: the Xeon 167's (its design campaign's) for each of its benchmarks
     for bench in cat.files(role="kernels"):
-        old_probe = next((bench.with_name(n) for n in (f"{bench.stem}_cache_probe.csv",
-                                                       f"{cat.entry_of(bench).platform}"
-                                                       "_cache_probe.csv")
-                          if bench.with_name(n).is_file()), None)
-        assert LD.find_cache_probe(bench, cat.entry_of(bench).platform) == old_probe, bench
-    # find_benchmark: every platform, with every rows file's stem as the campaign: as before,
-    # except rows of a campaign timed with another heap than the design campaign and without a
-    # benchmark of its own, which now get the platform's last benchmark timed with their heap
-    stems = {None, *(e.path.name.split(".")[0] for e in cat.entries(role="rows"))}
+        plat = cat.entry_of(bench).platform
+        want_probe = design(plat, "cache_probe.csv") if plat == "cpu_xeon_gnr_2c" else None
+        assert LD.find_cache_probe(bench, plat) == want_probe, bench
+    # find_benchmark for each campaign's rows: its own benchmark; else, where its heap differs
+    # from the design campaign's, the platform's last one timed with its heap; else the design's
     heap_matched = {}
-    for plat in cat.platforms():
-        for stem in stems:
-            new = LD.find_benchmark(plat, campaign=stem)
-            camp = cat.campaign(plat, stem[len(plat) + 1:]) if stem and stem.startswith(
-                f"{plat}_") else None
-            design = cat.campaign(plat, "design")
-            if camp is not None and design is not None and not cat.files(plat, camp.campaign,
-                                                                          "kernels") \
-                    and camp.protocol.get("heap") not in (None, design.protocol.get("heap")):
-                heap_matched[stem] = new.name
-                assert cat.campaign(plat, cat.entry_of(new).campaign).protocol["heap"] == \
-                    camp.protocol["heap"], stem
-            else:
-                assert new == _old_find_benchmark(plat, stem), (plat, stem)
-    assert heap_matched == {f"cpu_xeon_gnr_2c_{c}": "cpu_xeon_gnr_2c_traffic.parquet"
-                            for c in ("above_caps", "off_grid", "steady_source")}
-    # a catalogued rows file's own campaign decides, whatever its name: the Zen 4 zoo rows (heap
-    # kept) get the kept-heap benchmark, as notebook 07's sibling_files gives them
-    zoo4 = cat.files("cpu_epyc_zen4_2c", "zoo", "rows")[0]
-    assert LD.find_benchmark("cpu_epyc_zen4_2c", rows_file=zoo4).name == \
-        "cpu_epyc_zen4_2c_heap_pair_kept.parquet"
+    for entry in cat.entries(role="rows"):
+        plat, camp = entry.platform, entry.campaign
+        got = LD.find_benchmark(plat, rows_file=entry.path)
+        own = cat.files(plat, camp, "kernels")
+        if own:
+            assert got == own[0], entry.path
+        elif got is not None and cat.entry_of(got).campaign != DESIGN:
+            heap_matched[f"{plat}/{camp}"] = cat.entry_of(got).campaign
+        else:
+            assert got == next(iter(cat.files(plat, DESIGN, "kernels")), None), entry.path
+    assert heap_matched == {"cpu_epyc_zen4_2c/zoo": "heap_pair_kept",
+                            **{f"cpu_xeon_gnr_2c/{c}": "traffic"
+                               for c in ("above_caps", "off_grid", "steady_source")}}
     assert [e.campaign for e in cat.benchmarks("cpu_epyc_zen4_2c", "zoo")] == [
         "heap_pair_kept", "design"]
     assert [e.campaign for e in cat.benchmarks("cpu_epyc_zen4_2c", "design")] == ["design"]

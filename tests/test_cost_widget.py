@@ -152,7 +152,7 @@ def test_raw_name_check_catches_the_code_names_a_student_saw():
 H200 = platform_files().get("gpu_nvidia_h200")
 
 
-@pytest.mark.skipif(H200 is None, reason="data/gpu_nvidia_h200.parquet absent")
+@pytest.mark.skipif(H200 is None, reason="data/gpu_nvidia_h200/design/rows.parquet absent")
 def test_widget_offers_platforms_in_words_and_the_h200_predicts_energy(fitted, monkeypatch):
     pytest.importorskip("ipywidgets")
     import time

@@ -126,7 +126,7 @@ def test_audit_refuses_a_dataset_of_another_cpu(tmp_path):
     from carb_lib.dataset.schema import read_dataset
     from carb_lib.measure.audit import audit
 
-    rows = read_dataset(ROOT / "data" / "cpu_epyc_zen3_2c.parquet").head(3)
+    rows = read_dataset(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet").head(3)
     other = rows.assign(cpu_id="AuthenticAMD family 26 model 2 | AVX512 | L3 32768K")
     with pytest.raises(ValueError, match=r"the dataset was measured on another CPU \(cpu_id "
                                          r"\['AuthenticAMD family 26 model 2"):

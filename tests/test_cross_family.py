@@ -27,8 +27,8 @@ from carb_lib.families import FAMILIES, family_names
 from carb_lib.transfer.pairwise import recalibrate
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "data" / "cpu_epyc_zen3_2c.parquet"
-TARGET = ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet"
+SOURCE = ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet"
+TARGET = ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows_new_families.parquet"
 NEW = ("efficientnet", "mobilenetv2", "vgg")
 TARGETS = ("peak_mem_mib", "latency_ms")
 
@@ -365,7 +365,7 @@ def kernel_rows(rows):
     """The rows with the kernel characterization's ``kernel_ms`` (the shipped benchmark)."""
     from carb_lib.kernels import law as kernels
 
-    bench = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen3_2c.parquet")
+    bench = kernels.read_bench(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "kernels.parquet")
     km = kernels.KernelModel(n_estimators=200).fit(bench)
     src, tgt = rows
     return kernels.with_kernel_column(src, km), kernels.with_kernel_column(tgt, km)

@@ -15,8 +15,8 @@ from carb_lib.evaluation import prepare_dataset
 from carb_lib.screening import energy_claims as ec
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = [ROOT / "data" / "gpu_nvidia_h200.parquet",
-        ROOT / "data" / "new_families" / "gpu_nvidia_h200.parquet"]
+H200 = [ROOT / "data" / "gpu_nvidia_h200" / "design" / "rows.parquet",
+        ROOT / "data" / "gpu_nvidia_h200" / "design" / "rows_new_families.parquet"]
 pytestmark = pytest.mark.skipif(not all(p.is_file() for p in H200),
                                 reason="the shipped H200 rows are not in this checkout")
 

@@ -15,10 +15,11 @@ from cli_helpers import one_line_error
 from typer.testing import CliRunner
 
 from carb_lib.app.cli import app
+from carb_lib.dataset import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = [ROOT / "data" / "gpu_nvidia_h200.parquet",
-        ROOT / "data" / "new_families" / "gpu_nvidia_h200.parquet"]
+H200 = [ROOT / "data" / "gpu_nvidia_h200" / "design" / "rows.parquet",
+        ROOT / "data" / "gpu_nvidia_h200" / "design" / "rows_new_families.parquet"]
 runner = CliRunner()
 
 pytestmark = pytest.mark.skipif(not all(p.is_file() for p in H200),
@@ -146,7 +147,7 @@ def test_cross_family_judges_energy_where_every_row_holds_it_and_not_on_cpu_rows
 
     src, tgt = _prepared(H200[0]), _prepared(H200[1])
     assert cross_family_targets(src, tgt) == (*CROSS_FAMILY_TARGETS, "energy_j")
-    cpu = _prepared(ROOT / "data" / "cpu_epyc_zen3_2c.parquet")
+    cpu = _prepared(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet")
     assert cross_family_targets(cpu, tgt) == CROSS_FAMILY_TARGETS  # CPU rows carry no energy
     gap = tgt.copy()
     gap.loc[gap.index[0], "energy_j"] = np.nan
@@ -163,8 +164,8 @@ def test_fitting_ks_keeps_the_k_values_the_h200_families_allow_and_names_the_res
 
 
 def test_the_gpu_profile_reads_references_and_audits_from_data_with_ks_that_fit():
-    """Notebook 05 of the gpu profile on the H200 rows: references and audit under data/
-    (present or absent there, never a results/ path), the profile's ks of which the families'
+    """Notebook 05 of the gpu profile on the H200 rows: every data parameter the platform, read
+    as the catalog's files (present or absent there, never a results/ path), the profile's ks of which the families'
     sizes allow one at least, and energy judged."""
     from carb_lib.app.reproduce import load_runs
     from carb_lib.evaluation.cross_family import cross_family_targets, fitting_ks
@@ -174,10 +175,14 @@ def test_the_gpu_profile_reads_references_and_audits_from_data_with_ks_that_fit(
                "05_cross_family-gpu_nvidia_h200"):
         assert nb in runs, sorted(runs)
     p = runs["05_cross_family-gpu_nvidia_h200"].parameters
-    for key in ("source_reference", "target_reference", "target_audit", "kernel_bench"):
-        assert str(p[key]).startswith("data/"), (key, p[key])
-    assert (ROOT / p["source_reference"]).is_file()  # the H200 campaign's reference rows
-    src, tgt = _prepared(ROOT / p["source_dataset"]), _prepared(ROOT / p["target_dataset"])
+    for key in ("source_dataset", "target_dataset", "source_reference", "target_reference",
+                "target_audit", "kernel_bench"):
+        assert p[key] == "gpu_nvidia_h200", (key, p[key])  # the platform: the catalog's files
+    ref = catalog.resolve(p["source_reference"], "reference", family="resnet")
+    assert ref == "data/gpu_nvidia_h200/design/reference.parquet"  # the campaign's reference rows
+    assert catalog.resolve(p["target_audit"], "audit", family="!resnet") is None  # none: said
+    src = _prepared(ROOT / catalog.resolve(p["source_dataset"], "rows", family="resnet"))
+    tgt = _prepared(ROOT / catalog.resolve(p["target_dataset"], "rows", family="!resnet"))
     targets = cross_family_targets(src, tgt)
     assert "energy_j" in targets
     kept, _ = fitting_ks(tgt, p["ks"], p["n_seeds"], targets)
@@ -206,8 +211,7 @@ def test_notebook_05_of_gpu_quick_judges_energy_noise_and_memory_on_the_h200(run
     (run,) = [r for r in load_runs("gpu_quick") if r.name.startswith("05_cross_family")]
     params = {k: (str(ROOT / v) if isinstance(v, str) and v.startswith("data/") else v)
               for k, v in run.parameters.items()}
-    params.update(ks=[10], energy_splits=2, n_candidates_per_family=200,
-                  energy_noise_glob=str(ROOT / "data/noise/{platform}_spread_window*.parquet"))
+    params.update(ks=[10], energy_splits=2, n_candidates_per_family=200)
     rec, out = run_notebook("notebooks/05_cross_family.ipynb", params)
     assert rec["have_energy_claims"] is True and rec["platform"] == "gpu_nvidia_h200"
     assert rec["energy/carb_r2_energy_j/n"] > 0 and rec["energy/power_x_latency_r2_energy_j/n"] > 0

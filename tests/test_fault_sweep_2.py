@@ -95,7 +95,7 @@ def test_profile_of_a_shipped_platform_times_with_its_thread_count(tmp_path, tor
     out = tmp_path / "camp"
     one_line_error(runner.invoke(app, ["profile", "--out", str(out), "--platform", "cpu_epyc_2c",
                                        "--threads", "2", "--n-sample", "1", "--no-progress"]),
-                   "--platform cpu_epyc_2c", "data/cpu_epyc_2c.parquet", "timed with 1 thread(s)",
+                   "--platform cpu_epyc_2c", "data/cpu_epyc_2c/design/rows.parquet", "timed with 1 thread(s)",
                    "--threads 1")
     assert not out.exists()
 
@@ -107,7 +107,7 @@ def _shipped_rows(tmp_path, cpu_id):
     from carb_lib.dataset.schema import read_dataset
 
     root = Path(__file__).resolve().parents[1]
-    rows = read_dataset(root / "data" / "cpu_epyc_zen3_2c.parquet").head(4).copy()
+    rows = read_dataset(root / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet").head(4).copy()
     rows["cpu_id"] = cpu_id
     path = tmp_path / "d.parquet"
     rows.to_parquet(path, index=False)

@@ -126,7 +126,7 @@ def test_bad_protocol_settings_are_one_line_and_write_nothing(tmp_path, configs_
 
 
 def test_transfer_with_empty_query_is_one_line_and_writes_nothing(tmp_path):
-    data = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c.parquet")
+    data = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet")
     ok = data[data["status"] == "ok"]
     src, tgt = tmp_path / "src.parquet", tmp_path / "tgt.parquet"
     ok.head(200).to_parquet(src)

@@ -116,10 +116,10 @@ def test_the_gpu_window_default_rests_on_the_shipped_noise_files(repo_root):
     from carb_lib.measure.campaign import noise_summary
     from carb_lib.measure.profiling import Protocol
 
-    d = repo_root / "data" / "noise"
+    d = repo_root / "data" / "gpu_nvidia_h200" / "noise"
     cv, ratio = {}, {}
     for win in ("0.5", "3"):
-        rows = pd.read_parquet(d / f"gpu_nvidia_h200_spread_window{win}s.parquet")
+        rows = pd.read_parquet(d / f"noise_spread_window{win}s.parquet")
         s = noise_summary(rows).set_index("target")
         cv[win] = s.loc["energy_j", "median_cv"]
         ratio[win] = gc.counter_vs_integrated(rows)
@@ -136,8 +136,8 @@ def test_the_gpu_window_runs_were_minutes_apart_and_every_config_moved_between_t
     noise runs' gap and how far each config's median moved between them."""
     from carb_lib.measure.profiling import Protocol
 
-    d = repo_root / "data" / "noise"
-    runs = [pd.read_parquet(d / f"gpu_nvidia_h200_spread_window{w}s.parquet") for w in ("0.5", "3")]
+    d = repo_root / "data" / "gpu_nvidia_h200" / "noise"
+    runs = [pd.read_parquet(d / f"noise_spread_window{w}s.parquet") for w in ("0.5", "3")]
     t = [pd.to_datetime(r["measured_at"]) for r in runs]
     assert round((t[1].min() - t[0].max()).total_seconds() / 60) == 7
     med = [r.groupby("config_id")[["latency_ms", "energy_j"]].median() for r in runs]

@@ -378,7 +378,7 @@ def test_sampler_v3_draws_weights_past_the_cache_and_vgg_pools_v2_stays_reproduc
     assert not (v2[v2["kind"] == "maxpool"]["k"] == 2).any()
     assert (v3["h_out"] >= 1).all()
     # the committed Zen 4 benchmark is v3's seed-0 draw, operator for operator
-    zen4 = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen4_2c.parquet")
+    zen4 = kernels.read_bench(ROOT / "data" / "cpu_epyc_zen4_2c" / "design" / "kernels.parquet")
     cols = [*kernels.OP_COLUMNS, "batch", "precision"]
     drawn = kernels.sample_kernels(len(zen4), seed=0, version=3)
     assert set(zen4["sampler"]) == {3} and set(zen4["sample_seed"]) == {0}
@@ -407,7 +407,7 @@ def test_sampler_v4_draws_the_depthwise_and_se_regime_v3_stays_reproducible():
     assert (v4["h_out"] >= 1).all() and (v4["h_out"] <= v4["h_in"]).all()
     assert (kernels._flops(v4) <= 3e9).all()
     # the committed v3 draw of the Zen 3 benchmark (seed 2) is still reproduced exactly
-    zen3 = kernels.read_bench(ROOT / "data" / "kernels" / "cpu_epyc_zen3_2c.parquet")
+    zen3 = kernels.read_bench(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "kernels.parquet")
     cols = [*kernels.OP_COLUMNS, "batch", "precision"]
     part = zen3[(zen3["sampler"] == 3) & (zen3["sample_seed"] == 2)]
     pd.testing.assert_frame_equal(part[cols].astype(str).reset_index(drop=True),

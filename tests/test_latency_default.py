@@ -156,8 +156,9 @@ def test_the_repository_data_names_each_cpu_benchmark(repo_root):
     data = repo_root / "data"
     for plat in ("cpu_epyc_zen3_2c", "cpu_epyc_zen4_2c", "cpu_epyc_zen5_2c", "cpu_xeon_emr_2c",
                  "cpu_xeon_gnr_2c"):
-        assert LD.find_benchmark(plat, data) == data / "kernels" / f"{plat}.parquet"
+        assert LD.find_benchmark(plat, data) == data / plat / "design" / "kernels.parquet"
     assert LD.find_benchmark("gpu_nvidia_h200", data) is None
     gnr = LD.find_benchmark("cpu_xeon_gnr_2c", data, campaign="cpu_xeon_gnr_2c_steady_kept")
-    assert gnr.name == "cpu_xeon_gnr_2c_steady_kept.parquet"
-    assert LD.find_cache_probe(gnr, "cpu_xeon_gnr_2c").name == "cpu_xeon_gnr_2c_cache_probe.csv"
+    assert gnr == data / "cpu_xeon_gnr_2c" / "steady_kept" / "kernels.parquet"
+    assert LD.find_cache_probe(gnr, "cpu_xeon_gnr_2c") == \
+        data / "cpu_xeon_gnr_2c" / "design" / "cache_probe.csv"

@@ -51,7 +51,7 @@ def test_notebook_02_quick(tmp_path):
     assert set(rec["fewshot_spearman_k10_by_setting"]) >= {"help_titanx@b256", "help_pixel3@b1"}
     assert 0.8 < rec["pairwise_specific_spearman_mean"] <= 1.0
     # every ordered pair of the 19 HELP settings shares all 15,625 archs; settings of other
-    # families (our measured data/*.parquet) pair only where they share architectures
+    # families (our measured rows) pair only where they share architectures
     assert 19 * 18 <= rec["slope_n_pairs"] <= rec["n_settings"] * (rec["n_settings"] - 1)
     for name in ("02_transfer_matrix_spearman", "02_transfer_slopes", "02_fewshot_spearman",
                  "02_fewshot_mape", "02_fewshot_vs_help"):

@@ -67,7 +67,7 @@ def test_notebook_05_quick(run_notebook):
     assert rec["have_audit"] is True
     from carb_lib.evaluation import remeasurement_noise
 
-    audit = pd.read_parquet("data/audit/new_families/cpu_epyc_zen3_2c.parquet")
+    audit = pd.read_parquet("data/cpu_epyc_zen3_2c/design/audit_new_families.parquet")
     written = pd.read_csv(out / "results/cross_family/remeasurement_noise.csv")
     assert set(written["family"]) == set(NEW)
     for fam in NEW:
@@ -76,7 +76,7 @@ def test_notebook_05_quick(run_notebook):
             want.loc[("latency_ms", "all"), "mape_pct"], rel=1e-12)
         assert rec[f"{fam}/peak_mem_mib/remeasure/mape_pct"] == 0.0  # memory re-measures exactly
     # the kernel latency law beside the roofline law, from the committed operator benchmark
-    bench = kernels.read_bench(ROOT / "data/kernels/cpu_epyc_zen3_2c.parquet")
+    bench = kernels.read_bench(ROOT / "data/cpu_epyc_zen3_2c/design/kernels.parquet")
     assert rec["have_kernels"] is True and rec["kernels/n_ops"] == len(bench)
     assert 0 < rec["kernels/holdout_mape_pct"] < 100 and rec["kernels/holdout_spearman"] > 0.9
     k = pd.read_csv(out / "results/cross_family/summary_kernel_law.csv").set_index(

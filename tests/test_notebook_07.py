@@ -13,13 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "data" / "zoo" / "cpu_epyc_zen5_2c.parquet").is_file(),
+@pytest.mark.skipif(not (ROOT / "data" / "cpu_epyc_zen5_2c" / "zoo" / "rows.parquet").is_file(),
                     reason="no measured zoo rows")
 def test_notebook_07_quick_scores_every_method_and_the_remeasurement_noise(run_notebook):
     rec, out = run_notebook(NOTEBOOK, {"quick": True, "n_folds": 2, "preset": "test",
                                        "kernel_trees": 50, "max_design_rows": 300,
                                        "max_networks": 3,
-                                       "more_zoo_datasets": ["data/zoo/cpu_epyc_zen4_2c.parquet"],
+                                       "more_zoo_datasets": ["data/cpu_epyc_zen4_2c/zoo/rows.parquet"],
                                        "results_dir": "results"})
     assert rec["have_data"] is True and rec["platform"] == "cpu_epyc_zen5_2c"
     assert rec["n_networks"] == 3 and rec["n_design_rows"] == 300

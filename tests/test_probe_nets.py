@@ -96,7 +96,7 @@ def test_stored_probe_rows_find_their_moved_factory_and_keep_their_ids():
 
     from carb_lib.families.module import MOVED_MODULES, config_ids, load_factory
 
-    path = Path(__file__).resolve().parents[1] / "data/other_cpus/probe_nets/cpu_epyc_zen5_2c.parquet"
+    path = Path(__file__).resolve().parents[1] / "data/cpu_epyc_zen5_2c/probe_nets/rows.parquet"
     rows = pd.read_parquet(path).head(3)
     assert set(rows["module"]) == {PROBE_FACTORY} and PROBE_FACTORY.split(":")[0] in MOVED_MODULES
     assert load_factory(PROBE_FACTORY) is probe_network

@@ -121,7 +121,7 @@ def test_a_run_with_a_changed_parameter_leaves_the_checkout_untouched(tmp_path):
     change in the checkout."""
     before = _git("status", "--porcelain", "--untracked-files=all")
     run_dir = tmp_path / "runs" / "quick-q_low"
-    overrides = {"q_low": 0.25, "data_paths": ["data/cpu_epyc_2c.parquet"], "n_boot": 10}
+    overrides = {"q_low": 0.25, "data_paths": ["data/cpu_epyc_2c/design/rows.parquet"], "n_boot": 10}
     summary = run_profile("quick", only=["01_char"], run_dir=run_dir, overrides=overrides)
     assert _git("status", "--porcelain", "--untracked-files=all") == before
     rec = summary["01_characterization"]
@@ -165,6 +165,36 @@ def test_shipped_profiles_write_shared_values_once_and_no_output_folder():
         assert spec["profiles"][profile]["defaults"]["quick"] is (profile == "quick")
         for entry in spec["profiles"][profile]["notebooks"]:
             assert "quick" not in entry.get("parameters", {}), entry["notebook"]
+
+
+def test_platforms_and_each_expand_over_the_catalogued_platforms(tmp_path, monkeypatch):
+    """``{platforms: PATTERN}`` lists the catalogued platforms (a user catalog's included) whose
+    name matches; ``each`` runs once per platform, ``{stem}`` is the platform, and a file of
+    the catalog goes by its platform (and campaign), never by its role's file name."""
+    user = tmp_path / "mine"
+    (user / "gpu_a100" / "design").mkdir(parents=True)
+    (user / "gpu_a100" / "design" / "rows.parquet").write_bytes(b"")
+    (user / "catalog.yaml").write_text(
+        "format: 1\ncampaigns:\n- platform: gpu_a100\n  campaign: design\n  device: cuda\n"
+        "  files:\n  - {path: gpu_a100/design/rows.parquet, role: rows, families: [resnet]}\n")
+    monkeypatch.setenv("CARB_CATALOG", str(user / "catalog.yaml"))
+    spec = {"profiles": {"gpu": [
+        {"notebook": "notebooks/05_cross_family.ipynb", "each": "source_dataset",
+         "parameters": {"source_dataset": {"platforms": "gpu_*"}, "target_dataset": "{stem}"}},
+        {"notebook": "notebooks/04_screening.ipynb", "each": "dataset",
+         "parameters": {"dataset": {"platforms": "tpu_*"}}},
+        {"notebook": "notebooks/04_screening.ipynb", "each": "dataset",
+         "parameters": {"dataset": ["data/cpu_epyc_zen3_2c/zoo/rows.parquet",
+                                    str(user / "gpu_a100" / "design" / "rows.parquet"),
+                                    "cpu_xeon_gnr_2c/steady_kept", "runs/x.parquet"]}}]}}
+    runs = load_runs("gpu", _runs_file(tmp_path, spec))
+    assert [r.name for r in runs] == [
+        "05_cross_family-gpu_a100", "05_cross_family-gpu_nvidia_h200",  # 04 on tpu_*: none
+        "04_screening-cpu_epyc_zen3_2c_zoo", "04_screening-gpu_a100",
+        "04_screening-cpu_xeon_gnr_2c_steady_kept", "04_screening-x"]
+    assert runs[1].parameters == {"source_dataset": "gpu_nvidia_h200",
+                                  "target_dataset": "gpu_nvidia_h200"}
+    assert runs[1].subdir == "gpu_nvidia_h200"
 
 
 def test_globs_and_each_expand_over_the_files_found(tmp_path):
@@ -237,10 +267,14 @@ def test_the_gpu_profile_reruns_every_notebook_reading_measured_rows_on_gpu_file
     entries = {Path(e["notebook"]).stem: e for e in spec["profiles"]["gpu"]["notebooks"]}
     assert set(entries) == {"01_characterization", "02_transfer", "03_carb", "04_screening",
                             "05_cross_family"}
-    globs = {name: [v["glob"] for v in e["parameters"].values() if isinstance(v, dict)]
-             for name, e in entries.items()}
+    listed = {name: [v for v in e["parameters"].values() if isinstance(v, dict)]
+              for name, e in entries.items()}
     for name in ("01_characterization", "03_carb", "04_screening", "05_cross_family"):
-        assert globs[name] == ["data/*gpu*.parquet"], name
+        assert listed[name] == [{"platforms": "gpu_*"}], name
+    # no data path: every other value names the platform ({stem}) or is not data
+    for e in entries.values():
+        assert not any(isinstance(v, str) and v.startswith("data/")
+                       for v in e.get("parameters", {}).values())
     for e in entries.values():
         assert set(e.get("parameters", {})) <= set(notebook_parameters(REPO / e["notebook"]))
 
@@ -269,7 +303,7 @@ def test_a_plain_kernel_started_in_notebooks_reads_data(tmp_path, monkeypatch):
 
     out = tmp_path / "01.ipynb"
     _papermill_from_notebooks("notebooks/01_characterization.ipynb", out, {
-        "quick": True, "n_boot": 5, "data_paths": ["data/cpu_epyc_zen3_2c.parquet"],
+        "quick": True, "n_boot": 5, "data_paths": ["data/cpu_epyc_zen3_2c/design/rows.parquet"],
         "fig_dir": str(tmp_path / "figures"),
         "results_dir": str(tmp_path / "results")}, monkeypatch)
     rec = read_glued(out)

@@ -38,9 +38,9 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("rows")
-    src = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c.parquet")
+    src = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet")
     src = src[src["status"].eq("ok")].sample(n=300, random_state=3)
-    new = pd.read_parquet(ROOT / "data" / "new_families" / "cpu_epyc_zen3_2c.parquet")
+    new = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows_new_families.parquet")
     new = new[new["status"].eq("ok")]
     new = pd.concat([g.sample(n=4, random_state=3) for _, g in new.groupby("family")])
     src.to_parquet(d / "resnet.parquet")
@@ -305,7 +305,7 @@ def test_audit_re_measures_with_the_rows_threads_and_heap(monkeypatch):
     from carb_lib.measure import audit as A
     from carb_lib.measure import campaign
 
-    rows = pd.read_parquet(ROOT / "data" / "zoo" / "cpu_epyc_zen4_2c.parquet")
+    rows = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen4_2c" / "zoo" / "rows.parquet")
     rows = rows[rows["status"].eq("ok")].head(3)
     seen = []
 
@@ -331,7 +331,7 @@ def test_profile_and_kernels_time_one_thread_unless_told(monkeypatch, tmp_path):
         got["profile"] = protocol
         return Res()
     monkeypatch.setattr(camp, "run_campaign", fake_campaign)
-    src = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c.parquet").head(1)
+    src = pd.read_parquet(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet").head(1)
     src[["family", "block", "depth", "width", "early_downsample", "resolution", "batch",
          "precision", "num_classes"]].to_csv(tmp_path / "c.csv", index=False)
     res = runner.invoke(app, ["profile", "--configs", str(tmp_path / "c.csv"), "--out",

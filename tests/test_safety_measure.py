@@ -73,7 +73,7 @@ def test_a_failed_measurement_is_never_a_budget_miss():
 def _rows_without_cpu_id(tmp_path) -> Path:
     from carb_lib.dataset.schema import read_dataset
 
-    rows = read_dataset(ROOT / "data" / "cpu_epyc_zen3_2c.parquet").head(4)
+    rows = read_dataset(ROOT / "data" / "cpu_epyc_zen3_2c" / "design" / "rows.parquet").head(4)
     # a file measured before the CPU model was recorded: "unknown" in the first two rows, no
     # value at all in the last two
     assert (rows["cpu_id"] == "unknown").all()

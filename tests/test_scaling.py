@@ -6,13 +6,17 @@ Every dataset here is synthetic: made in the test or by carb_lib.dataset.synthet
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from carb_lib.characterize import scaling
+from carb_lib.dataset.catalog import dataset_name
 from carb_lib.dataset.synthetic import SYNTHETIC_TRUTH, make_synthetic_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -307,14 +311,14 @@ def test_synthetic_dataset_follows_schema(synth_gpu):
         make_synthetic_dataset(36, platform="h200")
 
 
-def test_load_measured_and_discovery(tmp_path, synth_cpu):
-    (tmp_path / "external").mkdir()
+def test_load_measured_names_each_file(tmp_path, synth_cpu):
     synth_cpu.to_parquet(tmp_path / "synthetic_cpu.parquet", index=False)
-    synth_cpu.to_parquet(tmp_path / "external" / "other.parquet", index=False)
-    files = scaling.measured_data_files(tmp_path)
-    assert [f.name for f in files] == ["synthetic_cpu.parquet"]
-    df = scaling.load_measured(files)
+    df = scaling.load_measured([tmp_path / "synthetic_cpu.parquet"])
     assert (df["dataset"] == "synthetic_cpu").all() and len(df) == len(synth_cpu)
+    # a catalogued file goes by its platform (and campaign), never by its role's file name
+    shipped = ROOT / "data" / "cpu_epyc_zen3_2c"
+    assert dataset_name(shipped / "design" / "rows.parquet") == "cpu_epyc_zen3_2c"
+    assert dataset_name(shipped / "zoo" / "rows.parquet") == "cpu_epyc_zen3_2c/zoo"
     with pytest.raises(FileNotFoundError, match="missing"):
         scaling.load_measured([tmp_path / "missing.parquet"])
 

@@ -65,14 +65,14 @@ def test_new_cpu_campaign_needs_a_platform_and_refuses_a_measured_one():
     script = ROOT / "scripts" / "new_cpu_campaign.sh"
     r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "platform name" in r.stderr
-    before = sorted(p.name for p in (ROOT / "data" / "kernels").iterdir())
+    before = sorted(p.name for p in (ROOT / "data" / "cpu_xeon_gnr_2c").rglob("*"))
     r = subprocess.run(["bash", str(script), "cpu_xeon_gnr_2c"], capture_output=True,
                        text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHON": "false"})
     assert r.returncode == 2
-    assert r.stderr.strip() == ("new_cpu_campaign: data/kernels/cpu_xeon_gnr_2c.parquet exists: "
+    assert r.stderr.strip() == ("new_cpu_campaign: data/cpu_xeon_gnr_2c/design/kernels.parquet exists: "
                                 "a new CPU writes new files (another platform name?)")
     assert r.stdout == ""
-    assert sorted(p.name for p in (ROOT / "data" / "kernels").iterdir()) == before
+    assert sorted(p.name for p in (ROOT / "data" / "cpu_xeon_gnr_2c").rglob("*")) == before
 
 
 def test_read_bandwidth_probe_refuses_an_existing_file_or_a_wrong_suffix(tmp_path):

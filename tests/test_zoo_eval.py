@@ -12,8 +12,8 @@ import pytest
 from carb_lib.evaluation import zoo as ez
 
 ROOT = Path(__file__).resolve().parents[1]
-ZOO = ROOT / "data" / "zoo" / "cpu_epyc_zen5_2c.parquet"
-DESIGN = ROOT / "data" / "other_cpus" / "cpu_epyc_zen5_2c.parquet"
+ZOO = ROOT / "data" / "cpu_epyc_zen5_2c" / "zoo" / "rows.parquet"
+DESIGN = ROOT / "data" / "cpu_epyc_zen5_2c" / "design" / "rows.parquet"
 
 
 def test_exact_share_is_half_a_byte():

@@ -442,7 +442,7 @@ def profile(
 @app.command()
 def merge(
     parts_dir: Path = typer.Argument(..., help="Campaign folder of part files."),
-    out: Path = typer.Argument(..., help="Dataset to write or extend, e.g. data/<platform>.parquet."),
+    out: Path = typer.Argument(..., help="Dataset to write or extend, e.g. mydata/<platform>/design/rows.parquet (registered as the campaign's rows in the user catalog)."),
     existing: Path | None = typer.Option(None, "--existing", help="Extend this dataset (its rows count as earlier; it must exist, and a file other than an existing OUT needs --force); default: OUT itself if it exists."),
     reference_out: Path | None = typer.Option(None, "--reference-out", help="Also write the reference-config rows here."),
     force: bool = typer.Option(False, "--force", help="Replace OUT with the parts alone (or with --existing and the parts), keeping a numbered OUT.bak."),
@@ -519,7 +519,7 @@ def audit(
     n: int = typer.Option(200, "--n", help="Rows to re-measure (seeded random sample of ok rows)."),
     seed: int = typer.Option(0, "--seed", help="Sample seed."),
     device: str = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N."),
-    out: Path = typer.Option(Path("runs/audit"), "--out", help="Folder for <platform>_audit_rows.parquet, <platform>_audit.csv and <platform>_noise_by_regime.csv (keep the rows as data/audit/<data file>)."),
+    out: Path = typer.Option(Path("runs/audit"), "--out", help="Folder for <platform>_audit_rows.parquet, <platform>_audit.csv and <platform>_noise_by_regime.csv (keep the rows beside the campaign's and register them: carb catalog add ... --role audit)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
     assume_same_cpu: bool = typer.Option(False, "--assume-same-cpu", help="Audit rows without cpu_id on this CPU (the CPU they were measured on is unknown; by default they are refused)."),
     force: bool = typer.Option(False, "--force", help="Replace files in --out that are not outputs of carb audit (keeping numbered .bak files)."),
@@ -562,7 +562,7 @@ def audit(
 
 @app.command("kernels")
 def kernels_cmd(
-    out: Path = typer.Option(..., "--out", help="New Parquet file for the timed operators, e.g. data/kernels/<platform>.parquet."),
+    out: Path = typer.Option(..., "--out", help="New Parquet file for the timed operators, e.g. mydata/<platform>/design/kernels.parquet."),
     n: int = typer.Option(3000, "--n", help="Operators drawn from the generic grid (conv, depthwise, linear, memory-bound)."),
     seed: int = typer.Option(0, "--seed", help="Sample seed."),
     sampler: int | None = typer.Option(None, "--sampler", help="Sampler version (default: the current one; 1-3 reproduce earlier draws)."),
@@ -573,7 +573,6 @@ def kernels_cmd(
     anchor_every: int = typer.Option(500, "--anchor-every", help="Also time the anchors every N operators of the draw (0: before and after only); a host's speed is the median of several anchor campaigns."),
     anchors_only: bool = typer.Option(False, "--anchors-only", help="Time only the anchor operators, beside the existing --out, and print each anchor campaign's speed (e.g. before a measurement campaign)."),
     campaigns: int = typer.Option(5, "--campaigns", help="With --anchors-only: anchor campaigns timed back to back (~4 s each); the host's speed is their median."),
-    campaigns_alias: int | None = typer.Option(None, "--sittings", hidden=True, help="Former name of --campaigns."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
     cache_probe: bool = typer.Option(True, "--cache-probe/--no-cache-probe", help="After the draw, probe one core's read bandwidth by working set (about a minute) into <out stem>_cache_probe.csv: the kernel law's weight-traffic input."),
     keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep the process's heap first (no buffer mapped afresh per call, as the protocol's cpu_keep_heap, the default); --default-heap times as before. Rows record heap_kept."),
@@ -584,13 +583,13 @@ def kernels_cmd(
     from carb_lib.core.safe_io import check_output
     from carb_lib.kernels.draw import time_anchors_only, time_draw
 
-    # before anything is timed: data/kernels/ is its own, a folder it can write (an existing
+    # before anything is timed: data/ is its own, a folder it can write (an existing
     # --out is time_draw's to judge: --append or refused)
     check_output(out, "--out", own=lambda p: True, owns=("data",), command="carb kernels")
     check_platform_name(platform)
     check_threads_available(threads)
     if anchors_only:
-        time_anchors_only(out, campaigns=campaigns if campaigns_alias is None else campaigns_alias,
+        time_anchors_only(out, campaigns=campaigns,
                           threads=threads, platform=platform,
                           echo=typer.echo)
         return
@@ -665,8 +664,8 @@ def fit(
     quick: bool = typer.Option(False, "--quick", help="Small models (PRESETS['quick']: 40 trees, 3 folds, 1 thread)."),
     n_jobs: int = typer.Option(2, "--n-jobs", help="Threads per learner (ignored with --quick)."),
     preset: str = typer.Option("default", "--preset", help="Model preset (carb_lib.ensemble.PRESETS): default (screening-sized) | paper (the paper's sizes, slow) | fast | quick | test (unit-test size, not for results). Ignored with --quick."),
-    latency_law: str = typer.Option("auto", "--latency-law", help="Latency base law: auto (the default: the kernel law where the platform has an operator benchmark in data/kernels/, found by platform, else roofline; chosen on validation rows of five CPUs, benchmarks/choose_latency_law.py) | roofline (FLOPs, bytes, layers) | kernel (the platform's operators timed alone, summed; extrapolates to unseen batches and families; needs --kernel-bench). The law used and why are printed and kept in the model's metadata (latency_law)."),
-    kernel_bench: Path | None = typer.Option(None, "--kernel-bench", help="Timed operators of this platform (carb kernels --out FILE) for --latency-law kernel (or auto, in place of the one in data/); the model keeps what it learned from them. A benchmark of another CPU (cpu_id) than the rows is refused."),
+    latency_law: str = typer.Option("auto", "--latency-law", help="Latency base law: auto (the default: the kernel law where the catalog holds an operator benchmark of the platform, else roofline; chosen on validation rows of five CPUs, benchmarks/choose_latency_law.py) | roofline (FLOPs, bytes, layers) | kernel (the platform's operators timed alone, summed; extrapolates to unseen batches and families; needs --kernel-bench). The law used and why are printed and kept in the model's metadata (latency_law)."),
+    kernel_bench: Path | None = typer.Option(None, "--kernel-bench", help="Timed operators of this platform (carb kernels --out FILE) for --latency-law kernel (or auto, in place of the catalog's); the model keeps what it learned from them. A benchmark of another CPU (cpu_id) than the rows is refused."),
     cache_probe: Path | None = typer.Option(None, "--cache-probe", help="This machine's read-bandwidth probe (.csv, scripts/read_bandwidth_probe.py), with --kernel-bench: weights of networks past its cache are read from memory, added to each operator's time."),
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not a CARB model (keeping <out>.bak)."),
 ) -> None:

@@ -15,7 +15,7 @@ from carb_lib.dataset.catalog import DESIGN, load_catalog
 __all__ = ["check_campaign_start", "check_cluster_options", "check_threads_available", "check_coverage", "check_model_out", "check_platform_name", "check_platform_threads",
            "check_shipped_threads", "module_configs_capped"]
 
-#: A platform name: it names files (``data/<platform>.parquet``, ``data/kernels/<platform>``).
+#: A platform name: it names folders and files (``data/<platform>/<campaign>/``, file names).
 PLATFORM_NAME = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}"
 
 
@@ -27,7 +27,7 @@ def check_platform_name(platform: str | None, option: str = "--platform") -> Non
     if platform is not None and not re.fullmatch(PLATFORM_NAME, platform):
         raise ValueError(f"{option} {platform!r}: a platform name is 1-128 letters, digits, "
                          "'_', '.', '+' or '-', starting with a letter or digit (it names "
-                         "files such as data/<platform>.parquet)")
+                         "folders such as data/<platform>/)")
 
 
 def module_configs_capped(module: str | None, input_shape: str | None, module_kwargs: str,

@@ -69,11 +69,11 @@ def options_class(command: Callable[..., Any], name: str) -> type:
     return cls
 
 
-def options_command(run: str, name: str, **extra: Callable[[], Any]):
+def options_command(run: str, name: str):
     """Decorate a typer command whose body is ``...``: it builds its ``Options``
     (:func:`options_class`, also the decorated command's ``Options`` attribute) from the parsed
     options and calls ``run`` (``"package.module:function"``, imported when the command runs)
-    with them, ``echo=typer.echo`` and each of ``extra``'s values called."""
+    with them and ``echo=typer.echo``."""
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         options = options_class(command, name)
 
@@ -83,7 +83,7 @@ def options_command(run: str, name: str, **extra: Callable[[], Any]):
 
             module, function = run.split(":")
             work = getattr(importlib.import_module(module), function)
-            work(options(**kwargs), echo=typer.echo, **{k: v() for k, v in extra.items()})
+            work(options(**kwargs), echo=typer.echo)
 
         parsed.Options = options  # type: ignore[attr-defined]
         return parsed

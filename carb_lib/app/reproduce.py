@@ -37,6 +37,7 @@ front-end, and tqdm to draw no progress bar.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import glob as globlib
 import json
 import logging
@@ -60,6 +61,7 @@ from carb_lib.app.reproduce_html import (  # noqa: F401 - names of this module b
     write_html,
     write_index,
 )
+from carb_lib.dataset.catalog import DESIGN, load_catalog
 
 logger = logging.getLogger("carb.reproduce")
 
@@ -181,14 +183,39 @@ def _display_path(path: Path) -> str:
 
 
 def _is_glob(value: Any) -> bool:
-    return isinstance(value, dict) and set(value) == {"glob"}
+    """``{glob: PATTERN}`` (files) or ``{platforms: PATTERN}`` (catalogued platforms)."""
+    return isinstance(value, dict) and len(value) == 1 and set(value) <= {"glob", "platforms"}
+
+
+def _expand_platforms(pattern: str) -> list[str]:
+    """The catalogued platforms (the shipped catalog and the user catalogs) whose name matches
+    the shell-style ``pattern``, sorted."""
+    return sorted(fnmatch.filter(load_catalog().platforms(), pattern))
 
 
 def _resolve_value(value: Any) -> Any:
-    """A parameter value as written in the yaml: ``{glob: PATTERN}`` becomes the list of files."""
+    """A parameter value as written in the yaml: ``{glob: PATTERN}`` becomes the list of files,
+    ``{platforms: PATTERN}`` the list of catalogued platforms whose name matches."""
     if _is_glob(value):
+        if "platforms" in value:
+            return _expand_platforms(str(value["platforms"]))
         return _expand_glob(str(value["glob"]))
     return value
+
+
+def _run_name(value: Any) -> str:
+    """The name of one item of an ``each`` list: a platform (``platform/campaign`` as
+    ``platform_campaign``) as written; a catalogued file as its platform (and campaign, where
+    not the design one); any other file as its stem."""
+    text = str(value)
+    plat, _, camp = text.partition("/")
+    cat = load_catalog()
+    if plat in cat.platforms() and "/" not in camp:
+        return f"{plat}_{camp}" if camp else plat
+    entry = cat.entry_of(text)
+    if entry is not None:
+        return entry.platform if entry.campaign == DESIGN else f"{entry.platform}_{entry.campaign}"
+    return Path(text).name.split(".")[0]
 
 
 def load_runs(profile: str, runs_file: str | Path | None = None) -> list[NotebookRun]:
@@ -203,12 +230,15 @@ def load_runs(profile: str, runs_file: str | Path | None = None) -> list[Noteboo
     profile's ``defaults:`` (which wins) are given to every entry whose notebook's parameters
     cell names them; an entry's own parameters win over both.
 
-    A parameter written ``{glob: "data/*gpu*.parquet"}`` becomes the sorted list of matching
-    files (paths relative to the repository root). An entry with ``each: NAME`` runs once per
-    file of its parameter ``NAME`` (a glob or a list): ``NAME`` is then one file, ``{stem}`` in
-    any other string parameter is that file's stem, and the run is labelled
-    ``<notebook>-<stem>``, its outputs in a subfolder ``<stem>``. An entry with a glob that
-    matches no file is skipped with a warning (a machine without that data).
+    A parameter written ``{platforms: "gpu_*"}`` becomes the sorted list of catalogued
+    platforms whose name matches (the shipped catalog and the user catalogs), ``{glob:
+    "runs/*.parquet"}`` the sorted list of matching files (paths relative to the repository
+    root). An entry with ``each: NAME`` runs once per item of its parameter ``NAME`` (a list,
+    or either form above): ``NAME`` is then one item, ``{stem}`` in any other string parameter
+    is its name (a platform as written; a catalogued file as its platform; another file as its
+    stem), and the run is labelled ``<notebook>-<name>``, its outputs in a subfolder
+    ``<name>``. An entry whose list is empty is skipped with a warning (a machine without that
+    data).
 
     Raises
     ------
@@ -256,7 +286,7 @@ def load_runs(profile: str, runs_file: str | Path | None = None) -> list[Noteboo
         if empty:
             logger.warning("%s: profile %r: no file matches %s of %s: notebook skipped",
                            path.name, profile, ", ".join(
-                               f"{k}={own.get(k, defaults.get(k))['glob']!r}" for k in empty),
+                               f"{k}={next(iter(own.get(k, defaults.get(k)).values()))!r}" for k in empty),
                            nb.stem)
             continue
         each = entry.get("each")
@@ -268,7 +298,7 @@ def load_runs(profile: str, runs_file: str | Path | None = None) -> list[Noteboo
             raise ReproduceError(f"{path.name}: {nb} (profile {profile!r}): 'each: {each}' needs "
                                  f"a parameter {each!r} given as a glob or a list")
         for file in files:
-            stem = Path(str(file)).stem
+            stem = _run_name(file)
             one = {k: (v.replace("{stem}", stem) if isinstance(v, str) else v)
                    for k, v in params.items()}
             one[each] = file

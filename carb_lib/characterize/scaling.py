@@ -37,7 +37,6 @@ from carb_lib.characterize.scaling_claims import CLAIM_COLUMNS, PAPER_CLAIMS, cl
 from carb_lib.characterize.scaling_data import (  # noqa: F401  (re-exported: the old home of these names)
     CONFIG_COLS,
     load_measured,
-    measured_data_files,
     ok_rows,
     untestable_reason,
 )

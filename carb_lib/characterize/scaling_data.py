@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.dataset.catalog import dataset_name
 from carb_lib.dataset.schema import conform
 from carb_lib.families import all_config_columns
 
 __all__ = ["CONFIG_COLS", "as_float", "fmt_num", "load_measured",
-           "measured_data_files", "ok_rows", "percentile_ci", "platforms", "positive_rows",
+           "ok_rows", "percentile_ci", "platforms", "positive_rows",
            "pair_frame", "per_platform", "untestable_reason"]
 
 #: The leading config columns of :data:`CONFIG_COLS`, in the order of the pairing key (and so
@@ -48,14 +49,10 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[df["status"] == "ok"].copy()
 
 
-def measured_data_files(data_dir: str | Path = "data") -> list[Path]:
-    """Measured dataset files ``<data_dir>/*.parquet`` (``data/external`` is not included)."""
-    return sorted(p for p in Path(data_dir).glob("*.parquet") if p.is_file())
-
-
 def load_measured(paths: Iterable[str | Path]) -> pd.DataFrame:
     """Read measured parquet files (storage dtypes via :func:`carb_lib.dataset.schema.conform`, not
-    validated), concatenate them and add a ``dataset`` column (the file stem).
+    validated), concatenate them and add a ``dataset`` column
+    (:func:`carb_lib.dataset.catalog.dataset_name`).
 
     Raises
     ------
@@ -68,7 +65,7 @@ def load_measured(paths: Iterable[str | Path]) -> pd.DataFrame:
         if not p.is_file():
             raise FileNotFoundError(f"measured dataset {p} does not exist")
         frame = conform(pd.read_parquet(p))
-        frame["dataset"] = p.stem
+        frame["dataset"] = dataset_name(p)
         frames.append(frame)
     if not frames:
         raise FileNotFoundError("no measured dataset given")

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["CATALOG_ENV", "DESIGN", "ROLES", "SHIPPED_CATALOG", "Campaign", "Catalog", "shown_path",
-           "CatalogError", "Entry", "card_table", "catalog_problems", "files", "load_catalog",
-           "read_catalog", "use_catalog", "register", "platform_file", "resolve", "study_files", "user_catalog_path"]
+__all__ = ["CATALOG_ENV", "DESIGN", "ROLES", "SHIPPED_CATALOG", "Campaign", "Catalog",
+           "CatalogError", "Entry", "campaign_files", "card_table", "catalog_problems",
+           "data_folder_of", "dataset_name", "files", "load_catalog", "platform_file", "read_catalog", "register",
+           "resolve", "shown_path", "study_files", "use_catalog", "user_catalog_path"]
 
 #: The shipped catalog: the one place the package locates its data (the repository's ``data/``).
 SHIPPED_CATALOG: Path = Path(__file__).resolve().parents[2] / "data" / "catalog.yaml"
@@ -116,14 +117,16 @@ class Catalog:
     def entries(self, platform: str | None = None, campaign: str | None = None,
                 role: str | None = None, family: str | None = None) -> list[Entry]:
         """The catalogued files that match every given criterion, in catalog order
-        (``family``: files whose families hold it)."""
+        (``family``: files whose families hold it; ``"!name"``: files whose families do not)."""
+        want, negate = (None, False) if family is None else (family.lstrip("!"),
+                                                              family.startswith("!"))
         out = []
         for c in self.campaigns:
             if (platform is not None and c.platform != platform) or \
                     (campaign is not None and c.campaign != campaign):
                 continue
             out += [e for e in c.files if (role is None or e.role == role)
-                    and (family is None or family in e.families)]
+                    and (want is None or (want in e.families) != negate)]
         if platform is None and campaign is None and family is None:
             out += [e for e in self.other if role is None or e.role == role]
         return out
@@ -333,8 +336,7 @@ def load_catalog(user: str | Path | list[str | Path] | None = None, *,
     else:
         cat = _read_cached(base)
         cat = Catalog(cat.campaigns, cat.other, cat.sources, base)
-    extra = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
-    extra += _USER
+    extra = _env_catalogs() + _USER
     extra += [] if user is None else [user] if isinstance(user, str | Path) else list(user)
     seen = {Path(s).resolve() for s in cat.sources}
     for p in extra:  # a catalog named twice (or the base named again) is read once; an absent
@@ -407,8 +409,13 @@ def user_catalog_path() -> Path | None:
     names, else the first of ``$CARB_CATALOG``; None when neither is set."""
     if _USER:
         return _USER[-1]
-    env = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
-    return Path(env[0]) if env else None
+    env = _env_catalogs()
+    return env[0] if env else None
+
+
+def _env_catalogs() -> list[Path]:
+    """The user catalogs ``$CARB_CATALOG`` names, in order."""
+    return [Path(p) for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
 
 
 def register(path: str | Path, *, role: str, platform: str, campaign: str = DESIGN,
@@ -547,7 +554,7 @@ def study_files(platforms: list[str] | tuple[str, ...] | None = None, *,
     Examples
     --------
     >>> [shown_path(p) for p in study_files(["cpu_epyc_2c", "gpu_nvidia_h200"], user=False)]
-    ['data/cpu_epyc_2c.parquet', 'data/gpu_nvidia_h200.parquet']
+    ['data/cpu_epyc_2c/design/rows.parquet', 'data/gpu_nvidia_h200/design/rows.parquet']
     """
     cat = load_catalog() if catalog is None else catalog
     names = list(cat.platforms() if platforms is None else platforms)
@@ -561,6 +568,24 @@ def study_files(platforms: list[str] | tuple[str, ...] | None = None, *,
 
         family = DEFAULT_FAMILY
     return [e.path for p in names for e in cat.entries(p, DESIGN, "rows", family)]
+
+
+def dataset_name(path: str | Path, *, catalog: Catalog | None = None) -> str:
+    """The name a measured file goes by in tables and figures: a catalogued file as its platform
+    (``platform/campaign`` outside the design campaign), any other file as its name without
+    suffixes.
+
+    Examples
+    --------
+    >>> dataset_name("data/cpu_epyc_zen3_2c/design/rows.parquet")
+    'cpu_epyc_zen3_2c'
+    >>> dataset_name("runs/my_cpu.parquet")
+    'my_cpu'
+    """
+    entry = (load_catalog() if catalog is None else catalog).entry_of(path)
+    if entry is None:
+        return Path(path).name.split(".")[0]
+    return entry.platform if entry.campaign == DESIGN else f"{entry.platform}/{entry.campaign}"
 
 
 def resolve(value: Any, role: str, *, family: str | None = None, many: bool = False,
@@ -585,11 +610,11 @@ def resolve(value: Any, role: str, *, family: str | None = None, many: bool = Fa
     Examples
     --------
     >>> resolve("cpu_epyc_zen3_2c", "rows", family="resnet")
-    'data/cpu_epyc_zen3_2c.parquet'
+    'data/cpu_epyc_zen3_2c/design/rows.parquet'
     >>> resolve("cpu_epyc_zen3_2c", "rows", family="!resnet")
-    'data/new_families/cpu_epyc_zen3_2c.parquet'
+    'data/cpu_epyc_zen3_2c/design/rows_new_families.parquet'
     >>> resolve("cpu_xeon_gnr_2c/steady_kept", "kernels")
-    'data/kernels/cpu_xeon_gnr_2c_steady_kept.parquet'
+    'data/cpu_xeon_gnr_2c/steady_kept/kernels.parquet'
     >>> resolve("gpu_nvidia_h200", "audit") is None, resolve("my/file.parquet", "rows")
     (True, 'my/file.parquet')
     """
@@ -605,12 +630,34 @@ def resolve(value: Any, role: str, *, family: str | None = None, many: bool = Fa
     if camp and cat.campaign(plat, camp) is None:
         raise CatalogError(f"platform {plat!r} has no campaign {camp!r} in the catalog; its "
                            f"campaigns: {', '.join(c.campaign for c in cat.campaigns if c.platform == plat)}")
-    entries = cat.entries(plat, camp or DESIGN, role)
-    if family is not None:
-        want = family.lstrip("!")
-        entries = [e for e in entries if (want in e.families) != family.startswith("!")]
+    entries = cat.entries(plat, camp or DESIGN, role, family)
     found = [shown_path(e.path) for e in entries if e.path.is_file()]
     return found if many else (found[0] if found else None)
+
+
+def data_folder_of(path: str | Path) -> Path | None:
+    """The data folder a file lies in: the nearest of its parent folders (up to
+    ``<data>/<platform>/<campaign>/``) that holds a ``catalog.yaml``; None where none does."""
+    parents = Path(path).parents
+    return next((p for p in list(parents)[:3] if (p / "catalog.yaml").is_file()), None)
+
+
+def campaign_files(value: str, role: str, *, catalog: Catalog | None = None) -> list[str]:
+    """The existing files of ``role`` in the campaign ``value`` names (``"platform/campaign"``;
+    ``"platform"``: its design campaign), as :func:`shown_path` names them; ``[]`` where the
+    catalogs hold no such platform or campaign (a machine without that data).
+
+    Examples
+    --------
+    >>> campaign_files("gpu_nvidia_h200/noise", "noise")  # doctest: +NORMALIZE_WHITESPACE
+    ['data/gpu_nvidia_h200/noise/noise_spread_window0.5s.parquet',
+     'data/gpu_nvidia_h200/noise/noise_spread_window3s.parquet']
+    >>> campaign_files("cpu_epyc_zen3_2c/noise", "noise")
+    []
+    """
+    cat = load_catalog() if catalog is None else catalog
+    plat, _, camp = str(value).partition("/")
+    return [shown_path(p) for p in cat.files(plat, camp or DESIGN, role) if p.is_file()]
 
 
 def platform_file(platform: str, role: str, *, family: str | None = None,
@@ -621,7 +668,7 @@ def platform_file(platform: str, role: str, *, family: str | None = None,
     Examples
     --------
     >>> shown_path(platform_file("cpu_epyc_zen3_2c", "audit", family="resnet"))
-    'data/audit/cpu_epyc_zen3_2c.parquet'
+    'data/cpu_epyc_zen3_2c/design/audit.parquet'
     >>> platform_file("gpu_nvidia_h200", "kernels") is None
     True
     """

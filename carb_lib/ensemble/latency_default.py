@@ -1,17 +1,17 @@
-"""The latency law ``carb fit`` uses by default: the kernel law where the platform has an
-operator benchmark in the repository's ``data/``, the roofline law otherwise.
+"""The latency law ``carb fit`` uses by default: the kernel law where the catalog holds an
+operator benchmark of the platform, the roofline law otherwise.
 
-The project keeps each platform's operators timed alone (``carb kernels --out``) under
-``data/kernels/``, named by platform and, when a CPU was measured more than once, by campaign
-(``data/kernels/<platform>[_<campaign>].parquet``, the same name as the network file they go
-with; ``*.anchors.parquet`` are host-speed anchors, not benchmarks). A read-bandwidth probe of
-the machine (``carb kernels --cache-probe``, ``scripts/read_bandwidth_probe.py``) sits beside a
-benchmark as ``<bench stem>_cache_probe.csv`` (or ``<platform>_cache_probe.csv``: one probe per
-CPU kind).
+The catalog (:mod:`carb_lib.dataset.catalog`) lists each campaign's operators timed alone
+(``carb kernels --out``; role ``kernels``, shipped as ``data/<platform>/<campaign>/kernels.parquet``
+with its host-speed anchors beside it as ``kernels.anchors.parquet``) and the machine's
+read-bandwidth probe (``carb kernels --cache-probe``, ``scripts/read_bandwidth_probe.py``; role
+``cache_probe``). A folder without a catalog is looked up by name: ``kernels/<platform>[_<campaign>]
+.parquet`` under it, a probe as ``<bench stem>_cache_probe.csv`` (or
+``<platform>_cache_probe.csv``) beside the benchmark.
 
-:func:`choose_latency_law` finds, for the training rows' platform, the benchmark of the same
-campaign as the rows' file (same file name) if there is one, else the platform's own
-(``<platform>.parquet``), and checks that it was timed on the rows' CPU (``cpu_id``): a
+:func:`choose_latency_law` finds, for the training rows' platform, the benchmark that goes
+with the rows' campaign (:meth:`carb_lib.dataset.catalog.Catalog.benchmarks`: its own, else one
+timed with its heap, else the design campaign's), and checks that it was timed on the rows' CPU (``cpu_id``): a
 benchmark of another CPU is refused (one ``ValueError`` naming both ids); rows or a benchmark
 without a CPU model in ``cpu_id`` (no column, ``"unknown"``, or an id of the first campaigns
 such as ``"AMD EPYC"``) cannot be checked, and the choice says so. The choice of this default
@@ -23,7 +23,7 @@ Examples
 >>> from carb_lib.ensemble.latency_default import choose_latency_law
 >>> choice = choose_latency_law(rows, "cpu_epyc_zen4_2c")  # doctest: +SKIP
 >>> choice.law, choice.reason  # doctest: +SKIP
-('kernel', 'operator benchmark data/kernels/cpu_epyc_zen4_2c.parquet of platform ...')
+('kernel', 'operator benchmark data/cpu_epyc_zen4_2c/design/kernels.parquet of platform ...')
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from carb_lib.dataset.catalog import DESIGN, SHIPPED_CATALOG, load_catalog
+from carb_lib.dataset.catalog import DESIGN, SHIPPED_CATALOG, data_folder_of, load_catalog
 
 __all__ = ["DATA_DIR", "LATENCY_LAWS", "LatencyLawChoice", "choose_latency_law", "cpu_ids",
            "find_benchmark", "find_cache_probe"]
@@ -152,7 +152,7 @@ def find_cache_probe(bench: Path, platform: str) -> Path | None:
     catalogs): the ``cache_probe`` of its campaign, else of the platform's design campaign.
     A benchmark no catalog lists: ``<bench stem>_cache_probe.csv`` beside it, else
     ``<platform>_cache_probe.csv``."""
-    for folder in (None, Path(bench).parent.parent, Path(bench).parent):
+    for folder in (None, data_folder_of(bench)):
         if folder is None or (folder / "catalog.yaml").is_file():
             cat = load_catalog() if folder is None else load_catalog(
                 shipped=folder / "catalog.yaml")

@@ -137,8 +137,8 @@ def kernel_law_comparison(
     >>> from carb_lib import kernels
     >>> from carb_lib.dataset.schema import read_dataset
     >>> from carb_lib.evaluation import prepare_dataset
-    >>> df = prepare_dataset(read_dataset("data/cpu_epyc_zen3_2c.parquet"))  # doctest: +SKIP
-    >>> bench = kernels.read_bench("data/kernels/cpu_epyc_zen3_2c.parquet")  # doctest: +SKIP
+    >>> df = prepare_dataset(read_dataset("data/cpu_epyc_zen3_2c/design/rows.parquet"))  # doctest: +SKIP
+    >>> bench = kernels.read_bench("data/cpu_epyc_zen3_2c/design/kernels.parquet")  # doctest: +SKIP
     >>> res = kernel_law_comparison(df, bench, splits=["batch_small"])  # doctest: +SKIP
     >>> res.table()  # doctest: +SKIP
     """

@@ -19,8 +19,8 @@ splits
 laws
     ``auto``: what ``carb fit`` does by default
     (:func:`carb_lib.ensemble.latency_default.choose_latency_law`: the kernel law with the platform's
-    operator benchmark, and read-bandwidth probe where one sits beside it, found by platform in
-    ``data/kernels/``; the roofline law where there is none); ``roofline``: the plain roofline
+    operator benchmark and read-bandwidth probe where the catalog holds them; the roofline law
+    where there is none); ``roofline``: the plain roofline
     law, the ablation. The memory law does not depend on the latency law: memory scores of the
     two laws differ only by the learners' randomness.
 
@@ -162,8 +162,8 @@ def platform_report(files: Mapping[str, Sequence[str]] | None = None, *, seeds: 
     root : str or Path, optional
         The folder ``files`` are relative to (default: the repository).
     data_dir : str or Path, optional
-        Where ``auto`` looks up the operator benchmarks (``<data_dir>/kernels/``; default: the
-        repository's ``data/``).
+        The data folder whose ``catalog.yaml`` ``auto`` asks for the operator benchmarks
+        (default: the catalogs in use).
     n_jobs : int, default=1
         Threads of the learners and of the kernel column. One line per platform (rows, the
         law ``auto`` chose, seconds) is logged at INFO.

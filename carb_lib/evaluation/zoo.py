@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.dataset.catalog import DESIGN, data_folder_of, load_catalog
 from carb_lib.evaluation.models import fit_quiet, flops_baseline
 from carb_lib.evaluation.splits import prepare_dataset
 
@@ -323,7 +323,8 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
     """The catalogued files that go with a measured zoo file (:mod:`carb_lib.dataset.catalog`).
 
     The catalog is the one in the zoo file's data folder (``<data>/catalog.yaml`` for
-    ``<data>/zoo/<file>``) where there is one, else the shipped catalog and the user catalogs;
+    ``<data>/<platform>/zoo/rows.parquet``: :func:`carb_lib.dataset.catalog.data_folder_of`)
+    where there is one, else the shipped catalog and the user catalogs;
     the zoo file is looked up in it by path.
 
     Returns
@@ -343,15 +344,14 @@ def sibling_files(zoo_dataset: str | Path) -> dict[str, Any]:
     {'design_datasets': [], 'audit': None, 'kernel_bench': None}
     """
     path = Path(zoo_dataset)
-    data = path.parent.parent
-    cat = load_catalog(shipped=data / "catalog.yaml") if (data / "catalog.yaml").is_file() \
-        else load_catalog()
+    data = data_folder_of(path)
+    cat = load_catalog() if data is None else load_catalog(shipped=data / "catalog.yaml")
     entry = cat.entry_of(path)
     if entry is None:
         return {"design_datasets": [], "audit": None, "kernel_bench": None}
 
     def show(e) -> str:
-        same = data.resolve() == e.root.resolve()
+        same = data is not None and data.resolve() == e.root.resolve()
         return ((data if same else e.root) / e.rel).as_posix()
 
     plat = entry.platform

@@ -13,7 +13,7 @@ Examples
 --------
 >>> from pathlib import Path
 >>> from carb_lib.kernels.draw import time_draw
->>> rows = time_draw(Path("data/kernels/my_cpu.parquet"), n=3000, seed=0)  # doctest: +SKIP
+>>> rows = time_draw(Path("mydata/my_cpu/design/kernels.parquet"), n=3000, seed=0)  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -402,7 +402,7 @@ class KernelModel(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> from carb_lib.kernels.law import KernelModel, read_bench
-    >>> model = KernelModel().fit(read_bench("data/kernels/cpu_epyc_zen3_2c.parquet"))  # doctest: +SKIP
+    >>> model = KernelModel().fit(read_bench("data/cpu_epyc_zen3_2c/design/kernels.parquet"))  # doctest: +SKIP
     >>> model.predict(ops)  # ms per operator                              # doctest: +SKIP
     """
 

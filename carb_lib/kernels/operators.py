@@ -92,7 +92,7 @@ def sample_kernels(n: int, *, seed: int = 0, fp16_share: float = 0.35,
     to 1 px for padded 3x3 and 5x5 kernels; stride 1 or 2, batch 1-256; operators above 3 GFLOP
     (fp32) / 0.3 GFLOP (fp16) or 6e7 elements are redrawn.
 
-    Version 1 (the first 3,000 operators of ``data/kernels/cpu_epyc_zen3_2c.parquet``): 45 %
+    Version 1 (the first 3,000 operators of ``data/cpu_epyc_zen3_2c/design/kernels.parquet``): 45 %
     dense convolutions with independent channels, 35 % memory-bound operators, and no 3x3 or
     5x5 kernel at 1 px; kept so that a seed reproduces the operators it drew.
 
@@ -285,8 +285,8 @@ def read_bench(path: Any) -> pd.DataFrame:
     Examples
     --------
     >>> from carb_lib.kernels.law import read_bench
-    >>> bench = read_bench(["data/kernels/cpu_xeon_gnr_2c.parquet",
-    ...                     "data/kernels/cpu_xeon_gnr_2c_sampler4.parquet"])  # doctest: +SKIP
+    >>> bench = read_bench(["data/cpu_xeon_gnr_2c/design/kernels.parquet",
+    ...                     "data/cpu_xeon_gnr_2c/sampler4/kernels.parquet"])  # doctest: +SKIP
     """
     from pathlib import Path
 

@@ -430,7 +430,7 @@ def _merge_parts(folder: Path, out_path: Path | None, existing: Path | None, fea
         if old_plats and old_plats != plats and not allow_mixed_platforms:
             raise ValueError(
                 f"platform mismatch: {existing} holds {sorted(old_plats)}, the parts in "
-                f"{folder} hold {sorted(plats)}; merge into data/<platform>.parquet of their "
+                f"{folder} hold {sorted(plats)}; merge into a rows file of their "
                 "own platform, or pass --allow-mixed-platforms"
             )
         from carb_lib.dataset.schema import COLUMNS

@@ -61,7 +61,7 @@ class Protocol:
       can be off by a fifth. Over the same 10 configs x 3 repeats, the energy CV fell from
       17.8 % (0.5 s windows) to 9.6 % (3 s), and the counter's agreement with integrated
       sampled power tightened from 0.976-1.022 to 0.993-1.001 (p10-p90; the rows are
-      ``data/noise/gpu_nvidia_h200_spread_window*.parquet``). The two runs were 7 minutes
+      ``data/gpu_nvidia_h200/noise/``). The two runs were 7 minutes
       apart and every config's median latency moved 1.2-2.2x between them (energy 1.2-1.9x),
       so the fall of the CV is not the window's alone; the counter's 100 ms step is what sets
       the window. ``idle_power_w`` is the idle baseline the

@@ -531,7 +531,7 @@ def campaign_calibration(model_rows: pd.DataFrame, other_rows: pd.DataFrame,
     model_rows, other_rows : pandas.DataFrame
         The ok rows (with static features) of the model's campaign and of the other one.
     other_reference : pandas.DataFrame, optional
-        The other campaign's reference rows (``data/reference/``): its first ``n_reference``
+        The other campaign's reference rows (the campaign's ``reference`` file): its first ``n_reference``
         ok rows calibrate (``calibration="reference"``).
     n_configs : int, default 5
         Calibration from this many of the other campaign's rows (seeded), as
