@@ -14,6 +14,8 @@ from pathlib import Path
 
 import typer
 
+from carb_lib.dataset.catalog import CatalogError, catalog_problems, load_catalog, user_catalog_path
+
 catalog_app = typer.Typer(no_args_is_help=True, help="The data catalog: list the catalogued "
                           "campaigns, register a file in the user catalog, check a catalog "
                           "against its folder.")
@@ -27,7 +29,6 @@ def register_output(path: Path, role: str, campaign: str, echo: Callable[[str], 
     to do instead. ``facts_from``: the Parquet file whose rows give the campaign's fields
     (default ``path`` itself; a benchmark's cache probe is a CSV). Returns whether it
     registered."""
-    from carb_lib.dataset.catalog import load_catalog, user_catalog_path
     from carb_lib.measure.registry import register_rows
 
     if load_catalog().entry_of(path) is not None:
@@ -51,8 +52,6 @@ def catalog_list(
     """List the catalogued campaigns (shipped and user catalogs): platform, campaign, device,
     protocol, date and files by role."""
     from collections import Counter
-
-    from carb_lib.dataset.catalog import load_catalog
 
     cat = load_catalog()
     if platform is not None:
@@ -80,8 +79,6 @@ def catalog_add(
 ) -> None:
     """Register a file in the user catalog (carb --catalog PATH or CARB_CATALOG), its platform,
     CPU, families and protocol read from its rows."""
-    from carb_lib.dataset.catalog import CatalogError, user_catalog_path
-
     if not path.is_file():
         raise CatalogError(f"{path}: no such file")
     if user_catalog_path() is None:
@@ -94,8 +91,6 @@ def catalog_add(
 def catalog_check() -> None:
     """Check every catalog against its folder: each listed file exists, each file of the folder
     is listed (exit 1 with one line per problem)."""
-    from carb_lib.dataset.catalog import catalog_problems, load_catalog
-
     cat = load_catalog()
     problems = catalog_problems(cat)
     for line in problems:

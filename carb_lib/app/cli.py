@@ -13,8 +13,20 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from carb_lib.app.catalog_cli import register_output
+from carb_lib.app.cli_checks import (
+    check_campaign_start,
+    check_cluster_options,
+    check_platform_name,
+    check_platform_threads,
+    check_shipped_threads,
+    check_threads_available,
+    module_configs_capped,
+)
 from carb_lib.app.options import options_command
 from carb_lib.core.vocab import DEFAULT_COVERAGE
+from carb_lib.dataset.catalog import use_catalog
+from carb_lib.measure.campaign_folder import write_protocol_once
 
 try:  # typer >= 0.22 carries its own copy of click
     from typer._click import exceptions as _clickx
@@ -181,8 +193,6 @@ def main(
 def _use_catalog(ctx: typer.Context, catalog: Path) -> None:
     """Extend the shipped catalog with ``catalog`` for this command (a bad catalog:
     ``CatalogError``, one line through the error path)."""
-    from carb_lib.dataset.catalog import use_catalog
-
     ctx.call_on_close(use_catalog(catalog))
 
 
@@ -380,12 +390,6 @@ def profile(
     if own:
         raise ValueError(f"--protocol: set {own} with their own options (--threads, --timeout-s, "
                          "--cooldown-s), not in the JSON")
-    from carb_lib.app.cli_checks import (
-        check_campaign_start,
-        check_platform_name,
-        check_platform_threads,
-        check_shipped_threads,
-    )
 
     check_platform_name(platform)
     check_platform_threads(platform, threads, device)
@@ -394,10 +398,7 @@ def profile(
     if cooldown is not None:
         kw["cooldown_s"] = cooldown
     if cluster is not None:
-        from carb_lib.app.cli_checks import check_cluster_options
-
         check_cluster_options(cluster, cluster_timeout_s, device, max_tries, chunk_size)
-    from carb_lib.app.cli_checks import module_configs_capped
 
     df = module_configs_capped(module, input_shape, module_kwargs, batches, precisions, timeout)
     if df is not None and configs is not None:
@@ -407,8 +408,6 @@ def profile(
     identity = check_campaign_start(out, Protocol(**kw), platform=platform, device=device,
                                     threads=threads, shard=shard)
     def start() -> None:  # OUT/protocol.json once, as the campaign starts; never replaced
-        from carb_lib.measure.campaign_folder import write_protocol_once
-
         saved = write_protocol_once(out, identity)
         if settings and saved is not None:
             typer.echo(f"protocol: {settings} (all settings in {saved})", err=True)
@@ -450,7 +449,6 @@ def merge(
     campaign: str = typer.Option("design", "--campaign", help="The campaign OUT (and --reference-out) is registered as in the user catalog (carb --catalog PATH or CARB_CATALOG); design: the one carb fit --platform and the studies read."),
 ) -> None:
     """Merge part files into a validated dataset (extending OUT, keeping OUT.bak) and register it in the user catalog."""
-    from carb_lib.app.catalog_cli import register_output
     from carb_lib.measure.campaign import merge_parts
 
     df = merge_parts(parts_dir, out, existing=existing, reference_out=reference_out,
@@ -490,7 +488,6 @@ def noise(
             raise ValueError(f"{name} must be >= {lo}, got {value}")
     if not 0 <= spread_gap < float("inf"):
         raise ValueError(f"--spread-gap-s must be >= 0 seconds, got {spread_gap}")
-    from carb_lib.app.cli_checks import check_platform_name, check_threads_available
     from carb_lib.core.safe_io import check_folder, check_outputs, table_with
 
     check_platform_name(platform)
@@ -579,7 +576,6 @@ def kernels_cmd(
     campaign: str = typer.Option("design", "--campaign", help="The campaign --out (and its anchors) is registered as in the user catalog (carb --catalog PATH or CARB_CATALOG); design: the benchmark carb fit --platform and the studies read."),
 ) -> None:
     """Characterize this CPU's operators: time n generic operators alone (the kernel latency law's input)."""
-    from carb_lib.app.cli_checks import check_platform_name, check_threads_available
     from carb_lib.core.safe_io import check_output
     from carb_lib.kernels.draw import time_anchors_only, time_draw
 
@@ -600,7 +596,6 @@ def kernels_cmd(
         from carb_lib.kernels.draw import probe_read_bandwidth
 
         probe_read_bandwidth(out, threads=threads, echo=typer.echo)
-    from carb_lib.app.catalog_cli import register_output
 
     if register_output(out, "kernels", campaign, typer.echo):
         from carb_lib.kernels.anchors import anchors_path

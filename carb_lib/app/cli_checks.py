@@ -11,6 +11,7 @@ from typing import Any
 
 from carb_lib.core.vocab import coverage_value
 from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.measure.campaign_folder import check_campaign_folder
 
 __all__ = ["check_campaign_start", "check_cluster_options", "check_threads_available", "check_coverage", "check_model_out", "check_platform_name", "check_platform_threads",
            "check_shipped_threads", "module_configs_capped"]
@@ -208,7 +209,6 @@ def check_campaign_start(out: Path, protocol: Any, *, platform: str | None, devi
     import re
 
     from carb_lib.core.safe_io import check_folder
-    from carb_lib.measure.campaign_folder import check_campaign_folder
     from carb_lib.measure.campaign_parts import parse_shard
 
     if not re.fullmatch(r"cpu|cuda(:\d+)?", str(device)):

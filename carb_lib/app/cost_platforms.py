@@ -24,6 +24,11 @@ from typing import Any
 import pandas as pd
 
 from carb_lib.core.vocab import DEFAULT_COVERAGE, platform_name
+from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.dataset.schema import read_dataset
+from carb_lib.families._base import DEFAULT_FAMILY
+from carb_lib.measure.protocol import Protocol, rows_protocol
+from carb_lib.transfer.cpus import cpu_files
 
 __all__ = ["PlatformModel", "PlatformModels", "WIDGET_PRESET", "platform_files",
            "protocol_text"]
@@ -41,10 +46,6 @@ def platform_files(root: str | Path | None = None) -> dict[str, Path]:
         A repository whose ``data/catalog.yaml`` is asked in place of the shipped catalog (the
         user catalogs extend either).
     """
-    from carb_lib.dataset.catalog import DESIGN, load_catalog
-    from carb_lib.families._base import DEFAULT_FAMILY
-    from carb_lib.transfer.cpus import cpu_files
-
     cat = load_catalog(shipped=None if root is None else Path(root) / "data" / "catalog.yaml")
     files = {p: Path(spec[0]) for p, spec in cpu_files(cat).items()}
     for device in ("cpu", "cuda"):
@@ -58,8 +59,6 @@ def platform_files(root: str | Path | None = None) -> dict[str, Path]:
 def protocol_text(rows: pd.DataFrame) -> str:
     """The protocol a model of ``rows`` predicts for, in words: ``"1 thread, default heap"`` on
     a CPU, the GPU's timing windows on a GPU; the reason when the rows mix protocols."""
-    from carb_lib.measure.protocol import Protocol, rows_protocol
-
     try:
         rp = rows_protocol(rows)
     except ValueError as exc:
@@ -138,12 +137,9 @@ class PlatformModels:
             raise KeyError(f"platform {platform!r} has no rows here; offered: "
                            f"{', '.join(self.platforms) or 'none'}")
         from carb_lib import evaluation as ev
-        from carb_lib.dataset.schema import read_dataset
         from carb_lib.ensemble import PRESETS
 
         rows = ev.prepare_dataset(read_dataset(self.files[platform]), platform)
-        from carb_lib.families import DEFAULT_FAMILY
-
         if "family" in rows.columns:  # the paper grid's family: the widget's design space
             rows = rows[rows["family"].astype(str).eq(DEFAULT_FAMILY)]
         params = {**PRESETS[self.preset], "coverage": self.coverage,

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.app.cost_platforms import PlatformModels
 from carb_lib.app.explore_cost import (  # the core, re-exported here  # noqa: F401
     _DISTANCE_NUMERIC,
     _MODULE_DISTANCE_NUMERIC,
@@ -50,7 +51,19 @@ from carb_lib.app.explore_cost import (  # the core, re-exported here  # noqa: F
     nearest_measured,
     training_ranges,
 )
+from carb_lib.app.explore_format import (
+    fit_table,
+    nearest_table,
+    prediction_table,
+    ranges_table,
+    reason_words,
+    sig,
+)
+from carb_lib.characterize.scaling import fit_scaling
 from carb_lib.core.vocab import DEFAULT_COVERAGE, PRECISIONS, display_name, platform_name
+from carb_lib.dataset.features import fill_static_features, with_static_features
+from carb_lib.families.module import ModuleConfig
+from carb_lib.families.space import BATCH_SIZES, DEPTHS, RESOLUTIONS, WIDTHS
 
 #: Set (to anything but "" or "0") to force the static fallback; ``carb reproduce`` sets it.
 STATIC_ENV = "CARB_STATIC"
@@ -124,8 +137,6 @@ class ScalingView:
         return f.iloc[0].to_dict() if len(f) else None
 
     def summary(self) -> str:
-        from carb_lib.app.explore_format import reason_words
-
         s = self.selection
         where = platform_name(s.platform) if s.platform else "all platforms"
         text = f"{self.n_shown:,} rows shown (of {self.n_total:,} ok rows of {where})"
@@ -183,8 +194,6 @@ def select_rows(ok: pd.DataFrame, s: Selection) -> pd.DataFrame:
 
 def scaling_view(ok: pd.DataFrame, s: Selection) -> ScalingView:
     """Select the rows of ``s`` and fit ``target ~ x`` (all rows shown, and per facet value)."""
-    from carb_lib.characterize.scaling import fit_scaling
-
     base = ok if s.platform is None else ok.loc[ok["platform"].astype(str) == str(s.platform)]
     rows = select_rows(ok, s)
     fits = pd.DataFrame()
@@ -208,8 +217,6 @@ def plot_view(view: ScalingView, dataset_label: str = "measured"):
 
 def _fit_columns(fits: pd.DataFrame) -> pd.DataFrame:
     """The fit table as a person reads it (:func:`carb_lib.app.explore_format.fit_table`)."""
-    from carb_lib.app.explore_format import fit_table
-
     return fit_table(fits)
 
 
@@ -227,8 +234,6 @@ class ScalingExplorer:
 
     def __init__(self, ok: pd.DataFrame, selection: Selection, dataset_label=None):
         import ipywidgets as w
-
-        from carb_lib.app.explore_format import sig
 
         self.ok = ok
         self._label = dataset_label
@@ -427,9 +432,6 @@ def module_config(module: str, input_shape: Any, batch: int = 1, precision: str 
     carb_lib.families.ConfigError
         One line naming the factory and what failed.
     """
-    from carb_lib.dataset.features import with_static_features
-    from carb_lib.families.module import ModuleConfig
-
     return with_static_features(pd.DataFrame([ModuleConfig(module, input_shape, batch,
                                                            precision, module_kwargs).to_dict()]))
 
@@ -449,8 +451,6 @@ def module_cost(model, train: pd.DataFrame, module: str, input_shape: Any, *, ba
     >>> rep = module_cost(model, train, "examples/my_cnn.py:my_cnn", "3,96,96",
     ...                   batch=8)  # doctest: +SKIP
     """
-    from carb_lib.dataset.features import fill_static_features
-
     cfg = module_config(module, input_shape, batch, precision, module_kwargs)
     config_columns = ("resolution", "batch", "precision")
     train = fill_static_features(train, [c for c in MODULE_RANGE_COLUMNS
@@ -489,9 +489,6 @@ class CostExplorer:
     def __init__(self, model, train, measured, coverage, k, initial: Mapping[str, Any],
                  platforms=None):
         import ipywidgets as w
-
-        from carb_lib.app.cost_platforms import PlatformModels
-        from carb_lib.families.space import BATCH_SIZES, DEPTHS, RESOLUTIONS, WIDTHS
 
         self.coverage, self.k = coverage, k
         self.models = platforms if platforms is not None else PlatformModels(files={},
@@ -553,8 +550,6 @@ class CostExplorer:
         self.update()
 
     def _block_changed(self, change) -> None:
-        from carb_lib.families.space import DEPTHS
-
         depths = list(DEPTHS[change["new"]])
         nearest = min(depths, key=lambda d: abs(d - (self.depth.value or 0)))
         self._updating = True  # one report for the whole change, not one per trait
@@ -606,8 +601,6 @@ _DEFAULT_CONFIG: dict[str, Any] = dict(block="basic", depth=18, width=0.5, early
 
 def _report_parts(rep: CostReport) -> list:
     """What the report shows, in order: HTML text and tables in words."""
-    from carb_lib.app.explore_format import nearest_table, prediction_table, ranges_table
-
     return [_report_html(rep), prediction_table(rep.prediction),
             "<p>Nearest measured rows, same precision first (distance 0: this config "
             "was measured):</p>", nearest_table(rep.nearest),
@@ -669,8 +662,6 @@ def network_cost(model, train: pd.DataFrame, measured: pd.DataFrame | None = Non
     ValueError
         One line when ``platforms`` is neither of the above or ``platform`` is not offered.
     """
-    from carb_lib.app.cost_platforms import PlatformModels
-
     if isinstance(platforms, str):
         if platforms != "shipped":
             raise ValueError(f"platforms={platforms!r}: use 'shipped', a PlatformModels or None")

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from carb_lib.app.explore_format import (
+    NOT_MEASURED_ENERGY,
+    noise_floor,
+    reason_words,
+    widen_to_noise,
+)
 from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGET_UNITS, display_name
+from carb_lib.dataset.features import with_static_features
+from carb_lib.families.space import ResNetConfig
 
 #: Config columns compared with the training range (numeric: min-max; others: values seen).
 RANGE_COLUMNS: tuple[str, ...] = ("block", "depth", "width", "early_downsample", "resolution",
@@ -67,9 +75,6 @@ def make_config(block: str = "basic", depth: int = 18, width: float = 1.0,
     carb_lib.families.space.ConfigError
         If a value is outside the design space.
     """
-    from carb_lib.dataset.features import with_static_features
-    from carb_lib.families.space import ResNetConfig
-
     cfg = ResNetConfig(block=block, depth=int(depth), width=float(width),
                        early_downsample=bool(early_downsample), resolution=int(resolution),
                        batch=int(batch), precision=precision, num_classes=int(num_classes))
@@ -173,13 +178,6 @@ def cost_report(model, config: pd.DataFrame, train: pd.DataFrame,
         columns of the distance (:func:`nearest_measured`).
     """
     import warnings
-
-    from carb_lib.app.explore_format import (
-        NOT_MEASURED_ENERGY,
-        noise_floor,
-        reason_words,
-        widen_to_noise,
-    )
 
     with warnings.catch_warnings(record=True) as caught:  # shown as notes, never as warnings
         warnings.simplefilter("always")

@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from carb_lib.characterize.scaling import noise_measures
 from carb_lib.core.vocab import DISPLAY_SCALE, TARGET_UNITS, display_name, in_words
 
 __all__ = ["cost_text", "fit_table", "interval_text", "nearest_table", "noise_floor",
@@ -78,8 +79,6 @@ def noise_floor(train: pd.DataFrame, precision: str | None = None) -> dict[str, 
     per-row noise measure (:func:`carb_lib.characterize.scaling.noise_measures`: the latency CV, half the
     p90-p10 spread), the largest per target; rows of ``precision`` only when it has any.
     Targets without a noise measure (peak memory: one allocator reading) are absent."""
-    from carb_lib.characterize.scaling import noise_measures
-
     rows = train
     if precision is not None and "precision" in train.columns:
         same = train[train["precision"].astype(str) == str(precision)]

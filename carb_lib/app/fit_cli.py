@@ -19,6 +19,10 @@ from typing import Any
 
 import typer
 
+from carb_lib.app.cli_checks import check_model_out
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, TARGETS
+from carb_lib.dataset.catalog import DESIGN, load_catalog
+
 __all__ = ["catalogued_rows", "run_fit"]
 
 
@@ -56,8 +60,6 @@ def catalogued_rows(platform: str) -> list[Path]:
     ValueError
         One line: the platform is not catalogued (the known ones named), or has no rows files.
     """
-    from carb_lib.dataset.catalog import DESIGN, load_catalog
-
     cat = load_catalog()
     cat.require_platform(platform)
     paths = cat.files(platform, DESIGN, "rows")
@@ -93,8 +95,6 @@ def missing_target_lines(rows) -> list[str]:
     that target's fit only, never out of the other targets'."""
     import pandas as pd
 
-    from carb_lib.core.vocab import TARGETS
-
     lines = []
     for t in TARGETS:
         if t not in rows.columns:
@@ -118,7 +118,6 @@ def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
     repository) in the model's metadata; warnings go to ``warn`` (default: yellow on stderr)."""
     import warnings
 
-    from carb_lib.app.cli_checks import check_model_out
     from carb_lib.core.tables import read_table
     from carb_lib.ensemble import PRESETS, CARBRegressor, save_model
     from carb_lib.ensemble.latency_default import LATENCY_LAWS, LatencyLawChoice, choose_latency_law
@@ -153,7 +152,6 @@ def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
             raise ValueError(f"{what} holds several platforms {plats}: choose one with --platform")
     df = prepare_dataset(raw, opts.platform)
     if opts.feature_set == "shared":  # the family-agnostic extras are not stored by older campaigns
-        from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
         from carb_lib.dataset.features import fill_static_features
 
         df = fill_static_features(df, EXTRA_STATIC_FEATURES)
@@ -195,7 +193,6 @@ def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
         warnings.simplefilter("always")
         model = CARBRegressor(feature_set=opts.feature_set, **params).fit(df)
         if opts.feature_set != "shared" and "family" in df.columns:
-            from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
             from carb_lib.dataset.features import fill_static_features
 
             tparams = dict(PRESETS["quick"]) if opts.quick else {**PRESETS[TRANSFER_PRESET],

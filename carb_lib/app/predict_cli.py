@@ -13,7 +13,8 @@ from typing import Any
 
 import typer
 
-from carb_lib.core.vocab import coverage_value
+from carb_lib.app.cli_checks import check_coverage, module_configs_capped
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, coverage_value
 
 __all__ = ["run_predict", "run_screen", "run_transfer"]
 
@@ -87,7 +88,6 @@ def run_screen(opts: Any, *, echo=typer.echo) -> None:
             raise ValueError(f"--device {opts.device}: the model's rows were timed on {rp.device}; "
                              "--validate times under the rows' protocol (leave --device auto)")
     m_deploy = _calibrated(routed(m_deploy), opts.calibrate, opts.calibrate_budget_s, echo)
-    from carb_lib.app.cli_checks import check_coverage, module_configs_capped
 
     check_coverage(m_deploy, opts.coverage, opts.model_b if opts.model_b is not None else opts.model)
     if m_a is not None:
@@ -228,7 +228,6 @@ def prepare_query(m, df, what: str):
     """``df`` checked against ``m`` (families it can predict, static features present)."""
     import numpy as np
 
-    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
     from carb_lib.ensemble import STATIC_FEATURES
     from carb_lib.families import get_family
 
@@ -271,7 +270,6 @@ def run_predict(opts: Any, *, echo=typer.echo) -> None:
                          f"{opts.calibrate_budget_s}")
     mdf = module_query(opts.module, opts.input_shape, opts.module_kwargs, opts.batches, opts.precisions, opts.timeout_s,
                        opts.configs)
-    from carb_lib.app.cli_checks import check_coverage
     from carb_lib.core.safe_io import check_output, table_with
 
     backup = check_output(opts.out, "--out", inputs=[("--model", opts.model), ("--configs", opts.configs)],
@@ -321,8 +319,6 @@ def run_predict(opts: Any, *, echo=typer.echo) -> None:
 def module_query(module, input_shape, module_kwargs, batches, precisions, timeout_s, configs):
     """The configs of ``--module`` (None without it), built before anything else is read; one
     of ``--configs`` and ``--module`` must be given."""
-    from carb_lib.app.cli_checks import module_configs_capped
-
     if not timeout_s > 0:
         raise ValueError(f"--timeout-s must be > 0 seconds, got {timeout_s}")
     df = module_configs_capped(module, input_shape, module_kwargs, batches, precisions, timeout_s)
@@ -358,7 +354,6 @@ def load_query(m, configs, df, module, *, ids: bool = True):
 def run_check(opts: Any, *, echo=typer.echo) -> None:
     """The body of ``carb check``: ``opts`` is its options object
     (:data:`carb_lib.app.cli.CheckOptions`, as the command line parses them)."""
-    from carb_lib.app.cli_checks import check_coverage
     from carb_lib.ensemble import load_model
     from carb_lib.ensemble.routing import routed
     from carb_lib.measure.protocol import model_protocol

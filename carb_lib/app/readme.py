@@ -30,6 +30,7 @@ from carb_lib.app.readme_field import field_block
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
 from carb_lib.app.readme_transfer import fewshot, fewshot_batches, host_calibration
 from carb_lib.app.readme_zoo import zoo_block, zoo_platforms_block
+from carb_lib.core.claims import band_text, verdict
 from carb_lib.core.vocab import TARGET_SHORT
 
 MARK = re.compile(r"(<!-- carb:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /carb:(?P=name) -->)",
@@ -552,8 +553,6 @@ def gpu_energy(results: Path) -> str:
     """Notebook 01's energy claims on the GPU platform: ours with the 95 % CI beside the paper's
     reported value, and the claims table's verdict (:func:`carb_lib.core.claims.verdict`: the
     interval against the claim's tolerance band)."""
-    from carb_lib.core.claims import band_text, verdict
-
     claims = _read(results, "claims.csv")
     c = claims[claims["platform"] == GPU_PLATFORM].set_index("claim_id")
     out = [f"| claim (paper) | paper (reported) | ours on `{GPU_PLATFORM}` [95 % CI] | n (tier rows or pairs) | "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from carb_lib.app.readme_common import _read, _source
+from carb_lib.core.claims import band_text, verdict
 
 __all__ = ["gpu_energy_model", "gpu_memory"]
 
@@ -27,7 +28,6 @@ def _ci(mean: float, low: float, high: float, fmt: str = ".3g") -> str:
 
 def gpu_energy_model(results: Path) -> str:
     """Three tables from the full profile's run of notebook 05 on the GPU rows."""
-    from carb_lib.core.claims import band_text, verdict
     from carb_lib.screening.energy_claims import summary
 
     claims = _read(results, "claims.csv")

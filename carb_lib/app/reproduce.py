@@ -53,6 +53,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from carb_lib.app.record import read_glued
 from carb_lib.app.reproduce_html import (  # noqa: F401 - names of this module before the split
     PROGRESS,
     clean_outputs,
@@ -516,8 +517,6 @@ def _run_one(run: NotebookRun, params: dict[str, Any], k: int, n: int, run_dir: 
     """Execute one notebook into ``run_dir``, record its glued values, write its HTML page."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
-
-    from carb_lib.app.record import read_glued
 
     out_nb = run_dir / f"{run.name}.ipynb"
     logger.info("[%d/%d] %s -> %s", k, n, run.notebook, out_nb)

@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from carb_lib.app.record import MIME
+
 #: Progress-bar text (tqdm) in a stream or a widget's text fallback.
 PROGRESS = re.compile(r"\d+%\|.*\||\d+it \[|it/s\]|s/it\]")
 #: The alt text nbconvert gives an image that has none.
@@ -146,8 +148,6 @@ def clean_outputs(nb) -> int:
     """Drop from ``nb`` (in place) the outputs a reader should not see on a page: values
     recorded with :func:`carb_lib.app.record.glue` (listed in the run's index instead) and tqdm
     progress bars (stderr text or widgets). Returns how many outputs were dropped."""
-    from carb_lib.app.record import MIME
-
     def noise(output) -> bool:
         if output.get("output_type") == "stream":
             return output.get("name") == "stderr" and bool(PROGRESS.search(output.get("text", "")))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from carb_lib.app.cli_checks import check_coverage
 from carb_lib.core.vocab import DEFAULT_COVERAGE
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The torchvision model zoo's classification "
@@ -95,7 +96,6 @@ def zoo_predict(
                         inputs=[("--model", model)])
     zoo.resolve_names(networks)  # bad names before anything is loaded
     m = routed(load_model(model))  # families the fit did not hold: its transfer model
-    from carb_lib.app.cli_checks import check_coverage
 
     check_coverage(m, coverage, model)
     from carb_lib.measure.protocol import model_protocol
@@ -138,7 +138,6 @@ def zoo_screen(
     backup = scr.check_shortlist_outs(out, force, "carb zoo screen", inputs=[("--model", model)])
     resolve_names(networks)  # bad names before anything is loaded
     m = routed(load_model(model))  # families the fit did not hold: its transfer model
-    from carb_lib.app.cli_checks import check_coverage
 
     check_coverage(m, coverage, model)
     spec = scr.DeploymentSpec(

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO
 
-from carb_lib.core.tables import next_backup_path
+from carb_lib.core.tables import _fsync_dir, _link_new, _umask, next_backup_path, table_format
 
 __all__ = [
     "PROTECTED", "PUBLISHED", "OutputError", "check_area", "check_folder", "check_output",
@@ -174,8 +174,6 @@ def check_outputs(
 def table_bytes(df, path: str | Path) -> Callable[[IO[bytes]], None]:
     """A writer of ``df`` as ``path``'s format (``.csv``/``.parquet``, no index) for
     :func:`write_set`; an unknown suffix is refused now."""
-    from carb_lib.core.tables import table_format
-
     if table_format(path, "--out") == "parquet":
         return lambda fh: df.to_parquet(fh, index=False)
     return lambda fh: df.to_csv(fh, index=False)
@@ -187,8 +185,6 @@ def write_set(files: Mapping[str | Path, Callable[[IO[bytes]], None] | bytes | s
     temporary file beside it (an error there removes them all and leaves every target as it
     was), then each is renamed over its target, keeping a numbered backup of the targets in
     ``backup`` (or of every existing target with ``backup=True``). Returns the paths."""
-    from carb_lib.core.tables import _fsync_dir, _link_new, _umask
-
     items = [(Path(p), w) for p, w in files.items()]
     keep = ({p for p, _ in items} if backup is True else
             set() if backup is False else {Path(b) for b in backup})

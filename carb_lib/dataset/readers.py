@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.safe_io import check_output, table_with, write_set
 from carb_lib.core.tables import read_table
 from carb_lib.core.vocab import TARGETS
 from carb_lib.dataset.schema import SchemaError, validate_table
@@ -42,7 +43,12 @@ from carb_lib.families.nb201 import NUM_CLASSES as NB201_NUM_CLASSES
 from carb_lib.families.nb201 import RESOLUTION as NB201_RESOLUTION
 from carb_lib.families.nb201 import config_ids as nb201_config_ids
 from carb_lib.families.nb201 import parse_arch
-from carb_lib.families.space import add_config_ids, family_of
+from carb_lib.families.space import (
+    add_config_ids,
+    check_config_ids,
+    family_of,
+    validate_config_frame,
+)
 
 HELP_REPO = "github.com/HayeonLee/HELP"
 HELP_COMMIT = "45f70eb9"
@@ -227,8 +233,6 @@ def convert_help(folder: str | Path, out: str | Path = "data/external/help_nb201
         If an output exists and is not a previous conversion (without ``force``), or cannot be
         written (nothing is written).
     """
-    from carb_lib.core.safe_io import check_output, table_with, write_set
-
     folder, out = Path(folder), Path(out)
     lic = folder / "LICENSE"
     if folder.is_dir() and not lic.exists():
@@ -302,8 +306,6 @@ def read_configs(path: str | Path, what: str = "config table") -> pd.DataFrame:
     (:func:`carb_lib.families.space.validate_config_frame`; a table without ``batch`` is checked with
     batch 1): an out-of-range value is one error naming the file, the row and the value, and
     so is a given ``config_id`` that is not its config's."""
-    from carb_lib.families.space import validate_config_frame
-
     df = read_table(path, what, text_columns=_TEXT_COLUMNS).reset_index(drop=True)
     df["family"] = family_of(df)
     try:
@@ -312,8 +314,6 @@ def read_configs(path: str | Path, what: str = "config table") -> pd.DataFrame:
     except ConfigError as exc:
         raise DatasetError(str(exc)) from None
     if "batch" in df.columns:  # a given config_id must be its config's, not copied through
-        from carb_lib.families.space import check_config_ids
-
         try:
             check_config_ids(df, f"{what} {path}")
         except ConfigError as exc:

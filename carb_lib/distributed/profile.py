@@ -61,7 +61,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.dataset.schema import clean_temporary_files, empty_row
 from carb_lib.distributed.cluster import MEASURE_RESOURCE
+from carb_lib.families.space import add_config_ids, config_from_row
 from carb_lib.measure.campaign import (
     DEFAULT_REFERENCE,
     REFERENCE_TRIES,
@@ -80,6 +82,7 @@ from carb_lib.measure.campaign_parts import (
     reference_rows,
     shard_mask,
 )
+from carb_lib.measure.lock import FolderLock
 from carb_lib.measure.profiling import NAN, Protocol, get_device, profile_config, utc_now
 
 logger = logging.getLogger("carb.cluster")
@@ -148,8 +151,6 @@ class _Measurer:
     def checkpoint(self) -> list[dict[str, Any]]:
         """Idle power (GPU) and the reference config, re-measured while not clean (as the
         local campaign's checkpoint)."""
-        from carb_lib.families.space import config_from_row
-
         if self.dev.kind == "cuda":
             self.idle_w = self.dev.idle_power_w(self.s.idle_seconds)
         ref_cfg = config_from_row(dict(self.s.reference))
@@ -163,8 +164,6 @@ class _Measurer:
         return rows
 
     def measure(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        from carb_lib.families.space import config_from_row
-
         rows, refs = [], []
         for rec in records:
             if self.s.ref_every and self.n_measured % self.s.ref_every == 0:
@@ -228,8 +227,6 @@ def measure_task(records: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
 
 def skip_task(records: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
     """Task: ``status == "skipped"`` rows (compute cap) with this worker's provenance."""
-    from carb_lib.families.space import config_from_row
-
     m = _measurer(s)
     rows = [
         skipped_row(config_from_row({c: v for c, v in r.items() if c not in ("config_id", "_why")}),
@@ -281,9 +278,6 @@ class ClusterCampaignResult(CampaignResult):
 def _error_row(rec: Mapping[str, Any], provenance: Mapping[str, Any], message: str
                ) -> dict[str, Any]:
     """A ``status == "error"`` row built on the client (the worker died before answering)."""
-    from carb_lib.dataset.schema import empty_row
-    from carb_lib.families.space import config_from_row
-
     cfg = config_from_row({c: v for c, v in rec.items() if c != "config_id"})
     row = empty_row()
     row.update(cfg.to_dict())
@@ -369,10 +363,6 @@ def run_cluster_campaign(
         ``measure`` resource, or a task failed for another reason than its worker dying
         (the parts written so far are kept; rerunning resumes).
     """
-    from carb_lib.dataset.schema import clean_temporary_files
-    from carb_lib.families.space import add_config_ids
-    from carb_lib.measure.lock import FolderLock
-
     t_begin = time.perf_counter()
     log = log or logger.info
     protocol = protocol or Protocol()

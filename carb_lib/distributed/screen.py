@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families import space
+from carb_lib.families.space import SAMPLED_SPACES
 from carb_lib.screening.budgets import DeploymentSpec
 from carb_lib.screening.pareto import pareto_ranks
 from carb_lib.screening.result import ScreeningResult
@@ -76,8 +78,6 @@ class ExtendedPartition:
     source: str = "extended"
 
     def load(self) -> pd.DataFrame:
-        from carb_lib.families import space
-
         df = space.SAMPLED_SPACES[self.source](self.n, seed=self.seed)
         return df if "config_id" in df.columns else space.add_config_ids(df)
 
@@ -116,8 +116,6 @@ def screen_partition(part: Any, model: Any, spec: DeploymentSpec, index: int,
     ``spec.k`` fronts, with ``_part`` and ``_row``), ``min_upper`` per budget, ``n`` (distinct
     candidates), ``seconds`` (wall) and ``cpu_s`` (the worker process's CPU time).
     """
-    from carb_lib.families import space
-
     t0, c0 = time.perf_counter(), time.process_time()
     df = part.load() if hasattr(part, "load") else part
     if len(df) == 0:
@@ -224,13 +222,10 @@ def _partitions(candidates: Any, n_extended: int, seed: int, partition_size: int
         return [candidates.iloc[i : i + partition_size]
                 for i in range(0, len(candidates), partition_size)], "candidates"
     src = str(candidates)
-    from carb_lib.families.space import SAMPLED_SPACES
 
     if src in SAMPLED_SPACES:
         return extended_partitions(n_extended, seed, partition_size, src), src
     if src == "grid":
-        from carb_lib.families import space
-
         return [space.paper_grid()], "grid"
     path = Path(src)
     if not path.is_file():

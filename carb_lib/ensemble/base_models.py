@@ -61,6 +61,7 @@ from carb_lib.core.vocab import (
     PRECISIONS,
     TARGET_UNITS,
 )
+from carb_lib.dataset.features import static_features
 
 __all__ = ["BASE_KINDS", "BaseLaw", "base_kind", "fit_base_law", "law_columns",
            "with_alloc_column"]
@@ -149,7 +150,6 @@ def with_alloc_column(df: pd.DataFrame) -> pd.DataFrame:
     need = [c for c in ALLOC_FEATURES.values() if c not in df.columns]
     if not need:
         return df
-    from carb_lib.dataset.features import static_features
 
     try:
         f = static_features(df)

@@ -27,6 +27,7 @@ import pandas as pd
 from sklearn.utils.validation import validate_data
 
 from carb_lib.core.vocab import TARGETS
+from carb_lib.dataset.schema import check_costs, check_repeats
 from carb_lib.ensemble.matrix import _num, input_columns, model_matrix
 
 __all__ = ["MissingTargetWarning", "OutlierWarning", "check_target_values",
@@ -57,8 +58,6 @@ def _duplicate_rows(df: pd.DataFrame) -> None:
     """Refuse rows that repeat a config of one campaign (:func:`carb_lib.dataset.schema.check_repeats`,
     key ``platform``, ``campaign`` if present, ``config_id``). Repeats across campaigns are
     allowed (held out together)."""
-    from carb_lib.dataset.schema import check_repeats
-
     check_repeats(df, "training data")
 
 
@@ -160,7 +159,6 @@ def prepare_frame(est, X: pd.DataFrame, y):
             df, Y = df.loc[ok], Y.loc[ok]
     _duplicate_rows(df)
     fitted, skipped = _fittable_targets(est, Y)
-    from carb_lib.dataset.schema import check_costs
 
     costs = [t for t in fitted if t in TARGETS]  # a skipped target's gaps do not matter
     info = [c for c in ("platform", "config_id", "energy_reason")

@@ -34,6 +34,8 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 import carb_lib.ensemble.matrix as matrix
+from carb_lib.core.tables import atomic_write
+from carb_lib.ensemble.estimator import CARBRegressor
 
 if TYPE_CHECKING:
     from carb_lib.ensemble.estimator import CARBRegressor
@@ -281,8 +283,6 @@ def save_model(model: CARBRegressor, path: str | Path, backup: bool = False,
     """
     import skops.io as sio
 
-    from carb_lib.core.tables import atomic_write
-
     check_is_fitted(model)
     path = Path(path)
     meta = {**(extra or {}), **_metadata(model)}
@@ -364,8 +364,6 @@ def load_model(
         learner given as a ``(name, estimator)`` pair that skops does not trust by default
         (the refusal names them). Only for files you wrote yourself.
     """
-    from carb_lib.ensemble.estimator import CARBRegressor
-
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no CARB model at {path}")

@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from carb_lib.dataset.catalog import DESIGN, SHIPPED_CATALOG, data_folder_of, load_catalog
+from carb_lib.kernels.law import read_bench
 
 __all__ = ["DATA_DIR", "LATENCY_LAWS", "LatencyLawChoice", "choose_latency_law", "cpu_ids",
            "find_benchmark", "find_cache_probe"]
@@ -242,7 +243,6 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
         bench, probe, how = Path(kernel_bench), cache_probe, "--kernel-bench"
         probe = None if probe is None else Path(probe)
     choice = LatencyLawChoice("kernel", "", bench, probe, root)
-    from carb_lib.kernels.law import read_bench
 
     rows_ids = cpu_ids(rows)
     bench_ids = read_bench(bench)

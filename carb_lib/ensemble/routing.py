@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
+from carb_lib.dataset.features import fill_static_features
+
 __all__ = ["FamilyRouter", "routed"]
 
 
@@ -59,8 +62,6 @@ class FamilyRouter:
         self.served = {"main": int((~other).sum()), "transfer": int(other.sum())}
         if not other.any():
             return getattr(self._model, method)(X, *args, **kwargs)
-        from carb_lib.core.vocab import EXTRA_STATIC_FEATURES
-        from carb_lib.dataset.features import fill_static_features
 
         Xt = fill_static_features(X.loc[other], EXTRA_STATIC_FEATURES)
         got_t = getattr(self._transfer, method)(Xt, *args, **kwargs)

@@ -45,9 +45,14 @@ import pandas as pd
 
 from carb_lib.core.metrics import regression_metrics
 from carb_lib.core.vocab import TARGET_SHORT
+from carb_lib.dataset.features import with_static_features
 from carb_lib.ensemble import preset as _preset
 from carb_lib.evaluation.models import fit_quiet
 from carb_lib.evaluation.splits import grouped_split
+from carb_lib.families import get_family
+from carb_lib.families.space import add_config_ids
+from carb_lib.measure.campaign_parts import drift_table
+from carb_lib.transfer.pairwise import METHODS, model_features, recalibrate
 from carb_lib.transfer.rows import CROSS_FAMILY_TARGETS, prepare_rows  # (re-exported)
 
 __all__ = [
@@ -232,8 +237,6 @@ def cross_family_evaluation(
         largest k, rows of several platforms, ``siblings=True`` with one family in ``target``.
     """
     from tqdm.auto import tqdm
-
-    from carb_lib.transfer.pairwise import METHODS, model_features, recalibrate
 
     ks = sorted({int(k) for k in ks})
     if any(k < 2 for k in ks):
@@ -449,10 +452,6 @@ def family_candidates(families: Sequence[str], n_per_family: int, *, seed: int =
     """
     import importlib
 
-    from carb_lib.dataset.features import with_static_features
-    from carb_lib.families import get_family
-    from carb_lib.families.space import add_config_ids
-
     if n_per_family < 1:
         raise ValueError(f"n_per_family must be >= 1, got {n_per_family}")
     parts = []
@@ -507,8 +506,6 @@ def on_reference_scale(rows: pd.DataFrame, reference: pd.DataFrame,
         No accepted reference row, no ``latency_norm_ms`` column, or a reference of several
         configs.
     """
-    from carb_lib.measure.campaign_parts import drift_table
-
     if "latency_norm_ms" not in rows.columns:
         raise ValueError("the rows have no 'latency_norm_ms' column (merge their campaign with "
                          "its reference rows)")

@@ -49,7 +49,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import SMALL_BATCH_MAX
+from carb_lib.core.claims import CLAIM_COLUMNS, TARGET_COLUMNS
+from carb_lib.core.metrics import regression_metrics
+from carb_lib.core.vocab import KERNEL_FEATURE, SMALL_BATCH_MAX
+from carb_lib.ensemble import PRESETS, latency_default
+from carb_lib.ensemble.latency_default import choose_latency_law
+from carb_lib.evaluation.models import fit_quiet
+from carb_lib.evaluation.splits import grouped_split, stratified_split
+from carb_lib.kernels import law as kernels
+from carb_lib.kernels.cache_probe import cache_knee
+from carb_lib.transfer import cpus
+from carb_lib.transfer.cpus import cpu_remeasurement_noise, load_cpu_rows
 
 __all__ = ["PLATFORM_LAWS", "PLATFORM_METRICS", "PLATFORM_SPLITS", "PLATFORM_TARGETS",
            "PlatformReport", "TABLE_COLUMNS", "platform_report", "platform_table",
@@ -90,8 +100,6 @@ def _resolve(files: Mapping[str, Sequence[str]], root: Path) -> dict[str, tuple[
 
 
 def _scores(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    from carb_lib.core.metrics import regression_metrics
-
     m = regression_metrics(y, p)
     ok = np.isfinite(y) & np.isfinite(p) & (y > 0)
     ape = np.abs(p[ok] / y[ok] - 1.0)
@@ -101,8 +109,6 @@ def _scores(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
 
 
 def _split_masks(rows: pd.DataFrame, split: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    from carb_lib.evaluation.splits import grouped_split, stratified_split
-
     if split in ("random", "grouped"):
         make = stratified_split if split == "random" else grouped_split
         part = np.asarray(make(rows, random_state=seed))
@@ -123,10 +129,6 @@ def _auto_rows(rows: pd.DataFrame, plat: str, rows_file: str, data_dir: Path | N
     """``carb fit``'s choice for the platform's rows, and the rows with the kernel column
     when that choice is the kernel law (the kernel model ``carb fit`` learns: on the whole
     benchmark, with the probe's cache knee)."""
-    from carb_lib.ensemble.latency_default import choose_latency_law
-    from carb_lib.kernels import law as kernels
-    from carb_lib.kernels.cache_probe import cache_knee
-
     choice = choose_latency_law(rows, plat, data_dir=data_dir,
                                 campaign=Path(rows_file).name.split(".")[0], rows_file=rows_file)
     if choice.law != "kernel":
@@ -179,12 +181,6 @@ def platform_report(files: Mapping[str, Sequence[str]] | None = None, *, seeds: 
         An unknown split or law, ``seeds < 1``, a platform whose rows are absent, or an
         operator benchmark of another CPU than the rows (both ``cpu_id`` named).
     """
-    from carb_lib.core.vocab import KERNEL_FEATURE
-    from carb_lib.ensemble import PRESETS
-    from carb_lib.ensemble.latency_default import DATA_DIR
-    from carb_lib.evaluation.models import fit_quiet
-    from carb_lib.transfer.cpus import CPU_FILES, cpu_remeasurement_noise, load_cpu_rows
-
     bad = [s for s in splits if s not in PLATFORM_SPLITS]
     if bad:
         raise ValueError(f"splits {bad} are unknown; valid: {list(PLATFORM_SPLITS)}")
@@ -193,8 +189,8 @@ def platform_report(files: Mapping[str, Sequence[str]] | None = None, *, seeds: 
         raise ValueError(f"laws {bad} are unknown; valid: {list(PLATFORM_LAWS)}")
     if int(seeds) < 1:
         raise ValueError(f"seeds={seeds}: at least one seed")
-    root = Path(DATA_DIR.parent if root is None else root)
-    files = _resolve(CPU_FILES if files is None else files, root)
+    root = Path(latency_default.DATA_DIR.parent if root is None else root)
+    files = _resolve(cpus.CPU_FILES if files is None else files, root)
     base = dict(PRESETS["default"] if params is None else params)
     base.update(targets=PLATFORM_TARGETS, n_jobs=int(n_jobs))
     base.pop("kernel_bench", None)
@@ -317,8 +313,6 @@ def target_claims(summary: pd.DataFrame) -> pd.DataFrame:
     at most :data:`MAPE_OVER_NOISE_MAX`, small-batch latency R² at least
     :data:`SMALL_BATCH_R2_MIN` (both with ``auto``, mean over seeds; ``n`` = seeds). The
     target is in ``target_value`` (with ``target_source``); ``paper_value`` stays empty."""
-    from carb_lib.core.claims import CLAIM_COLUMNS, TARGET_COLUMNS
-
     lat = summary[(summary["law"] == "auto") & (summary["target"] == "latency_ms")]
     rows = []
     for plat in dict.fromkeys(summary["platform"]):

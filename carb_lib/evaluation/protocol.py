@@ -24,6 +24,7 @@ import pandas as pd
 
 from carb_lib.core.vocab import DEFAULT_COVERAGE
 from carb_lib.ensemble import CASCADE_ORDER
+from carb_lib.ensemble.base_models import fit_base_law
 from carb_lib.evaluation.intervals import coverage_rows
 from carb_lib.evaluation.models import ABLATION_VARIANTS, fit_quiet, flops_baseline
 from carb_lib.evaluation.scoring import (
@@ -209,8 +210,6 @@ def evaluate_protocol(
     ``params`` are CARBRegressor parameters (e.g. ``PRESETS["default"]`` with ``n_jobs``);
     ``coverage`` is passed to the model and honoured in every interval.
     """
-    from carb_lib.ensemble.base_models import fit_base_law
-
     variants = dict(ABLATION_VARIANTS if variants is None else variants)
     if "carb" not in variants:
         variants = {"carb": {}, **variants}

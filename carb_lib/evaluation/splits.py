@@ -18,8 +18,10 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import ALLOC_FEATURES, SMALL_BATCH_MAX, STATIC_FEATURES
+from carb_lib.dataset.features import static_features
 from carb_lib.families import FAMILIES, family_names, get_family
 from carb_lib.families._common import equals
+from carb_lib.families.space import batch_tier as tiers
 from carb_lib.families.space import family_of
 
 __all__ = [
@@ -97,8 +99,6 @@ def prepare_dataset(df: pd.DataFrame, platform: str | None = None) -> pd.DataFra
             )
     missing = [c for c in (*STATIC_FEATURES, *ALLOC_FEATURES.values()) if c not in out.columns]
     if missing and len(out):
-        from carb_lib.dataset.features import static_features
-
         feats = static_features(out)
         out = out.assign(**{c: feats[c].to_numpy() for c in missing})
     return out.copy()
@@ -111,8 +111,6 @@ def has_values(df: pd.DataFrame, col: str) -> bool:
 
 def batch_tier(batch: pd.Series) -> pd.Series:
     """The paper's batch tiers (:func:`carb_lib.families.space.batch_tier`: ``b<=4`` ... ``b>128``)."""
-    from carb_lib.families.space import batch_tier as tiers
-
     return pd.Series(
         tiers(pd.to_numeric(batch).to_numpy(dtype=float)), index=batch.index, name="batch_tier"
     )

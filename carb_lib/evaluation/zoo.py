@@ -47,9 +47,17 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from carb_lib.characterize.scaling_data import load_measured
+from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, KERNEL_FEATURE
 from carb_lib.dataset.catalog import DESIGN, data_folder_of, load_catalog
+from carb_lib.dataset.features import fill_static_features
+from carb_lib.ensemble import preset as model_preset
 from carb_lib.evaluation.models import fit_quiet, flops_baseline
 from carb_lib.evaluation.splits import prepare_dataset
+from carb_lib.families.zoo import network_kind
+from carb_lib.kernels import law as kernels
+from carb_lib.kernels.law import with_kernel_column
+from carb_lib.measure.audit import REMEASURED_COLUMNS
 
 TARGETS: tuple[str, ...] = ("latency_ms", "peak_mem_mib")
 METHODS: tuple[str, ...] = ("leave_network_out", "zero_zoo", "flops_only", "operators_summed")
@@ -75,10 +83,6 @@ def zoo_rows(rows: pd.DataFrame) -> pd.DataFrame:
     ValueError
         Rows that are not zoo networks (``module`` not ``torchvision.models:NAME``).
     """
-    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES
-    from carb_lib.dataset.features import fill_static_features
-    from carb_lib.families.zoo import network_kind
-
     ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
     module = ok["module"].astype(str)
     bad = module[~module.str.startswith(FACTORY_PREFIX)]
@@ -99,9 +103,6 @@ def design_rows(rows: pd.DataFrame) -> pd.DataFrame:
     them, would otherwise hold NaN in the others' rows, and the memory law would fall back to
     its byte terms there.
     """
-    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES
-    from carb_lib.dataset.features import fill_static_features
-
     rows = rows.drop(columns=[c for c in ALLOC_FEATURES.values() if c in rows.columns])
     return fill_static_features(prepare_dataset(rows), EXTRA_STATIC_FEATURES)
 
@@ -208,8 +209,6 @@ def evaluate_zoo(design: pd.DataFrame, zoo: pd.DataFrame, *, n_folds: int = 8,
     ZooEvaluation
         ``predictions``: one row per zoo row, method and target (``measured``, ``predicted``).
     """
-    from carb_lib.ensemble import preset as model_preset
-
     plats = set(design["platform"].astype(str)) | set(zoo["platform"].astype(str))
     if len(plats) != 1:
         raise ValueError(f"design and zoo rows must be of one platform, got {sorted(plats)}")
@@ -234,9 +233,6 @@ def evaluate_zoo(design: pd.DataFrame, zoo: pd.DataFrame, *, n_folds: int = 8,
         parts += _long(test, "flops_only",
                        {t: flops_baseline(train, test, t).to_numpy() for t in TARGETS})
     if kernel_model is not None:
-        from carb_lib.core.vocab import KERNEL_FEATURE
-        from carb_lib.kernels.law import with_kernel_column
-
         k = with_kernel_column(zoo, kernel_model)
         parts += _long(zoo, "operators_summed", {"latency_ms": k[KERNEL_FEATURE].to_numpy()})
     pred = pd.concat(parts, ignore_index=True)
@@ -293,9 +289,6 @@ def zoo_remeasurement_noise(audit_rows: pd.DataFrame) -> pd.DataFrame:
     ``audit_rows`` holds the stored values in the target columns and the second measurement
     in :data:`carb_lib.measure.audit.REMEASURED_COLUMNS` (``latency_ms_new``, ``peak_mem_mib_new``).
     """
-    from carb_lib.families.zoo import network_kind
-    from carb_lib.measure.audit import REMEASURED_COLUMNS
-
     missing = [c for t in TARGETS for c in (t, REMEASURED_COLUMNS[t]) if c not in audit_rows]
     if missing:
         raise ValueError(f"the audit rows lack column(s) {missing} (carb audit writes them)")
@@ -416,8 +409,6 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     FileNotFoundError
         A named file is missing, or the platform has no design-space rows.
     """
-    from carb_lib.characterize.scaling_data import load_measured
-
     design_files = (sibling_files(zoo_dataset)["design_datasets"] if design_datasets is None
                     else [Path(p).as_posix() for p in design_datasets])
     files = dict(design_datasets=design_files, audit=audit, kernel_bench=kernel_bench)
@@ -436,8 +427,6 @@ def evaluate_zoo_file(zoo_dataset: str | Path, *, design_datasets: Sequence[str 
     design = design.reset_index(drop=True)
     fitted = None
     if kernel_bench:
-        from carb_lib.kernels import law as kernels
-
         fitted = kernels.fit_kernel_model(kernels.read_bench(kernel_bench), kernel_model,
                                           random_state=seed)
     ev = evaluate_zoo(design, zoo, n_folds=n_folds, preset=preset, kernel_model=fitted,

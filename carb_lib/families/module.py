@@ -68,12 +68,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+import carb_lib.families.allocator as allocator
 from carb_lib.core.vocab import (
     ALLOC_FEATURES,
     COMMON_CONFIG_COLUMNS,
     PRECISIONS,
     STATIC_FEATURES,
 )
+from carb_lib.families._alloc import variant_case
 from carb_lib.families._base import ConfigColumn, ConfigError, Family
 from carb_lib.families._base import ConfigTimeoutError as _Timeout  # a cap, not a module fault
 from carb_lib.families._common import (
@@ -86,6 +88,8 @@ from carb_lib.families._common import (
     is_missing,
     structure_hash,
 )
+from carb_lib.families._meta_build import parameters_on_meta as on_meta
+from carb_lib.families._torchvision import import_torchvision
 
 logger = logging.getLogger(__name__)
 FAMILY = "module"
@@ -232,8 +236,6 @@ def load_factory(spec: str, stamp: int = 0) -> Any:
     else:
         target = MOVED_MODULES.get(target, target)
         if target.split(".")[0] == "torchvision":  # its C++ operators may not match torch
-            from carb_lib.families._torchvision import import_torchvision
-
             import_torchvision()
         try:
             obj = importlib.import_module(target)
@@ -277,7 +279,6 @@ def build_from_spec(spec: str, kwargs_json: str = "{}", stamp: int | None = None
             except (NotImplementedError, RuntimeError) as exc:  # tensor data read on meta
                 if isinstance(exc, _Timeout):  # the wall-clock cap, not a meta failure
                     raise
-                from carb_lib.families._meta_build import parameters_on_meta as on_meta
                 with on_meta():
                     model = factory(**kwargs)
         else:
@@ -708,8 +709,6 @@ def _alloc_peak_cases(spec: str, kwargs_json: str, shape: tuple[int, ...], stamp
                       batch: int, precision: str, cases: tuple) -> tuple[float, ...]:
     """The allocator model's peak of each variant of ``cases`` from one meta forward; NaN
     for a module the simulator cannot follow."""
-    from carb_lib.families import allocator
-
     try:
         peaks = allocator.simulate_peaks(_meta_model(spec, kwargs_json, stamp), (batch, *shape),
                                          precision=precision, blocks=cases)
@@ -726,8 +725,6 @@ def _alloc_peaks(df: pd.DataFrame, batch: np.ndarray) -> dict[str, np.ndarray]:
     cached per module, input shape, batch and precision; NaN for other precisions). A
     variant's channel block matters for fp32 rows only and its fp16 path for fp16 rows only,
     so each row simulates its distinct cases, all in one forward pass."""
-    from carb_lib.families._alloc import variant_case
-
     rows = list(zip(_keys(df), batch.astype(int).tolist(), df["precision"].tolist(),
                     strict=True))
     peaks: dict[tuple, dict[int | str, float]] = {}  # once per module, shape, batch, precision

@@ -34,8 +34,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.core.vocab import coverage_value
+from carb_lib.core.vocab import (
+    ALLOC_FEATURES,
+    EXTRA_STATIC_FEATURES,
+    PRECISIONS,
+    STATIC_FEATURES,
+    coverage_value,
+)
 from carb_lib.families import ConfigError
+from carb_lib.families._common import BATCH_RANGE
+from carb_lib.families._torchvision import import_torchvision
+from carb_lib.families.module import FAMILY, describe, module_config_id, module_static_features
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +88,6 @@ CAMPAIGN_RESOLUTIONS: tuple[int, ...] = (224, 160)
 
 
 def _tv() -> Any:
-    from carb_lib.families._torchvision import import_torchvision
-
     return import_torchvision()
 
 
@@ -203,8 +210,6 @@ def parse_ints(text: str | Sequence[int], what: str) -> list[int]:
 
 def parse_precisions(text: str | Sequence[str]) -> list[str]:
     """``fp32,fp16`` as a list, each checked."""
-    from carb_lib.core.vocab import PRECISIONS
-
     vals = [p.strip() for p in text.split(",")] if isinstance(text, str) else list(text)
     vals = [p for p in vals if p]
     bad = [p for p in vals if p not in PRECISIONS]
@@ -305,7 +310,6 @@ def _failed_rows(df: pd.DataFrame) -> tuple[np.ndarray, str]:
     for col, lo in (("batch", 1), ("resolution", ZOO_RESOLUTION_RANGE[0])):
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         flag(~(np.isfinite(v) & (v >= lo)), f"{col} out of range")
-    from carb_lib.core.vocab import ALLOC_FEATURES, EXTRA_STATIC_FEATURES, STATIC_FEATURES
 
     features = {*STATIC_FEATURES, *EXTRA_STATIC_FEATURES, *ALLOC_FEATURES.values()}
     for col in [c for c in df.columns if c in features]:
@@ -344,8 +348,6 @@ class ZooCandidates:
 
 
 def _describe(name: str, resolution: int) -> Any:
-    from carb_lib.families.module import describe
-
     return describe(FACTORY.format(name), network_kwargs(name), (3, resolution, resolution))
 
 
@@ -357,8 +359,6 @@ def network_kwargs(name: str) -> str:
 def _compute(keys: list[tuple[str, int, int, str]], failures: list) -> pd.DataFrame:
     """Config rows with features for ``keys`` (network, resolution, batch, precision); a
     network that fails at a resolution goes to ``failures`` (once)."""
-    from carb_lib.families.module import FAMILY, module_config_id, module_static_features
-
     rows, bad = [], {}
     for name, res, batch, prec in keys:
         if (name, res) in bad:
@@ -403,7 +403,6 @@ def zoo_candidates(names: Iterable[str] | str | None = None, batches: Sequence[i
     batches = parse_ints(batches, "--batches")
     precisions = parse_precisions(precisions)
     resolutions = parse_ints(resolutions, "--resolutions")
-    from carb_lib.families._common import BATCH_RANGE
 
     lo, hi = BATCH_RANGE
     if min(batches) < lo or max(batches) > hi:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import DEFAULT_ALLOC_BLOCK
+from carb_lib.families import _alloc
 from carb_lib.kernels.operators import _byte_parts
 
 #: glibc's largest ``mmap`` threshold on 64-bit Linux (``DEFAULT_MMAP_THRESHOLD_MAX``): a buffer
@@ -32,8 +33,6 @@ def _mmap_mib(ops: pd.DataFrame, variant: int | str = DEFAULT_ALLOC_BLOCK, *,
     process (8,193 faults per call; a campaign of 2026-12-02), but in a long
     benchmark process the heap often serves them, and the fault check agrees no better with
     them counted; the default (and every fitted fault cost) leaves them out."""
-    from carb_lib.families import _alloc
-
     block, fp16_dnn = _alloc.variant_parts(variant)
     cols = ("kind", "cin", "cout", "k", "stride", "pad", "groups", "h_in", "h_out", "batch",
             "precision")

@@ -38,7 +38,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.dataset.schema import atomic_write_parquet
 from carb_lib.kernels.operators import OP_COLUMNS, sample_kernels
+from carb_lib.measure.devices import refuse_other_cpu
 
 __all__ = ["ANCHOR_PHASES", "ANCHOR_VERSION", "anchor_operators", "anchor_speeds",
            "anchors_path", "AnchorFile", "time_anchors"]
@@ -206,7 +208,6 @@ class AnchorFile:
 
     def __init__(self, bench: Any) -> None:
         from carb_lib.kernels.law import read_bench
-        from carb_lib.measure.devices import refuse_other_cpu
 
         self.path = anchors_path(bench)
         self.rows: pd.DataFrame | None = read_bench(self.path) if self.path.exists() else None
@@ -216,8 +217,6 @@ class AnchorFile:
 
     def time(self, **kwargs: Any) -> pd.DataFrame:
         """Time one campaign (:func:`time_anchors` ``**kwargs``), add it, write the file."""
-        from carb_lib.dataset.schema import atomic_write_parquet
-
         campaign = time_anchors(**kwargs)
         self.rows = campaign if self.rows is None else pd.concat([self.rows, campaign],
                                                                 ignore_index=True)

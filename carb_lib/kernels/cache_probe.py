@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import DEFAULT_ALLOC_BLOCK
+from carb_lib.families._alloc import parse_variant
 
 __all__ = ["PROBE_SIZES_MIB", "CacheKnee", "bench_variant", "cache_knee", "read_bandwidth"]
 
@@ -139,8 +140,6 @@ def cache_knee(probe: pd.DataFrame, *, small_mib: float = 32, large_mib: float =
 def bench_variant(bench: pd.DataFrame) -> int | str:
     """The allocator variant a kernel benchmark records (its ``alloc_variant`` column, since
     a campaign of 2026-12-02), else :data:`~carb_lib.core.vocab.DEFAULT_ALLOC_BLOCK`; ``ValueError`` for a mix."""
-    from carb_lib.families._alloc import parse_variant
-
     seen = (bench["alloc_variant"].dropna().astype(str).unique()
             if "alloc_variant" in bench.columns else [])
     if len(seen) > 1:

@@ -24,6 +24,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from carb_lib.core.tables import atomic_write
+from carb_lib.dataset.schema import atomic_write_parquet
+from carb_lib.kernels import anchors as anc
+from carb_lib.kernels import cache_probe
+from carb_lib.kernels.cache_probe import cache_knee
+from carb_lib.measure import heap
+from carb_lib.measure.devices import CpuDevice, cpu_identity, refuse_other_cpu
+
 __all__ = ["cache_probe_path", "probe_read_bandwidth", "time_anchors_only", "time_draw"]
 
 logger = logging.getLogger(__name__)
@@ -33,9 +41,7 @@ def time_anchors_only(out: Path, *, campaigns: int = 5, threads: int = 1,
                       platform: str | None = None, echo: Callable[[str], None] = print) -> None:
     """Time the anchor operators ``campaigns`` times beside the benchmark ``out`` (on the
     machine that timed it) and ``echo`` each campaign's speed."""
-    from carb_lib.kernels import anchors as anc
     from carb_lib.kernels.law import read_bench
-    from carb_lib.measure.devices import refuse_other_cpu
 
     if out.suffix != ".parquet":
         raise ValueError(f"--out {out} must end in .parquet")
@@ -60,8 +66,6 @@ def default_kernel_platform(threads: int) -> str:
     suffix ``_<k>t`` set to ``threads`` (the process's own thread count may differ)."""
     import re
 
-    from carb_lib.measure.devices import CpuDevice
-
     return re.sub(r"_\d+t$", f"_{threads}t", CpuDevice().platform)
 
 
@@ -78,8 +82,6 @@ def time_draw(out: Path, *, n: int = 3000, seed: int = 0, sampler: int | None = 
     the anchor report and a summary."""
     import torch
 
-    from carb_lib.dataset.schema import atomic_write_parquet
-    from carb_lib.kernels import anchors as anc
     from carb_lib.kernels.law import (
         SAMPLER_VERSION,
         bench_kernels,
@@ -87,7 +89,6 @@ def time_draw(out: Path, *, n: int = 3000, seed: int = 0, sampler: int | None = 
         read_bench,
         sample_kernels,
     )
-    from carb_lib.measure.devices import cpu_identity
 
     if out.suffix != ".parquet":
         raise ValueError(f"--out {out} must end in .parquet")
@@ -122,8 +123,7 @@ def time_draw(out: Path, *, n: int = 3000, seed: int = 0, sampler: int | None = 
                              out)
 
     if keep_heap:  # before the first anchor campaign: every timing of the run with the heap kept
-        from carb_lib.measure.heap import keep_heap as keep
-        keep()
+        heap.keep_heap()
     step = anchor_every if anchors and anchor_every else len(ops)
     done: list[pd.DataFrame] = []
     for start in range(0, len(ops), step):
@@ -159,16 +159,12 @@ def probe_read_bandwidth(out: Path, *, threads: int = 1,
     about a minute) beside the benchmark ``out`` (:func:`cache_probe_path`), with the CPU's
     ``cpu_id`` and the time; ``echo`` the knee it finds
     (:func:`~carb_lib.kernels.cache_probe.cache_knee`). A probe already there is kept."""
-    from carb_lib.core.tables import atomic_write
-    from carb_lib.kernels.cache_probe import cache_knee, read_bandwidth
-    from carb_lib.measure.devices import cpu_identity
-
     path = cache_probe_path(out)
     if path.exists():  # an appended draw: the machine's probe is already beside the file
         echo(f"read bandwidth: kept the probe {path}")
         return path
-    probe = read_bandwidth(threads=threads).assign(cpu_id=cpu_identity(),
-                                                   measured_at=pd.Timestamp.now(tz="UTC"))
+    probe = cache_probe.read_bandwidth(threads=threads).assign(cpu_id=cpu_identity(),
+                                                               measured_at=pd.Timestamp.now(tz="UTC"))
     atomic_write(path, lambda fh: probe.to_csv(fh, index=False))
     knee = cache_knee(probe)
     echo(f"read bandwidth: {knee.cache_gb_per_s:.1f} GB/s in cache, {knee.memory_gb_per_s:.1f} "

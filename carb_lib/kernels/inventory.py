@@ -53,6 +53,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families import get_family
+from carb_lib.families._common import meta_model
 from carb_lib.kernels.op_lists import _classify
 from carb_lib.kernels.operators import OP_COLUMNS, _byte_parts, _op_flops
 
@@ -429,9 +431,6 @@ def network_inventory(row: Mapping[str, Any], *, strict: bool = False) -> pd.Dat
     >>> int((inv["kind"] == "unclassified").sum())
     0
     """
-    from carb_lib.families import get_family
-    from carb_lib.families._common import meta_model
-
     family = get_family(str(row["family"]))
     config = family.from_row({**row, "batch": 1})
     shape = tuple(getattr(config, "input_shape", None) or (3, config.resolution,

@@ -48,7 +48,9 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from carb_lib.core.metrics import regression_metrics
 from carb_lib.core.vocab import FP16_ONEDNN_VARIANT, KERNEL_FEATURE
+from carb_lib.families._alloc import host_variant, uses_onednn_array
 from carb_lib.kernels._memory import _mmap_mib, _weight_traffic
 from carb_lib.kernels.cache_probe import CacheKnee, bench_variant
 from carb_lib.kernels.op_lists import network_ops, recorded_ops  # re-exported
@@ -67,6 +69,9 @@ from carb_lib.kernels.operators import (  # the operator vocabulary, sampler and
     read_bench,
     sample_kernels,
 )
+from carb_lib.measure import heap
+from carb_lib.measure.devices import CpuDevice, cpu_identity
+from carb_lib.measure.interference import code_version
 
 __all__ = [
     "BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_GROUPS", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
@@ -227,11 +232,6 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     import torch
     from tqdm.auto import tqdm
 
-    from carb_lib.families._alloc import host_variant
-    from carb_lib.measure import heap
-    from carb_lib.measure.devices import CpuDevice, cpu_identity
-    from carb_lib.measure.interference import code_version
-
     _check_ops(ops, need=("batch", "precision"))
     if keep_heap:
         heap.keep_heap()
@@ -278,8 +278,6 @@ def kernel_features(ops: pd.DataFrame) -> pd.DataFrame:
     whether PyTorch's ``use_mkldnn`` rule sends a float32 convolution to oneDNN (one thread),
     the dimensions of the matrix product a convolution becomes, with its column buffer, and the
     power-of-two alignment of channels and spatial sizes."""
-    from carb_lib.families._alloc import uses_onednn_array
-
     _check_ops(ops, need=("batch", "precision"))
     f = {c: ops[c].to_numpy(dtype=float) for c in ("batch", "cin", "cout", "k", "stride",
                                                     "groups", "h_in", "h_out")}
@@ -592,8 +590,6 @@ def holdout_check(bench: pd.DataFrame, *, test_fraction: float = 0.2, random_sta
                   **model_params: Any) -> KernelCheck:
     """Fit a :class:`KernelModel` on a random ``1 - test_fraction`` of the timed operators and
     score it on the rest (each at its draw's speed, ``predict(at_draw_speed=True)``)."""
-    from carb_lib.core.metrics import regression_metrics
-
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
     test = np.random.default_rng(random_state).random(len(bench)) < test_fraction

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families import get_family
+from carb_lib.families._common import factorize_rows, meta_model
 from carb_lib.kernels.operators import OP_COLUMNS
 
 __all__ = ["network_ops", "recorded_ops"]
@@ -102,8 +104,6 @@ def _arch_ops(family: Any, row: dict, models: dict[tuple, Any], model_key: tuple
     networks by ``model_key`` (the key without the resolution: one build serves them all)."""
     import torch
 
-    from carb_lib.families._common import meta_model
-
     config = family.from_row({**row, "batch": 1, "precision": "fp32"})
     if model_key not in models:
         models[model_key] = meta_model(config)
@@ -131,9 +131,6 @@ def network_ops(df: pd.DataFrame, *, progress: bool = False) -> tuple[pd.DataFra
         Each row's ``arch_id``.
     """
     from tqdm.auto import tqdm
-
-    from carb_lib.families import get_family
-    from carb_lib.families._common import factorize_rows
 
     if "family" not in df.columns:
         raise ValueError("rows need a 'family' column to list their networks' operators")

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import PRECISIONS
+from carb_lib.measure.heap import recorded_heaps
 
 __all__ = ["BENCH_COLUMNS", "DRAW_COLUMN", "KERNEL_KINDS", "OP_COLUMNS", "SAMPLER_VERSION",
            "check_append", "read_bench", "sample_kernels"]
@@ -341,8 +342,6 @@ def check_append(old: pd.DataFrame, *, platform: str, threads: int, seed: int,
             raise ValueError(f"the benchmark holds {col} {have}; this run's is {_v(value)}: "
                              "measure into a new file instead")
     if heap_kept is not None:
-        from carb_lib.measure.heap import recorded_heaps
-
         have = recorded_heaps(old["heap_kept"].dropna() if "heap_kept" in old else [])
         if have != [bool(heap_kept)]:
             raise ValueError(f"the benchmark holds heap_kept {have}; this run's is "

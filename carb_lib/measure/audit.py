@@ -26,6 +26,12 @@ from carb_lib.core.vocab import (  # REMEASURED_COLUMNS: re-exported, its former
     BATCH_TIER_LABELS,
     REMEASURED_COLUMNS,
 )
+from carb_lib.dataset.schema import read_dataset
+from carb_lib.families import all_config_columns
+from carb_lib.measure import campaign
+from carb_lib.measure.devices import UNKNOWN_CPU, cpu_identity, is_unknown_cpu, refuse_other_cpu
+from carb_lib.measure.heap import recorded_heaps
+from carb_lib.measure.profiling import Protocol
 
 logger = logging.getLogger("carb.audit")
 
@@ -151,8 +157,6 @@ def recorded_heap(df: pd.DataFrame) -> bool:
     audit re-measures them the same way. Files from before 2026-12-03 lack the column: their
     rows were measured with the default heap (False). A dataset whose rows disagree is refused:
     audit one heap at a time."""
-    from carb_lib.measure.heap import recorded_heaps
-
     kept = df["heap_kept"].dropna().astype(bool) if "heap_kept" in df.columns else []
     heaps = recorded_heaps(kept)
     if len(heaps) > 1:
@@ -166,8 +170,6 @@ def refuse_unknown_cpu(df: pd.DataFrame, what: str = "the dataset") -> None:
     :data:`carb_lib.measure.devices.UNKNOWN_CPU`): the CPU they were measured on is unknown, so a
     re-measurement on this machine may compare two different CPUs (cloud VMs report one model
     name for CPUs generations apart)."""
-    from carb_lib.measure.devices import UNKNOWN_CPU, cpu_identity, is_unknown_cpu
-
     missing = (df["cpu_id"].map(is_unknown_cpu).to_numpy(dtype=bool) if "cpu_id" in df.columns
                else np.ones(len(df), dtype=bool))  # fmt: skip
     if missing.any():
@@ -209,11 +211,6 @@ def audit(
     """
     from tqdm.auto import tqdm
 
-    from carb_lib.dataset.schema import read_dataset
-    from carb_lib.families import all_config_columns
-    from carb_lib.measure.campaign import measure_many_in_subprocess
-    from carb_lib.measure.profiling import Protocol
-
     df = read_dataset(dataset) if not isinstance(dataset, pd.DataFrame) else dataset
     # every family's config columns present (a file may hold several families)
     config_columns = [c for c in all_config_columns() if c in df.columns]
@@ -223,8 +220,6 @@ def audit(
     if device == "cpu" and not assume_same_cpu:
         refuse_unknown_cpu(df, "the dataset" if isinstance(dataset, pd.DataFrame) else str(dataset))
     if device == "cpu" and "cpu_id" in df.columns:
-        from carb_lib.measure.devices import refuse_other_cpu
-
         refuse_other_cpu(df["cpu_id"].dropna().astype(str), "the dataset was",
                          "an audit re-measures on the same CPU")
     threads = int(df["threads"].dropna().iloc[0]) if df["threads"].notna().any() else None
@@ -235,7 +230,8 @@ def audit(
     with tqdm(total=len(configs), desc="carb audit", unit="cfg", disable=not progress) as bar:
         for i in range(0, len(configs), chunk):
             part = configs[i : i + chunk]
-            new_rows += measure_many_in_subprocess(part, device, protocol, str(platforms[0]))
+            new_rows += campaign.measure_many_in_subprocess(part, device, protocol,
+                                                            str(platforms[0]))
             bar.update(len(part))
     new = pd.DataFrame(new_rows).set_index("config_id")
     keep = ["config_id", *config_columns, "flops", "latency_ms", "peak_mem_mib", "measured_at"]

@@ -32,8 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.dataset.schema import clean_temporary_files
-from carb_lib.families import DEFAULT_FAMILY, get_family
+from carb_lib.core.tables import TableError, read_table
+from carb_lib.dataset.features import static_features
+from carb_lib.dataset.schema import COLUMNS, clean_temporary_files
+from carb_lib.families import DEFAULT_FAMILY, get_family, space
+from carb_lib.families.space import add_config_ids, config_from_row
 from carb_lib.measure.campaign_noise import (  # noqa: F401  (re-exported: the old home of these names)
     TARGET_COLUMNS,
     _json_default,
@@ -64,6 +67,7 @@ from carb_lib.measure.campaign_parts import (  # noqa: F401  (re-exported)
     shard_mask,
     shard_of,
 )
+from carb_lib.measure.devices import refuse_other_cpu
 from carb_lib.measure.lock import FolderLock
 from carb_lib.measure.profiling import NAN, Device, Protocol, base_row, get_device, profile_config
 from carb_lib.measure.watchdog import before_hard_exit
@@ -99,7 +103,6 @@ def stuck_row(config: Any, device: Device, protocol: Protocol) -> dict[str, Any]
 def _flops(configs: pd.DataFrame) -> pd.Series:
     if "flops" in configs.columns:
         return configs["flops"].astype(float)
-    from carb_lib.dataset.features import static_features
 
     return static_features(configs)["flops"].astype(float)
 
@@ -146,10 +149,6 @@ def read_config_list(path: str | Path) -> pd.DataFrame:
         value), an unknown ``config_id``, a ``config_id`` that does not match its config
         columns, or a duplicated config.
     """
-    from carb_lib.core.tables import TableError, read_table
-    from carb_lib.dataset.schema import COLUMNS
-    from carb_lib.families import space
-
     p = Path(path)
     try:
         df = read_table(p, "config list")
@@ -214,8 +213,6 @@ def sample_configs(
     """Configs for a campaign: from a file (:func:`read_config_list`) or the paper grid,
     optionally a seeded stratified sample of ``n_sample`` rows. With ``sample_under_cap`` the
     sample is drawn from configs whose ``flops`` (whole batch) are within ``max_gflops``."""
-    from carb_lib.families import space
-
     if configs_file is not None:
         df = read_config_list(configs_file)
     else:
@@ -351,8 +348,6 @@ def _run_locked(
     """The body of :func:`run_campaign`, run while holding the folder's lock."""
     from tqdm.auto import tqdm
 
-    from carb_lib.families.space import add_config_ids, config_from_row
-
     cfg = configs.copy()
     if "config_id" not in cfg.columns:
         cfg = add_config_ids(cfg)
@@ -363,8 +358,6 @@ def _run_locked(
     res = CampaignResult(out_dir=str(out), platform=plat, n_total=len(cfg))
     done = done_ids(out, plat)
     if dev.kind == "cpu":  # resuming another machine's campaign would mix two CPUs
-        from carb_lib.measure.devices import refuse_other_cpu
-
         refuse_other_cpu(part_cpu_ids(out, plat), f"{out} holds rows of platform {plat!r}",
                          "give it its own --platform and --out")
         import torch

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import TARGETS
+from carb_lib.families.space import config_from_row
 from carb_lib.measure.profiling import NAN, Device, Protocol, get_device, profile_config
 
 __all__ = ["TARGET_COLUMNS", "measure_in_subprocess", "measure_many_in_subprocess",
@@ -42,8 +43,6 @@ def run_one(
 
     Independent of any campaign state: usable as the task of a distributed engine.
     """
-    from carb_lib.families.space import config_from_row
-
     return profile_config(
         config_from_row(dict(config_row)), device, protocol, idle_power_w=idle_power_w
     )

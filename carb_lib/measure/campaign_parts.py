@@ -22,8 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.safe_io import check_output, same_file, table_with
 from carb_lib.core.vocab import TARGETS
+from carb_lib.dataset.features import static_features
 from carb_lib.dataset.schema import (
+    COLUMNS,
     STATIC_FEATURE_COLUMNS,
     SchemaError,
     conform,
@@ -32,6 +35,8 @@ from carb_lib.dataset.schema import (
 )
 from carb_lib.dataset.schema import atomic_write_parquet as _atomic_write
 from carb_lib.families import all_config_columns
+from carb_lib.measure.devices import is_unknown_cpu
+from carb_lib.measure.heap import recorded_heaps
 from carb_lib.measure.profiling import NAN, measure_tag
 
 __all__ = [
@@ -116,7 +121,6 @@ def check_one_cpu(df: pd.DataFrame, where: str) -> None:
     if "cpu_id" not in df.columns or "platform" not in df.columns:
         return
     cpu = df["cuda"].isna() if "cuda" in df.columns else pd.Series(True, index=df.index)
-    from carb_lib.measure.devices import is_unknown_cpu
 
     named = ~df["cpu_id"].map(is_unknown_cpu).astype(bool)
     known = df.loc[cpu & named, ["platform", "cpu_id"]].astype(str)
@@ -163,8 +167,6 @@ def part_heaps(folder: str | Path, platform: str) -> set[bool]:
     """Whether ``platform``'s rows in a folder's result parts were timed with the CPU heap kept
     (``heap_kept``, read part by part as :func:`carb_lib.measure.heap.recorded_heaps` reads a file: a
     part written before the column existed, a campaign of 2026-12-03, ran with the default heap)."""
-    from carb_lib.measure.heap import recorded_heaps
-
     return {k for part in _part_values(folder, platform, "heap_kept")
             for k in recorded_heaps(v for v in part if v is not None)}
 
@@ -343,8 +345,6 @@ def merge_parts(
     carb_lib.dataset.schema.SchemaError
         The merged data violates the schema, or the existing file cannot be read.
     """
-    from carb_lib.core.safe_io import check_output, same_file, table_with
-
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such campaign folder")
@@ -403,8 +403,6 @@ def _merge_parts(folder: Path, out_path: Path | None, existing: Path | None, fea
                  reference_out: str | Path | None, force: bool,
                  allow_mixed_platforms: bool) -> pd.DataFrame:
     """:func:`merge_parts` once the paths are checked (holding the lock on ``out_path``)."""
-    from carb_lib.dataset.features import static_features
-
     passes = pass_dirs(folder)
     _refuse_foreign_columns(folder, passes)
     try:
@@ -433,7 +431,6 @@ def _merge_parts(folder: Path, out_path: Path | None, existing: Path | None, fea
                 f"{folder} hold {sorted(plats)}; merge into a rows file of their "
                 "own platform, or pass --allow-mixed-platforms"
             )
-        from carb_lib.dataset.schema import COLUMNS
 
         foreign = [c for c in old.columns if c not in df.columns and c not in COLUMNS]
         if foreign:
@@ -472,8 +469,6 @@ def _merge_parts(folder: Path, out_path: Path | None, existing: Path | None, fea
         ref = conform(ref).reset_index(drop=True)
         validate(ref, require_features=False, unique=False)
     if out_path is not None:  # extending its own dataset keeps one rolling OUT.bak
-        from carb_lib.core.safe_io import same_file
-
         extending = existing is not None and same_file(existing, out_path)
         write_dataset(df, out_path, require_features=features,
                       backup="rolling" if extending else True)
@@ -487,8 +482,6 @@ def _refuse_foreign_columns(folder: Path, passes: list) -> None:
     """A part file holding a column a dataset does not hold is refused, naming the file and
     the column (before anything is read into a dataset)."""
     import pyarrow.parquet as pq
-
-    from carb_lib.dataset.schema import COLUMNS
 
     for sub in passes or [folder]:
         for f in _part_files(Path(sub), RESULTS_PREFIX):

@@ -49,6 +49,13 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.dataset.features import static_features
+from carb_lib.families import DEFAULT_FAMILY, space
+from carb_lib.measure import campaign
+from carb_lib.measure.campaign import drift_summary, merge_parts, noise_study, reference_rows
+from carb_lib.measure.profiling import Protocol, get_device, profile_config
+from carb_lib.measure.protocol import DETECTOR_OFF
+from carb_lib.measure.telemetry import counter_resolution
 
 logger = logging.getLogger("carb.gpu_campaign")
 
@@ -247,8 +254,6 @@ def design_space_sample(
     """
     import importlib
 
-    from carb_lib.families import DEFAULT_FAMILY, space
-
     exclude = set(exclude_ids or ())
     parts = []
     for fam in families:
@@ -300,8 +305,6 @@ def _versions(device: str) -> dict[str, Any]:
 
 def selfcheck(dev: Any, device: str, seconds: float = 2.0) -> dict[str, Any]:
     """Versions, energy counter behaviour under load, idle power (GPU); RAPL status (CPU)."""
-    from carb_lib.measure.telemetry import counter_resolution
-
     out: dict[str, Any] = {"versions": _versions(device)}
     if dev.kind == "cuda":
         import torch
@@ -464,17 +467,6 @@ def _run(a: argparse.Namespace) -> int:
     def left() -> float:
         return deadline - time.perf_counter()
 
-    from carb_lib.families import space
-    from carb_lib.measure.campaign import (
-        drift_summary,
-        merge_parts,
-        noise_study,
-        reference_rows,
-        run_campaign,
-    )
-    from carb_lib.measure.profiling import Protocol, get_device
-    from carb_lib.measure.protocol import DETECTOR_OFF
-
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     kw: dict[str, Any] = {"threads": a.threads, "timeout_s": a.timeout_s,
@@ -502,7 +494,6 @@ def _run(a: argparse.Namespace) -> int:
     rows = None
     if a.noise_configs > 0 and a.noise_repeats > 1 and left() > a.reserve_s + 10:
         grid = space.paper_grid()
-        from carb_lib.dataset.features import static_features
 
         small = grid[static_features(grid)["flops"].to_numpy() <= a.noise_max_gflops * 1e9]
         ncfg = space.stratified_sample(small, min(a.noise_configs, len(small)), a.seed + 1)
@@ -522,8 +513,6 @@ def _run(a: argparse.Namespace) -> int:
     # 2b. plausibility anchor
     anc: dict[str, Any] = {}
     if a.anchor == "on" or (a.anchor == "auto" and dev.kind == "cuda"):
-        from carb_lib.measure.profiling import profile_config
-
         arow = profile_config(space.config_from_row(ANCHOR), dev, protocol)
         anc = anchor_summary(arow)
         (out / "anchor.json").write_text(json.dumps({"row": arow, "summary": anc}, indent=2,
@@ -544,7 +533,7 @@ def _run(a: argparse.Namespace) -> int:
     parts = out / "parts"
     res = None
     if budget > 5:
-        res = run_campaign(
+        res = campaign.run_campaign(
             sample, parts, dev, protocol, platform=platform, seed=a.seed,
             ref_every=a.ref_every, time_budget_s=budget, max_gflops=a.max_gflops,
             progress=not a.no_progress, log=_p,

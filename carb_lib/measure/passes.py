@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from carb_lib.families.space import add_config_ids
 from carb_lib.measure.campaign_parts import (  # noqa: F401  (pass reading lives beside the part files)
     MEMORY_COLUMNS,
     PASS_COLUMN,
@@ -50,6 +51,7 @@ from carb_lib.measure.campaign_parts import (  # noqa: F401  (pass reading lives
     read_parts,
     read_passes,
 )
+from carb_lib.measure.protocol import Protocol
 
 __all__ = ["MEMORY_COLUMNS", "PASS_COLUMN", "PassAgreement", "combine_passes",
            "latency_matrix", "latency_spread", "merge_passes", "pass_agreement", "pass_dirs",
@@ -111,7 +113,6 @@ def run_passes(
         ``n_passes < 1``, or ``out_dir`` already holds single-pass part files.
     """
     from carb_lib.measure.campaign import run_campaign
-    from carb_lib.measure.protocol import Protocol
 
     if n_passes < 1:
         raise ValueError(f"--passes must be >= 1, got {n_passes}")
@@ -137,7 +138,6 @@ def run_passes(
         if p == 0:
             first = read_parts(out / "pass0")
             ok_ids = set(first.loc[first["status"] == "ok", "config_id"]) if len(first) else set()
-            from carb_lib.families.space import add_config_ids
 
             ids = configs if "config_id" in configs.columns else add_config_ids(configs)
             todo = ids[ids["config_id"].isin(ok_ids)].reset_index(drop=True)

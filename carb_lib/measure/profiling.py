@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from carb_lib.core.vocab import TARGETS
+from carb_lib.dataset.schema import empty_row
+from carb_lib.families import space
 from carb_lib.measure.counters import (  # noqa: F401 - re-exported for callers of this module
     _resident_bytes,
     count_kernel_launches,
@@ -88,8 +90,6 @@ def utc_now() -> str:
 # ----------------------------------------------------------------------------------------
 def base_row(config: Any, device: Device, protocol: Protocol) -> dict[str, Any]:
     """A schema row with config and provenance filled, measurements missing."""
-    from carb_lib.dataset.schema import empty_row
-
     row = empty_row()
     row.update(config.to_dict())
     row["config_id"] = config.config_id
@@ -124,8 +124,6 @@ def profile_config(
         Schema columns (static features excluded); ``status`` is ``ok``, ``oom`` or
         ``error`` (with ``error`` set). Never raises for a failing config.
     """
-    from carb_lib.families import space
-
     protocol = protocol or Protocol()
     _freeze_gc_once()
     dev = get_device(device)

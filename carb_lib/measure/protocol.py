@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from carb_lib.families._base import ConfigTimeoutError
+from carb_lib.measure.heap import recorded_heaps
 from carb_lib.measure.interference import WindowPolicy
 from carb_lib.measure.telemetry import NAN
 
@@ -410,7 +411,6 @@ def rows_protocol(rows: Any, what: str = "the rows") -> RowsProtocol:
     dev = dev or "cpu"
     threads = (_one((int(t) for t in rows["threads"].dropna()), "threads", what)
                if "threads" in rows.columns and dev == "cpu" else None)
-    from carb_lib.measure.heap import recorded_heaps
 
     heaps = recorded_heaps(rows["heap_kept"].dropna()) if "heap_kept" in rows.columns else [False]
     if len(heaps) > 1:

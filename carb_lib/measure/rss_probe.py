@@ -26,6 +26,13 @@ from typing import Any
 
 import pandas as pd
 
+from carb_lib.core.tables import read_table, table_format, write_table
+from carb_lib.families import space
+from carb_lib.families.module import OWN_COLUMNS
+from carb_lib.measure.counters import _status_kib, cpu_peak_memory_bytes, rss_peak_growth_bytes
+from carb_lib.measure.devices import _dtype, _make_input
+from carb_lib.measure.profiling import Protocol, _is_oom
+
 logger = logging.getLogger(__name__)
 MIB = 2**20
 #: The probe's columns, in order.
@@ -40,11 +47,6 @@ def probe_config(row: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     import gc
 
     import torch
-
-    from carb_lib.families import space
-    from carb_lib.measure.counters import _status_kib, cpu_peak_memory_bytes, rss_peak_growth_bytes
-    from carb_lib.measure.devices import _dtype, _make_input
-    from carb_lib.measure.profiling import Protocol, _is_oom
 
     torch.set_num_threads(int(threads))
     cfg = space.config_from_row(row)
@@ -69,8 +71,6 @@ def probe_config(row: dict[str, Any], threads: int = 1) -> dict[str, Any]:
 
 def _label(row: dict[str, Any]) -> str:
     """A config's factory where it has one (family ``module``), else its id."""
-    from carb_lib.families.module import OWN_COLUMNS
-
     return str(row.get(OWN_COLUMNS[0].name) or row["config_id"])
 
 
@@ -79,8 +79,6 @@ def probe_configs(configs: pd.DataFrame, out: str | Path, threads: int = 1,
     """Probe every config of ``configs`` (config columns, e.g. from
     :func:`carb_lib.measure.campaign.read_config_list`), each in a fresh Python process, appending
     to ``out`` (.parquet or .csv; configs already there are skipped) after each config."""
-    from carb_lib.core.tables import read_table, table_format, write_table
-
     table_format(out, "--out")
     out = Path(out)
     done = read_table(out, "--out") if out.exists() else pd.DataFrame(columns=list(COLUMNS))

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from carb_lib.measure.lock import release_all
 from carb_lib.measure.protocol import ConfigTimeoutError
 
 __all__ = ["HARD_EXIT_CODE", "UserExitError", "before_hard_exit", "exits_trapped",
@@ -136,8 +137,6 @@ def wall_clock_cap(cap_s: float | None, what: str, grace_s: float | None = None,
 
 
 def _release_locks() -> None:
-    from carb_lib.measure.lock import release_all
-
     for hook in list(_HOOKS):
         try:
             hook()

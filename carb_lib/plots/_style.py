@@ -13,6 +13,8 @@ from pathlib import Path
 
 import matplotlib
 
+from carb_lib.core.vocab import AXIS_LABELS
+
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
@@ -94,8 +96,6 @@ def apply_style() -> None:
 def words(column: str) -> str:
     """A column or code name in words with its unit (:func:`carb_lib.core.vocab.label`, then
     :data:`_WORDS`, then the name with spaces for underscores)."""
-    from carb_lib.core.vocab import AXIS_LABELS
-
     c = str(column)
     return AXIS_LABELS.get(c) or _WORDS.get(c) or c.replace("_", " ")
 

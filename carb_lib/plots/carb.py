@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib
 
+from carb_lib.core.metrics import regression_metrics
 from carb_lib.core.vocab import TARGET_SHORT, label
 from carb_lib.plots._style import (
     FONT,
@@ -44,8 +45,6 @@ def plot_carb_pred_vs_measured(truth, pred, target: str, platform=None,
         Colour the points (e.g. batch).
     """
     import numpy as np
-
-    from carb_lib.core.metrics import regression_metrics
 
     y = truth[target].astype("float64")
     p = pred[target].reindex(truth.index).astype("float64")

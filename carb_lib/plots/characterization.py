@@ -4,6 +4,7 @@ measurement noise, power against utilisation."""
 
 from __future__ import annotations
 
+from carb_lib.characterize.scaling import noise_measures, segmented_curve, untestable_reason
 from carb_lib.core.vocab import TARGETS
 from carb_lib.plots._style import FONT, colours, legend_outside, note, plain_log_ticks, plt, words
 
@@ -85,8 +86,6 @@ def plot_scaling(
     :func:`carb_lib.characterize.scaling.fit_segmented`). Targets without data get a panel with the reason.
     """
     import numpy as np
-
-    from carb_lib.characterize.scaling import segmented_curve, untestable_reason
 
     data = _char_ok(df)
     shown, missing, segment_notes = [], [], []
@@ -308,8 +307,6 @@ def plot_target_distributions(df, targets=_CHAR_TARGETS, hue: str | None = "prec
     """Histogram (log x) of each target, split by ``hue``; missing targets noted."""
     import numpy as np
 
-    from carb_lib.characterize.scaling import untestable_reason
-
     data = _char_ok(df)
     shown, missing, segment_notes = [], [], []
     for t in targets:
@@ -356,8 +353,6 @@ def plot_noise(df, platform=None, dataset_label: str = "measured"):
     """Measured noise: distribution of each per-row noise measure (log x) and latency CV
     against latency (short runs are noisier). Targets without a noise measure are named."""
     import numpy as np
-
-    from carb_lib.characterize.scaling import noise_measures
 
     data = _char_ok(df)
     measures = {k: (t, v) for k, (t, v) in noise_measures(data).items()
@@ -406,8 +401,6 @@ def plot_power_vs_utilisation(df, platform=None, dataset_label: str = "measured"
                               power: str = "avg_power_w", util: str = "sm_util_pct"):
     """Mean power against SM utilisation (GPU telemetry), coloured by batch; a note if the
     platform has no telemetry."""
-    from carb_lib.characterize.scaling import untestable_reason
-
     data = _char_ok(df)
     fig, ax = plt.subplots(figsize=(6, 4.2))
     why = untestable_reason(data, power) or untestable_reason(data, util)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.metrics import mape_pct
 from carb_lib.core.vocab import TARGET_SHORT, label
 from carb_lib.plots._style import colours, legend_outside, note, plain_log_ticks, plain_number, plt
 
@@ -141,8 +142,6 @@ def plot_cross_family_predictions(predictions: pd.DataFrame, target: str = "late
                                   platform: str | None = None):
     """Predicted against measured ``target`` on the test rows of each new family (panels),
     one colour per model (zero-shot, few-shot, own model), log-log with y = x and +-10 %."""
-    from carb_lib.core.metrics import mape_pct
-
     d = predictions[predictions["target"] == target].copy()
     d["label"] = [model_label(m, k) for m, k in zip(d["model"], d["k"], strict=True)]
     fams = list(dict.fromkeys(d["family"]))

@@ -3,7 +3,7 @@ budgets and shortlist, the elimination funnel, predicted against measured for th
 
 from __future__ import annotations
 
-from carb_lib.core.vocab import label
+from carb_lib.core.vocab import TARGET_SHORT, TARGET_UNITS, label
 from carb_lib.plots._style import FONT, OKABE_ITO, colours, legend_outside, plt
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY
 
@@ -253,8 +253,6 @@ def _budget_words(name) -> str:
     """A budget's label with its column names in words (``latency_ms <= 5`` -> ``latency
     per batch (ms) <= 5``)."""
     import re
-
-    from carb_lib.core.vocab import TARGET_SHORT, TARGET_UNITS
 
     m = re.fullmatch(r"\s*([a-z][a-z0-9_]*)\s*(<=|<)\s*(\S+)\s*", str(name))
     if m and m.group(1) in TARGET_SHORT:

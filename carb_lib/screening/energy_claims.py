@@ -36,7 +36,9 @@ import pandas as pd
 
 from carb_lib.core.metrics import mape_pct, r2
 from carb_lib.core.vocab import DEFAULT_COVERAGE, SMALL_BATCH_MAX
+from carb_lib.ensemble import preset as model_preset
 from carb_lib.evaluation.claims import PAPER_R2
+from carb_lib.evaluation.models import fit_quiet
 from carb_lib.screening.scenarios import PAPER_SCREENING
 
 __all__ = ["ENERGY_COLUMNS", "PAPER", "energy_claim_rows", "energy_noise", "energy_rows",
@@ -96,9 +98,6 @@ def _linear(train: pd.DataFrame, test: pd.DataFrame, x: str, y: str) -> tuple[np
 
 
 def _carb(train: pd.DataFrame, test: pd.DataFrame, preset: str, seed: int, coverage: float):
-    from carb_lib.ensemble import preset as model_preset
-    from carb_lib.evaluation.models import fit_quiet
-
     model = fit_quiet(model_preset(preset, targets=("energy_j",), random_state=seed), train)
     return model.predict_interval(test, coverage=coverage)
 
@@ -114,9 +113,6 @@ def _power_x_latency(train: pd.DataFrame, test: pd.DataFrame, preset: str,
     :data:`POWER_FEATURES` (the rows' own telemetry as the power target). NaN where the train
     rows hold fewer than 10 power readings."""
     from sklearn.linear_model import LinearRegression
-
-    from carb_lib.ensemble import preset as model_preset
-    from carb_lib.evaluation.models import fit_quiet
 
     cols = [c for c in POWER_FEATURES if c in train.columns]
     power = pd.to_numeric(train.get("avg_power_w"), errors="coerce")

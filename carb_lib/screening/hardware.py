@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import TARGETS
-from carb_lib.families import all_config_columns
+from carb_lib.families import all_config_columns, space
+from carb_lib.measure.profiling import profile_config
+from carb_lib.measure.protocol import RowsProtocol
 from carb_lib.screening._mapping import FieldMapping
 from carb_lib.screening.result import ScreeningResult
 
@@ -121,8 +123,6 @@ def validate_on_hardware(
         None where the measurement failed: not a miss);
         ``status``, ``error``. The summary: configs, per-target MAE, budget checks held.
     """
-    from carb_lib.measure.protocol import RowsProtocol
-
     if profile_fn is None and isinstance(protocol, RowsProtocol):
         # the rows' protocol: every shortlisted config in one fresh process, as carb check does
         from carb_lib.transfer.check import measure_now
@@ -134,9 +134,6 @@ def validate_on_hardware(
         def profile_fn(cfg, dev, proto, _row=None):
             return by_id[cfg["config_id"]]
     elif profile_fn is None:
-        from carb_lib.families import space
-        from carb_lib.measure.profiling import profile_config
-
         def profile_fn(cfg, dev, proto):
             return profile_config(space.config_from_row(cfg), dev, proto)
     spec = result.spec

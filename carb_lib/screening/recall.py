@@ -7,6 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.families.zoo import zoo_table
+from carb_lib.screening.pareto import pareto_front
+
 
 def front_recall(result: Any, measured: pd.DataFrame) -> dict[str, Any]:
     """How much of the *measured* Pareto front a screening of the same networks finds.
@@ -21,9 +24,6 @@ def front_recall(result: Any, measured: pd.DataFrame) -> dict[str, Any]:
         ``true_front`` and ``predicted_front`` (names), ``recall`` (share of the true front on
         the predicted front), ``shortlist_on_true_front`` (share of the shortlist on it).
     """
-    from carb_lib.families.zoo import zoo_table
-    from carb_lib.screening.pareto import pareto_front
-
     spec = result.spec
     m = measured.copy()
     if spec.quality and spec.quality not in m.columns:

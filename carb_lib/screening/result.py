@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from carb_lib.core.safe_io import check_outputs, table_bytes, write_set
 from carb_lib.screening.budgets import DeploymentSpec
 
 __all__ = ["ScreeningResult", "check_shortlist_outs", "shortlist_paths", "tightest_budget"]
@@ -124,8 +125,6 @@ class ScreeningResult:
         (:func:`carb_lib.core.safe_io.write_set`: the summary and tables are made before the
         first file is written), keeping a numbered backup of the files in ``backup`` (every
         existing one with ``backup=True``)."""
-        from carb_lib.core.safe_io import table_bytes, write_set
-
         paths = shortlist_paths(out, full_table)
         out = paths[0]
         frames = [self.shortlist, self.front] + ([self.table] if full_table else [])
@@ -171,8 +170,6 @@ def check_shortlist_outs(out: str | Path, force: bool, command: str = "carb scre
     (``_front``, ``_summary.json``, and ``extra`` files such as ``_hardware.csv``): an earlier
     shortlist is recognised by its ``_summary.json`` (a JSON object with ``counts`` and
     ``spec``); anything else is refused unless ``force``. Returns the files to back up."""
-    from carb_lib.core.safe_io import check_outputs
-
     paths = shortlist_paths(out)
     summary = paths[2]
 

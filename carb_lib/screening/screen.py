@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.tables import read_table
 from carb_lib.core.vocab import DEFAULT_COVERAGE, TARGETS, TELEMETRY_FEATURES
+from carb_lib.dataset import features
+from carb_lib.dataset.schema import SchemaError, check_costs
+from carb_lib.families import space
+from carb_lib.families.space import SAMPLED_SPACES, add_config_ids
 from carb_lib.screening.budgets import BUDGET_METRICS, QUALITY_PROXY, DeploymentSpec
 from carb_lib.screening.pareto import (
     crowding_distance,
@@ -25,7 +30,7 @@ from carb_lib.screening.pareto import (
     pareto_front,
     pareto_ranks,
 )
-from carb_lib.screening.result import ScreeningResult
+from carb_lib.screening.result import ScreeningResult, tightest_budget
 
 __all__ = ["TELEMETRY_COLUMNS", "check_model", "load_candidates", "prepare_candidates", "screen"]
 
@@ -96,8 +101,6 @@ def prepare_candidates(candidates: pd.DataFrame) -> pd.DataFrame:
     df = candidates
     needed = ("flops", "params", "activation_bytes", "peak_act_bytes")
     if not all(c in df.columns for c in needed):
-        from carb_lib.dataset import features
-
         if hasattr(features, "with_static_features"):
             df = features.with_static_features(df)
         else:  # pragma: no cover - older contract
@@ -105,8 +108,6 @@ def prepare_candidates(candidates: pd.DataFrame) -> pd.DataFrame:
             df = pd.concat([df.drop(columns=feats.columns, errors="ignore"), feats], axis=1)
     if "config_id" not in df.columns:
         if all(c in df.columns for c in ("family", "batch")):
-            from carb_lib.families.space import add_config_ids
-
             df = add_config_ids(df)
         else:
             df = df.assign(config_id=[f"row{i}" for i in range(len(df))])
@@ -330,8 +331,6 @@ def _outcome_notes(report: pd.DataFrame, spec: DeploymentSpec, *, n_survivors: i
                    n_front: int, n_scored: int) -> list[str]:
     """The notes on stage 1 leaving nobody, or a front smaller than ``k``."""
     if n_survivors == 0 and spec.budgets:
-        from carb_lib.screening.result import tightest_budget
-
         tight = report.loc[tightest_budget(report)]
         b = next(bb for bb in spec.budgets if bb.label == tight.name)
         return [
@@ -474,8 +473,6 @@ def _shortlist_order(F: np.ndarray, senses: list[str], front_mask: np.ndarray,
 # ============================================================================ candidates
 def unknown_candidates(source: Any, what: str = "--candidates") -> ValueError:
     """The one error for a ``--candidates`` value that names no candidate set and no file."""
-    from carb_lib.families.space import SAMPLED_SPACES
-
     if what != "--candidates":
         return FileNotFoundError(f"{what} {source}: no such file")
     names = ", ".join(repr(n) for n in ("grid", *SAMPLED_SPACES))
@@ -513,8 +510,6 @@ def _measured_costs(df: pd.DataFrame, what: str) -> pd.DataFrame:
     """Measured rows whose costs are numbers, and in ``ok`` rows finite and > 0
     (:func:`carb_lib.dataset.schema.check_costs`), else an error naming the file, the row (as
     the file counts it), the column and the value."""
-    from carb_lib.dataset.schema import SchemaError, check_costs
-
     df = df.copy()
     for name in [c for c in TARGETS if c in df.columns]:
         num = pd.to_numeric(df[name], errors="coerce")
@@ -558,9 +553,6 @@ def load_candidates(source: str | Path, n_extended: int = 100_000, seed: int = 0
     duplicate would take two shortlist slots). ``what`` names the option in messages
     (``--measured`` for held-out rows).
     """
-    from carb_lib.core.tables import read_table
-    from carb_lib.families import space
-
     if str(source) == "grid":
         return space.paper_grid()
     if str(source) in space.SAMPLED_SPACES:

@@ -45,6 +45,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.dataset.features import with_static_features
+from carb_lib.families import all_config_columns
+from carb_lib.families.resnet import REFERENCE_CONFIG
+from carb_lib.families.space import add_config_ids
+from carb_lib.measure import campaign_noise
+from carb_lib.measure.protocol import ASSUMED_PROTOCOL, Protocol, model_protocol
+from carb_lib.transfer.cpus import _score
+from carb_lib.transfer.pairwise import make_source_model, model_features
+
 __all__ = ["CALIBRATED_TARGETS", "HostCalibration", "apply_calibration", "calibrate_model",
            "calibration_configs", "campaign_calibration", "estimate_seconds", "host_factor",
            "reference_rows", "time_configs"]
@@ -261,8 +270,6 @@ def estimate_seconds(latency_ms: Any, protocol: Any = None) -> np.ndarray:
     (:class:`carb_lib.measure.protocol.Protocol`, the study's by default): build, warm-up,
     the windows (each until both its least iterations and its least time have passed) and the
     memory pass; a process's start (:data:`PROCESS_START_S`) is not included."""
-    from carb_lib.measure.protocol import Protocol
-
     pr = protocol or Protocol()
     s = np.asarray(latency_ms, dtype=float) / 1000.0
     window = np.maximum(pr.cpu_min_iters * s, pr.cpu_min_window_s + s)
@@ -274,8 +281,6 @@ def reference_rows(rows: pd.DataFrame, n: int = LADDER_ROWS) -> pd.DataFrame:
     to ``n`` evenly spaced quantiles of log latency, the largest row included): the configs a
     calibration of a model fitted on ``rows`` may time. Config columns, ``config_id`` and the
     stored ``latency_ms``; sorted by latency."""
-    from carb_lib.families import all_config_columns
-
     ok = rows[rows["status"].astype(str).eq("ok")] if "status" in rows.columns else rows
     ok = ok[np.isfinite(ok["latency_ms"].to_numpy(float))]
     if ok.empty:
@@ -304,10 +309,6 @@ def band_edges(latency_ms: Any) -> list[float]:
 
 
 def _legacy_configs(n: int) -> pd.DataFrame:
-    from carb_lib.dataset.features import with_static_features
-    from carb_lib.families.resnet import REFERENCE_CONFIG
-    from carb_lib.families.space import add_config_ids
-
     if not 3 <= n <= 8:
         raise ValueError(f"a calibration times 3 to 8 configs, got n={n}")
     ref = dict(REFERENCE_CONFIG)
@@ -335,7 +336,6 @@ def calibration_configs(model: Any = None, n: int = 5, *, budget_s: float = 60.0
     ladder = getattr(model, "reference_rows_", None)
     if not isinstance(ladder, pd.DataFrame) or len(ladder) < MIN_TIMINGS:
         return _legacy_configs(n)
-    from carb_lib.dataset.features import with_static_features
 
     ladder = ladder.sort_values("latency_ms", kind="stable").reset_index(drop=True)
     edges = list(getattr(model, "band_edges_ms_", None) or band_edges(ladder["latency_ms"]))
@@ -367,8 +367,6 @@ def calibration_configs(model: Any = None, n: int = 5, *, budget_s: float = 60.0
 
 
 def _model_timing_protocol(model: Any) -> Any:
-    from carb_lib.measure.protocol import model_protocol
-
     return model_protocol(model).protocol()
 
 
@@ -387,16 +385,13 @@ def time_configs(configs: pd.DataFrame, *, protocol: Any = None, platform: str |
     """
     import subprocess
 
-    from carb_lib.families import all_config_columns
-    from carb_lib.measure.campaign_noise import measure_many_in_subprocess
-    from carb_lib.measure.protocol import ASSUMED_PROTOCOL
-
     rp = protocol or ASSUMED_PROTOCOL
     device = require_device(rp)
     cols = [c for c in all_config_columns() if c in configs.columns]
     try:
-        rows = measure_many_in_subprocess(configs[cols].to_dict(orient="records"), device,
-                                          rp.protocol(), platform, timeout_s=float(budget_s))
+        rows = campaign_noise.measure_many_in_subprocess(
+            configs[cols].to_dict(orient="records"), device, rp.protocol(), platform,
+            timeout_s=float(budget_s))
     except subprocess.TimeoutExpired:
         raise ValueError(f"the timing of {len(configs)} config(s) ran past its budget of "
                          f"{budget_s:g} s") from None
@@ -436,8 +431,6 @@ def calibrate_model(model: Any, *, n: int = 5, budget_s: float = 60.0,
     :data:`~carb_lib.measure.protocol.ASSUMED_PROTOCOL`, said through ``warn`` (one line). A
     timing that fails or runs past ``budget_s`` gives a :class:`HostCalibration` with no factor
     (``applied`` False) and the reason."""
-    from carb_lib.measure.protocol import model_protocol
-
     rp = model_protocol(model)
     if not rp.recorded and warn is not None:
         warn(f"warning: the model records no timing protocol; calibrating under the assumed "
@@ -454,8 +447,6 @@ def calibrate_model(model: Any, *, n: int = 5, budget_s: float = 60.0,
         pick = order[np.unique(np.linspace(0, len(order) - 1, k_query).round().astype(int))]
         qc = query.iloc[pick].copy()
         if "config_id" not in qc.columns:
-            from carb_lib.families.space import add_config_ids
-
             qc = add_config_ids(qc)
         configs = pd.concat([configs, qc], ignore_index=True)
         configs = configs.drop_duplicates("config_id").reset_index(drop=True)
@@ -490,8 +481,6 @@ def _predicted_latency(model: Any, frame: pd.DataFrame) -> np.ndarray:
 def _light_model(rows: pd.DataFrame, coverage: float, seed: int):
     """A LightGBM of log latency on the transfer study's features, fitted on 80 % of ``rows``,
     and the split-conformal half-width (log scale) at ``coverage`` from the other 20 %."""
-    from carb_lib.transfer.pairwise import make_source_model, model_features
-
     rng = np.random.default_rng(seed)
     cal = rng.random(len(rows)) < 0.2
     y = np.log(rows["latency_ms"].to_numpy(float))
@@ -554,8 +543,6 @@ def campaign_calibration(model_rows: pd.DataFrame, other_rows: pd.DataFrame,
         ``nominal``. Every calibration of a seed is scored on the same rows: the other
         campaign's rows less those any calibration timed.
     """
-    from carb_lib.transfer.cpus import _score
-
     out = []
     y = other_rows["latency_ms"].to_numpy(float)
     ids = other_rows["config_id"].astype(str).to_numpy()

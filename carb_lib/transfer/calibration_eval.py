@@ -18,6 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from carb_lib.core.claims import CLAIM_COLUMNS, TARGET_COLUMNS
+from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.dataset.schema import read_dataset
+from carb_lib.families._base import DEFAULT_FAMILY
+from carb_lib.transfer.calibration import campaign_calibration
+from carb_lib.transfer.rows import prepare_rows
+
 __all__ = ["CAMPAIGNS", "CALIBRATION_TARGET_SOURCE", "calibration_claims", "campaign_pairs",
            "load_campaigns", "summarise_pairs"]
 
@@ -53,11 +60,6 @@ def load_campaigns(data_dir: str | Path | None = None, names: Sequence[str] = CA
         A campaign is not catalogued or its file is absent, or the campaigns differ in thread
         count or heap (a host factor between them would mix the protocol with the host's speed).
     """
-    from carb_lib.dataset.catalog import DESIGN, load_catalog
-    from carb_lib.dataset.schema import read_dataset
-    from carb_lib.families._base import DEFAULT_FAMILY
-    from carb_lib.transfer.rows import prepare_rows
-
     cat = load_catalog(shipped=None if data_dir is None else Path(data_dir) / "catalog.yaml")
 
     def campaign_files(name: str, role: str) -> list[Path]:
@@ -93,8 +95,6 @@ def campaign_pairs(campaigns: Mapping[str, tuple[pd.DataFrame, pd.DataFrame | No
     ``campaigns`` (model of the first, calibrated and scored on the second), with
     ``model_campaign`` and ``other_campaign`` columns. ``max_rows``: each campaign's rows
     sampled down to this many (seeded), for quick runs."""
-    from carb_lib.transfer.calibration import campaign_calibration
-
     def cut(rows: pd.DataFrame) -> pd.DataFrame:
         if max_rows is None or len(rows) <= max_rows:
             return rows
@@ -150,8 +150,6 @@ def calibration_claims(summary: pd.DataFrame, platform: str = "cpu_xeon_gnr_2c")
     """One claims row of our targets: the product's calibration (``ladder``) lowers the median
     APE of a model of one campaign on another campaign of the same CPU (change <= 0
     percentage points, judged on its bootstrap interval over the campaign pairs)."""
-    from carb_lib.core.claims import CLAIM_COLUMNS, TARGET_COLUMNS
-
     s = summary[summary["calibration"] == PRODUCT_CALIBRATION]
     ok = len(s) == 1 and bool(np.isfinite(s["ape_change_pp"].iloc[0]))
     r = s.iloc[0] if ok else None

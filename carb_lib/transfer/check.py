@@ -23,6 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from carb_lib.measure.protocol import model_protocol
+from carb_lib.transfer import calibration
+from carb_lib.transfer.calibration import PROCESS_START_S, estimate_seconds, require_device
+
 __all__ = ["CheckResult", "check_predictions", "measure_now", "pick_within_budget"]
 
 
@@ -93,8 +97,6 @@ def pick_within_budget(predicted_ms: Any, k: int, budget_s: float, *, protocol: 
     """Indices of ``k`` configs spread over ``predicted_ms`` (sorted by it), the largest given
     up for the next smaller until their estimated timing (plus ``repeat`` of them again and two
     process starts) fits ``budget_s``."""
-    from carb_lib.transfer.calibration import PROCESS_START_S, estimate_seconds
-
     p = np.asarray(predicted_ms, dtype=float)
     order = np.argsort(p, kind="stable")
     if k <= 0 or len(p) == 0:
@@ -122,9 +124,8 @@ def measure_now(configs: pd.DataFrame, rp: Any, *, platform: str | None = None,
                 budget_s: float = 600.0) -> pd.DataFrame:
     """Time ``configs`` on this machine under the rows' protocol ``rp`` in one fresh process
     (:func:`carb_lib.transfer.calibration.time_configs`); their rows, in ``configs``' order."""
-    from carb_lib.transfer.calibration import time_configs
 
-    rows = time_configs(configs, protocol=rp, platform=platform, budget_s=budget_s)
+    rows = calibration.time_configs(configs, protocol=rp, platform=platform, budget_s=budget_s)
     return rows.set_index("config_id").loc[configs["config_id"].to_numpy()].reset_index()
 
 
@@ -155,9 +156,6 @@ def check_predictions(model: Any, configs: pd.DataFrame, *, k: int = 5, budget_s
         ``k`` larger than the query or below 1; the model's device is not on this machine.
     """
     import time
-
-    from carb_lib.measure.protocol import model_protocol
-    from carb_lib.transfer.calibration import require_device
 
     if k < 1:
         raise ValueError(f"--k must be >= 1, got {k}")

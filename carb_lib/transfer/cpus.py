@@ -44,8 +44,16 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core import metrics as _m
+from carb_lib.core.claims import CLAIM_COLUMNS, TARGET_COLUMNS
+from carb_lib.core.scoring import remeasurement_noise
+from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, KERNEL_FEATURE, STATIC_FEATURES
 from carb_lib.dataset.catalog import DESIGN, Catalog, load_catalog, shown_path
+from carb_lib.dataset.features import fill_static_features
+from carb_lib.dataset.schema import read_dataset
 from carb_lib.families._base import DEFAULT_FAMILY
+from carb_lib.screening.pareto import pareto_front
+from carb_lib.transfer.pairwise import SOURCE_METHODS, model_features, recalibrate
+from carb_lib.transfer.rows import prepare_rows
 
 if TYPE_CHECKING:
     from carb_lib.kernels.law import KernelModel
@@ -110,8 +118,6 @@ def _score(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
 def _pareto_recall(q: pd.DataFrame, pred_latency: np.ndarray) -> float:
     """Share of the true front (measured latency and peak memory down, params up) that the
     front from the predicted latency also holds."""
-    from carb_lib.screening.pareto import pareto_front
-
     senses = ["min", "min", "max"]
     true = pareto_front(q[list(_FRONT)].to_numpy(float), senses)
     est = q[list(_FRONT)].to_numpy(float).copy()
@@ -140,9 +146,6 @@ def load_cpu_rows(files: Mapping[str, Sequence[str]] | None = None, *,
                   paired: bool = True) -> pd.DataFrame:
     """The ok ResNet rows of every CPU of ``files`` (default :func:`cpu_files`), with static
     features; with ``paired`` only the configs (``config_id``) measured ok on every CPU."""
-    from carb_lib.dataset.schema import read_dataset
-    from carb_lib.transfer.rows import prepare_rows
-
     files = cpu_files() if files is None else files
     parts = []
     for plat, spec in files.items():
@@ -169,7 +172,6 @@ def kernel_times(rows: pd.DataFrame, files: Mapping[str, Sequence[str]] | None =
     ``kernel_model`` is the unfitted model whose parameters every platform's fit uses (a clone
     of it; default ``KernelModel(random_state=random_state)``): e.g. fewer trees for a smoke run.
     """
-    from carb_lib.core.vocab import KERNEL_FEATURE
     from carb_lib.kernels import law as kernels
 
     files = cpu_files() if files is None else files
@@ -236,8 +238,6 @@ def _wide(rows: pd.DataFrame) -> pd.DataFrame:
 def _few_shot(src_plats, tgt, W, Z, k, method, rng, FX):
     """Log predictions of the target's unsampled rows and their positions, from k samples
     (``FX``: :func:`carb_lib.transfer.pairwise.model_features` by ``config_id``)."""
-    from carb_lib.transfer.pairwise import recalibrate
-
     perm = rng.permutation(len(tgt))
     s, q = perm[:k], perm[k:]
     ids = tgt["config_id"].to_numpy()
@@ -250,8 +250,6 @@ def _few_shot(src_plats, tgt, W, Z, k, method, rng, FX):
 def _choose_method(src: pd.DataFrame, W: pd.DataFrame, Zsrc: pd.Series, k: int,
                    seeds: int, FX: pd.DataFrame) -> str:
     """Few-shot method of lowest median APE at ``k``, each source CPU held out of the others."""
-    from carb_lib.transfer.pairwise import SOURCE_METHODS
-
     plats = sorted(src["platform"].unique())
     err = {}
     for method in SOURCE_METHODS:
@@ -309,7 +307,6 @@ def leave_one_cpu_out(rows: pd.DataFrame, *, ks: Sequence[int] = (5, 10, 20), se
     absent = [t for t in targets if t not in plats]
     if absent:
         raise ValueError(f"target platform {absent[0]!r} is not in the rows (platforms: {plats})")
-    from carb_lib.transfer.pairwise import model_features
 
     W = _wide(rows)
     first = rows.drop_duplicates("config_id")
@@ -372,8 +369,6 @@ def cpu_remeasurement_noise(files: Mapping[str, Sequence[str]] | None = None) ->
     a prediction of the stored one, every APE relative to the stored value, as a model's is):
     ``median_ape_pct``, ``within_10pct``, ``spearman`` and ``mape_pct``, over the ok rows of
     both measurements (``n``)."""
-    from carb_lib.core.scoring import remeasurement_noise
-
     files = cpu_files() if files is None else files
     out = []
     for plat, spec in files.items():
@@ -481,8 +476,6 @@ def transfer_claims(summary: pd.DataFrame) -> pd.DataFrame:
     (:data:`TRANSFER_TARGETS`: zero-shot median APE <= 2x the re-measurement noise and
     Spearman >= 0.97; k = 10 median APE <= 1.3x). The target is in ``target_value`` (with
     ``target_source``), never in ``paper_value``: the paper states none of them."""
-    from carb_lib.core.claims import CLAIM_COLUMNS, TARGET_COLUMNS
-
     rows = []
     for tp, g in summary.groupby("target"):
         for cid, method, k, col, goal, text in TRANSFER_TARGETS:
@@ -529,11 +522,7 @@ def kernel_transfer_predict(source_rows: pd.DataFrame, source_benches: Sequence[
     numpy.ndarray
         Predicted latency (ms), aligned with ``query``.
     """
-    from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES
-    from carb_lib.dataset.features import fill_static_features
     from carb_lib.kernels import law as kernels
-    from carb_lib.transfer.pairwise import model_features, recalibrate
-    from carb_lib.transfer.rows import prepare_rows
 
     benches = {}
     for b in source_benches:

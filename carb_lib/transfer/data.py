@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.characterize.scaling_data import CONFIG_COLS
+from carb_lib.dataset.catalog import files as catalog_files
+from carb_lib.dataset.catalog import load_catalog, shown_path, study_files
+from carb_lib.dataset.readers import DatasetError, load_measurements
 from carb_lib.families import DEFAULT_FAMILY
 
 __all__ = [
@@ -140,10 +143,6 @@ def load_transfer_data(
         per file with ``path`` (as :func:`carb_lib.dataset.catalog.shown_path` names it),
         ``status`` ("loaded", "absent" or "error: ..."), ``n_rows``, ``platforms``.
     """
-    from carb_lib.dataset.catalog import files as catalog_files
-    from carb_lib.dataset.catalog import load_catalog, shown_path, study_files
-    from carb_lib.dataset.readers import DatasetError, load_measurements
-
     absent: list[str] = []
     if data_dir is not None:
         paths = sorted(Path(data_dir).glob("*.parquet")) if Path(data_dir).is_dir() else []

@@ -63,6 +63,7 @@ import pandas as pd
 
 from carb_lib.core import metrics as _m
 from carb_lib.core.vocab import NB201_FEATURE_COLUMNS, STATIC_FEATURES
+from carb_lib.dataset.features import static_features
 from carb_lib.families import family_names, get_family
 from carb_lib.families._common import equals
 from carb_lib.transfer.data import (  # noqa: F401  (re-exported: the old home of these names)
@@ -109,8 +110,6 @@ MIN_ROWS_MODEL = 20
 def model_features(df: pd.DataFrame) -> pd.DataFrame:
     """Numeric model features: static features, op counts and each family's
     ``arch_features`` (NB201: per-edge op codes), NaN in rows of other families."""
-    from carb_lib.dataset.features import static_features
-
     feats = static_features(df)
     X = pd.DataFrame(index=df.index)
     for c in FEATURE_COLUMNS:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from carb_lib.core.vocab import EXTRA_STATIC_FEATURES, STATIC_FEATURES
+from carb_lib.dataset.features import fill_static_features
 
 __all__ = ["CROSS_FAMILY_TARGETS", "prepare_rows"]
 
@@ -28,8 +29,6 @@ def prepare_rows(df: pd.DataFrame, targets: Sequence[str] = CROSS_FAMILY_TARGETS
     """``ok`` rows with a finite, positive value of every target, their static features
     (:data:`~carb_lib.core.vocab.STATIC_FEATURES` and the family-agnostic extras) filled in where the
     dataset does not store them."""
-    from carb_lib.dataset.features import fill_static_features
-
     missing = [t for t in targets if t not in df.columns]
     if missing:
         raise ValueError(f"target column(s) {missing} are absent from the rows")
