@@ -99,7 +99,8 @@ def _carb(train: pd.DataFrame, test: pd.DataFrame, preset: str, seed: int, cover
     from carb_lib.ensemble import preset as model_preset
     from carb_lib.evaluation.models import fit_quiet
 
-    model = fit_quiet(model_preset(preset, targets=("energy_j",), random_state=seed), train)
+    model = fit_quiet(model_preset(preset, targets=("energy_j",), random_state=seed,
+                                   latency_law="roofline"), train)  # the published law
     return model.predict_interval(test, coverage=coverage)
 
 
@@ -128,7 +129,8 @@ def _power_x_latency(train: pd.DataFrame, test: pd.DataFrame, preset: str,
         return np.log(frame[cols].astype(float).clip(lower=1.0).to_numpy())
 
     watts = np.exp(LinearRegression().fit(x(train[ok]), np.log(power[ok])).predict(x(test)))
-    lat = fit_quiet(model_preset(preset, targets=("latency_ms",), random_state=seed), train)
+    lat = fit_quiet(model_preset(preset, targets=("latency_ms",), random_state=seed,
+                                 latency_law="roofline"), train)  # the published law
     return lat.predict(test)["latency_ms"].to_numpy(float) / 1000.0 * watts
 
 
