@@ -71,7 +71,8 @@ def main() -> None:
             tr, te = rows[~test], rows[test]
             for rule, fit in (("with", new_fit), ("without", old.fit_target)):
                 estimator.fit_target = fit
-                m = fit_quiet(preset("default", targets=targets, random_state=s), tr)
+                m = fit_quiet(preset("default", targets=targets, random_state=s,
+                                     latency_law="roofline"), tr)
                 p = m.predict(te)
                 base_only = m.oof_metrics_.get("base_law_only", pd.Series(False, m.oof_metrics_.index))
                 for t in targets:

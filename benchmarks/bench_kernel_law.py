@@ -67,7 +67,7 @@ def main() -> None:
     targets = ("peak_mem_mib", "latency_ms")
     kern = CARBRegressor(**preset("default", targets=targets, latency_law="kernel",
                                   kernel_bench=bench)).fit(df)
-    roof = CARBRegressor(**preset("default", targets=targets)).fit(df)
+    roof = CARBRegressor(**preset("default", targets=targets, latency_law="roofline")).fit(df)
     cands = with_static_features(load_candidates("extended-dense", n_extended=args.n, seed=0))
     op_lists._ARCH_CACHE.clear()
     cold, warm = _timed(lambda: kernels.with_kernel_column(cands, kern.kernel_model_,

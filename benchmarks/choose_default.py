@@ -110,7 +110,10 @@ def main(argv=None) -> pd.DataFrame:
     from carb_lib.dataset.schema import read_dataset
     from carb_lib.evaluation import compare_presets, prepare_dataset
 
-    cands = {n: {**CANDIDATES[n], "n_jobs": args.n_jobs} for n in args.candidates}
+    # the roofline latency law, as when the default was chosen (the constructor's "auto" may
+    # choose the kernel law on measured rows)
+    cands = {n: {**CANDIDATES[n], "n_jobs": args.n_jobs, "latency_law": "roofline"}
+             for n in args.candidates}
     df = prepare_dataset(read_dataset(args.dataset))
     print(f"validation: {len(df):,} rows of {args.dataset}, {args.seeds} seeds, "
           f"{len(cands)} candidates", flush=True)

@@ -56,7 +56,7 @@ def main() -> None:
         new = new[new["status"].eq("ok")]
         choice = choose_latency_law(src, plat, campaign=Path(src_file).stem)
         law = ({"latency_law": "kernel", "kernel_bench": read_bench(choice.kernel_bench)}
-               if choice.law == "kernel" else {})
+               if choice.law == "kernel" else {"latency_law": "roofline"})
         train = fill_static_features(prepare_dataset(src, plat), EXTRA_STATIC_FEATURES)
         test = fill_static_features(prepare_dataset(new, plat), EXTRA_STATIC_FEATURES)
         for name, preset in CANDIDATES:

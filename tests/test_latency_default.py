@@ -1,5 +1,6 @@
-"""``carb fit``'s default latency law (carb_lib.ensemble.latency_default): the kernel law where the
-platform has an operator benchmark in data/, the roofline law otherwise, said and stored."""
+"""The default latency law of ``carb fit`` and ``CARBRegressor()`` (latency_law="auto",
+carb_lib.ensemble.latency_default): the kernel law where the platform has an operator benchmark
+in data/, the roofline law otherwise, said and stored; both make the same model."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def test_a_platform_with_a_benchmark_in_data_is_fitted_with_the_kernel_law(repo,
     said = [ln for ln in res.output.splitlines() if ln.startswith("latency law ")]
     assert said == [f"latency law kernel: operator benchmark data/kernels/{PLAT}.parquet of "
                     f"platform {PLAT} (found by platform; cpu_id checked): kernel law"]
-    assert meta["latency_law"] == "kernel" and meta["params"]["latency_law"] == "kernel"
+    # the law fitted; the parameter stays the one given (scikit-learn's convention)
+    assert meta["latency_law"] == "kernel" and meta["params"]["latency_law"] == "auto"
     assert meta["kernel_bench"] == f"data/kernels/{PLAT}.parquet"
     assert meta["cache_probe"] is None and meta["kernel_model"]["n_ops"] == 600
     # the saved model (its benchmark's timestamps too) loads and predicts
@@ -69,8 +71,24 @@ def test_a_platform_with_a_benchmark_in_data_is_fitted_with_the_kernel_law(repo,
     assert (pd.read_csv(tmp_path / "p.csv")["latency_ms_pred"] > 0).all()
     from carb_lib.ensemble import load_model
 
-    kept = load_model(tmp_path / "m.joblib").kernel_bench["measured_at"]
+    saved = load_model(tmp_path / "m.joblib")
+    kept = saved.kernel_bench_["measured_at"]
     assert kept.dt.tz is not None and (kept == pd.Timestamp("2026-12-01T10:00:00Z")).all()
+    # CARBRegressor() chooses the same law and benchmark, and fits the same model
+    from carb_lib.ensemble import PRESETS, CARBRegressor
+
+    assert CARBRegressor().latency_law == "auto" == PRESETS["default"]["latency_law"]
+    assert PRESETS["test"]["latency_law"] == "roofline"  # the unit tests' size: no kernel model
+    model = _estimator().fit(_prepared(_rows(CPU_A)))  # carb fit --preset test --n-jobs 2
+    assert model.latency_law == "auto" and model.latency_law_ == "kernel" == saved.latency_law_
+    assert model.latency_law_reason_ == said[0].removeprefix("latency law kernel: ")
+    assert model.latency_law_choice_ == {k: meta[k] for k in ("latency_law", "latency_law_reason",
+                                                              "kernel_bench", "cache_probe")}
+    assert model.kernel_model_.n_ops_ == 600 and len(model.kernel_bench_) == 600
+    assert model.base_laws_["latency_ms"].kind == "kernel" == saved.base_laws_["latency_ms"].kind
+    rows = _rows(None).head(40)  # equal up to the threads' summation order (n_jobs=2)
+    pd.testing.assert_frame_equal(model.predict(rows), saved.predict(rows), check_exact=False,
+                                  rtol=1e-12, atol=0)
 
 
 def test_a_platform_without_a_benchmark_gets_the_roofline_law_said_once(repo, tmp_path):
@@ -79,7 +97,7 @@ def test_a_platform_without_a_benchmark_gets_the_roofline_law_said_once(repo, tm
     assert res.exit_code == 0, res.output
     line = f"no operator benchmark of platform {PLAT} in data/: roofline law"
     assert res.output.count(line) == 1
-    assert meta["latency_law"] == "roofline" and meta["params"]["latency_law"] == "roofline"
+    assert meta["latency_law"] == "roofline" and meta["params"]["latency_law"] == "auto"
     assert meta["kernel_bench"] is None and meta["kernel_model"] is None
     assert meta["latency_law_reason"] == line
 
@@ -162,3 +180,69 @@ def test_the_repository_data_names_each_cpu_benchmark(repo_root):
     assert gnr == data / "cpu_xeon_gnr_2c" / "steady_kept" / "kernels.parquet"
     assert LD.find_cache_probe(gnr, "cpu_xeon_gnr_2c") == \
         data / "cpu_xeon_gnr_2c" / "design" / "cache_probe.csv"
+
+
+def _estimator(**params):
+    from carb_lib.ensemble import CARBRegressor, preset
+
+    return CARBRegressor(**preset("test", **{"latency_law": "auto", "n_jobs": 2, **params}))
+
+
+def _prepared(rows: pd.DataFrame) -> pd.DataFrame:
+    from carb_lib.evaluation import prepare_dataset
+
+    return prepare_dataset(rows)
+
+
+def test_a_platform_without_a_benchmark_is_fitted_with_the_roofline_law(repo, tmp_path):
+    from carb_lib.ensemble import load_model, save_model
+
+    (repo / "data" / "kernels" / f"{PLAT}.parquet").unlink()
+    model = _estimator().fit(_prepared(_rows(CPU_A)))
+    line = f"no operator benchmark of platform {PLAT} in data/: roofline law"
+    assert model.latency_law_ == "roofline" and model.latency_law_reason_ == line
+    assert not hasattr(model, "kernel_model_")
+    save_model(model, tmp_path / "py.skops")
+    meta = json.loads((tmp_path / "py.skops.json").read_text())
+    assert meta["latency_law"] == "roofline" and meta["latency_law_reason"] == line
+    assert meta["kernel_bench"] is None and meta["kernel_model"] is None
+    assert load_model(tmp_path / "py.skops").latency_law_reason_ == line
+
+
+def test_rows_of_several_platforms_or_none_get_the_roofline_law_and_why(repo):
+    rows = _prepared(_rows(CPU_A))
+    two = pd.concat([rows, rows.assign(platform="another_cpu")], ignore_index=True)
+    model = _estimator(mixed_platforms=True)
+    with pytest.warns(UserWarning):
+        model.fit(two)
+    assert model.latency_law_ == "roofline" and not hasattr(model, "kernel_model_")
+    assert model.latency_law_reason_ == (f"the rows hold several platforms ['another_cpu', "
+                                         f"'{PLAT}']: no operator benchmark to look up: "
+                                         "roofline law")
+    model = _estimator().fit(rows.drop(columns="platform"))
+    assert model.latency_law_ == "roofline"
+    assert model.latency_law_reason_.startswith("the rows have no platform column: ")
+
+
+def test_a_benchmark_of_another_cpu_is_refused_as_carb_fit_refuses_it(repo, tmp_path):
+    rows = _rows(CPU_B)
+    res, _ = _fit(tmp_path, rows)
+    with pytest.raises(ValueError) as err:
+        _estimator().fit(_prepared(rows))
+    message = str(err.value)
+    assert "\n" not in message and CPU_A in message and CPU_B in message
+    assert res.output.strip() == f"error: {message}", res.output
+
+
+def test_the_roofline_law_named_is_the_roofline_model_whatever_the_benchmark(repo):
+    # rows of another CPU than the benchmark: "auto" refuses them, "roofline" never reads it
+    rows = _prepared(_rows(CPU_B))
+    named = _estimator(latency_law="roofline").fit(rows)
+    assert named.latency_law_ == "roofline" and not hasattr(named, "kernel_model_")
+    assert named.latency_law_reason_ == "latency_law 'roofline' given: roofline law"
+    assert named.base_laws_["latency_ms"].kind == "roofline"
+    (repo / "data" / "kernels" / f"{PLAT}.parquet").unlink()
+    chosen = _estimator().fit(rows)  # no benchmark: auto chooses the roofline law
+    # equal up to the threads' summation order (n_jobs=2)
+    pd.testing.assert_frame_equal(named.predict(rows), chosen.predict(rows), check_exact=False,
+                                  rtol=1e-12, atol=0)

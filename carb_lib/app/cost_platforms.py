@@ -4,7 +4,7 @@ every platform whose ResNet rows the catalog holds (:func:`platform_files`: the 
 H200, and any platform a user catalog adds), each named in words (:data:`carb_lib.core.vocab.PLATFORM_NAMES`).
 
 A platform's model is fitted the first time it is chosen, on all its ok rows, with the small
-:data:`WIDGET_PRESET` (about a second on 2 cores), and kept while the widget lives: it answers
+:data:`WIDGET_PRESET` and the roofline latency law (about a second on 2 cores), and kept while the widget lives: it answers
 within seconds. It predicts for the protocol its rows were timed under (:func:`protocol_text`).
 
 Examples
@@ -142,6 +142,8 @@ class PlatformModels:
         rows = ev.prepare_dataset(read_dataset(self.files[platform]), platform)
         if "family" in rows.columns:  # the paper grid's family: the widget's design space
             rows = rows[rows["family"].astype(str).eq(DEFAULT_FAMILY)]
+        # the roofline latency law, as the notebook's published tables (and a fit of about a
+        # second: "auto" would learn a platform's operator model)
         params = {**PRESETS[self.preset], "coverage": self.coverage,
-                  "random_state": self.random_state}
+                  "random_state": self.random_state, "latency_law": "roofline"}
         return self.add(platform, ev.fit_quiet(params, rows), rows)

@@ -1,8 +1,9 @@
 """The body of ``carb fit`` (:mod:`carb_lib.app.cli` keeps only its options): fit CARB on measured
 datasets (one ``--data`` file or several of one platform, or without ``--data`` the catalogued
-rows of ``--platform P``) and save it, with the latency law chosen by
-:mod:`carb_lib.ensemble.latency_default` unless the user names one (``--latency-law roofline``,
-or ``kernel`` with ``--kernel-bench FILE``).
+rows of ``--platform P``) and save it, with the latency law chosen as ``CARBRegressor()``
+chooses it (``latency_law="auto"``: :func:`carb_lib.ensemble.latency_default.resolve_latency_law`,
+called by the estimator's ``fit``) unless the user names one (``--latency-law roofline``, or
+``kernel`` with ``--kernel-bench FILE``).
 
 The model records how its rows were timed (threads, heap, device, PyTorch:
 :func:`carb_lib.measure.protocol.rows_protocol`; a training set that mixes protocols is
@@ -113,16 +114,16 @@ def _warn(message: str) -> None:
 
 def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
     """Fit CARB on ``opts.data`` and save it to ``opts.out`` (one model per platform); ``opts``
-    is the options object of ``carb fit`` (:data:`carb_lib.app.cli.FitOptions`). Prints the
-    latency law used and why, and stores both (with the benchmark's path relative to the
-    repository) in the model's metadata; warnings go to ``warn`` (default: yellow on stderr)."""
+    is the options object of ``carb fit`` (:data:`carb_lib.app.cli.FitOptions`). The model is
+    ``CARBRegressor(latency_law=opts.latency_law, ...)`` of the preset, so its latency law is
+    chosen as the estimator's (``latency_law_``); the law used and why are printed and stored
+    (with the benchmark's path relative to the repository) in the model's metadata; warnings
+    go to ``warn`` (default: yellow on stderr)."""
     import warnings
 
-    from carb_lib.core.tables import read_table
     from carb_lib.ensemble import PRESETS, CARBRegressor, save_model
-    from carb_lib.ensemble.latency_default import LATENCY_LAWS, LatencyLawChoice, choose_latency_law
+    from carb_lib.ensemble.latency_default import LATENCY_LAWS
     from carb_lib.evaluation import prepare_dataset
-    from carb_lib.kernels.law import read_bench
 
     if opts.latency_law not in LATENCY_LAWS:
         raise ValueError(f"--latency-law must be one of {' | '.join(LATENCY_LAWS)}, "
@@ -165,43 +166,30 @@ def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
     rp = rows_protocol(rows, what)  # one protocol, or one line naming the mixed column
     for line in missing_target_lines(rows):
         echo(line)
-    if opts.latency_law == "roofline":
-        choice = LatencyLawChoice("roofline", "--latency-law roofline")
-    elif plat is None:
-        choice = LatencyLawChoice("roofline", f"{what} names no platform: no operator benchmark "
-                                  "to look up in data/: roofline law")
-    else:
-        choice = choose_latency_law(rows, plat, campaign=Path(paths[0]).name.split(".")[0],
-                                    rows_file=paths[0], kernel_bench=opts.kernel_bench,
-                                    cache_probe=opts.cache_probe)
+    # the latency law: the estimator chooses (latency_law="auto") or takes the one named
+    # (files by name: a path object is not a type a model file holds)
+    law = {"latency_law": opts.latency_law,
+           "kernel_bench": None if opts.kernel_bench is None else str(opts.kernel_bench),
+           "kernel_cache_probe": None if opts.cache_probe is None else str(opts.cache_probe)}
     params = dict(PRESETS["quick"]) if opts.quick else {**PRESETS[opts.preset], "n_jobs": opts.n_jobs}
-    if choice.law == "kernel":  # read and checked before the choice is said: bad input, one line
-        probe = None
-        if choice.cache_probe is not None:
-            from carb_lib.kernels.cache_probe import cache_knee
-
-            probe = read_table(choice.cache_probe, "--cache-probe")
-            cache_knee(probe)
-        params.update(latency_law="kernel", kernel_bench=read_bench(choice.kernel_bench),
-                      kernel_cache_probe=probe)
-    echo(f"latency law {choice.law}: {choice.reason}")
-    echo(f"protocol: the rows were timed with {rp.describe()}"
-         + (f", PyTorch {rp.torch_version}" if rp.torch_version else "")
-         + "; predictions are for that protocol")
     transfer = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = CARBRegressor(feature_set=opts.feature_set, **params).fit(df)
+        model = CARBRegressor(feature_set=opts.feature_set, **{**params, **law}).fit(
+            df, rows_file=paths[0] if paths else None)
+        # said once fitted: a benchmark or probe refused by the fit is the only line
+        echo(f"latency law {model.latency_law_}: {model.latency_law_reason_}")
+        echo(f"protocol: the rows were timed with {rp.describe()}"
+             + (f", PyTorch {rp.torch_version}" if rp.torch_version else "")
+             + "; predictions are for that protocol")
         if opts.feature_set != "shared" and "family" in df.columns:
             from carb_lib.dataset.features import fill_static_features
 
             tparams = dict(PRESETS["quick"]) if opts.quick else {**PRESETS[TRANSFER_PRESET],
                                                             "n_jobs": opts.n_jobs}
-            if choice.law == "kernel":
-                tparams.update({k: params[k] for k in ("latency_law", "kernel_bench",
-                                                       "kernel_cache_probe")})
-            transfer = CARBRegressor(feature_set="shared", **tparams).fit(
-                fill_static_features(df, EXTRA_STATIC_FEATURES))
+            transfer = CARBRegressor(feature_set="shared", **{**tparams, **law}).fit(
+                fill_static_features(df, EXTRA_STATIC_FEATURES),
+                rows_file=paths[0] if paths else None)
     seen = set()
     for w in caught:
         if str(w.message) not in seen:
@@ -216,7 +204,7 @@ def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
             m.band_edges_ms_ = band_edges(rows["latency_ms"]) if "latency_ms" in rows else []
     if transfer is not None:
         model.transfer_model_ = transfer
-    meta = {**choice.metadata(), "protocol": rp.to_dict(), "protocol_text": rp.describe(),
+    meta = {"protocol": rp.to_dict(), "protocol_text": rp.describe(),
             "transfer_model": (None if transfer is None else
                                {"feature_set": "shared",
                                 "preset": "quick" if opts.quick else TRANSFER_PRESET,
@@ -230,7 +218,7 @@ def run_fit(opts: Any, *, echo=typer.echo, warn=None) -> None:
     echo(
         f"wrote {opts.out} (+ {opts.out.name}.json): platform {model.platform_}, targets {model.targets_}, "
         f"skipped {model.skipped_targets_}, {model.n_train_} rows, feature set {model.feature_set}, "
-        f"preset {'quick' if opts.quick else opts.preset}, latency law {choice.law}, protocol "
+        f"preset {'quick' if opts.quick else opts.preset}, latency law {model.latency_law_}, protocol "
         f"{rp.describe()}"
         + ("" if transfer is None else
            f"; transfer model (shared features) for families other than {model.families_}")

@@ -42,8 +42,7 @@ from carb_lib.ensemble.inputs import (
 )
 from carb_lib.ensemble.learners import LearnerList, learner_components, set_learner_params
 from carb_lib.ensemble.matrix import FEATURE_SETS, _model_array, _num
-from carb_lib.kernels.cache_probe import cache_knee
-from carb_lib.kernels.law import KernelModel, read_bench, with_kernel_column
+from carb_lib.kernels.law import KernelModel, with_kernel_column
 
 __all__ = ["CASCADE_ORDER", "CARBRegressor"]
 
@@ -111,21 +110,25 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         model predicts exactly stays exact, against almost none with False
         (``results/zoo/scores.csv``, ``docs/zoo.md``). False: the Huber fit alone and every
         correction applied (the behaviour before 2026-12-05).
-    latency_law : {"roofline", "kernel"}, default="roofline"
-        The latency base law: the roofline law (FLOPs, bytes, layers) or the ``kernel`` law,
-        whose main term is the row's summed microbenchmarked kernel time
-        (:data:`~carb_lib.core.vocab.KERNEL_FEATURE`): from ``kernel_bench`` when given, else
-        fit and predict frames need the column (:func:`carb_lib.kernels.law.with_kernel_column`).
+    latency_law : {"auto", "roofline", "kernel"}, default="auto"
+        The latency base law: the roofline law (FLOPs, bytes, layers), the ``kernel`` law (the
+        row's summed microbenchmarked kernel time, :data:`~carb_lib.core.vocab.KERNEL_FEATURE`:
+        from ``kernel_bench`` when given, else the frames' column), or ``"auto"`` (as ``carb
+        fit --latency-law auto``): the kernel law with the catalogued operator benchmark of the
+        rows' platform (their ``platform`` column's one value), checked against their
+        ``cpu_id`` (another CPU's: ``ValueError``), else the roofline law, and why
+        (:func:`~carb_lib.ensemble.latency_default.resolve_latency_law`). The published tables
+        pin ``"roofline"``, the default before 2026-12-07.
     kernel_bench : str, pathlib.Path, pandas.DataFrame or None, default=None
         The platform's timed operators (``carb kernels``; a file or its rows), for
-        ``latency_law="kernel"`` only. :meth:`fit` learns a
+        ``latency_law="kernel"`` or ``"auto"`` (checked against the rows' CPU). :meth:`fit` learns a
         :class:`~carb_lib.kernels.law.KernelModel` from them (``kernel_model_``) and adds
         ``kernel_ms`` to every frame it fits or predicts (replacing a column given), so the
         saved model predicts any config, of any family, by itself (``carb fit --latency-law
         kernel --kernel-bench FILE``). Rows of another platform are refused.
     kernel_cache_probe : str, pathlib.Path, pandas.DataFrame or None, default=None
         With ``kernel_bench`` only: the machine's read-bandwidth probe
-        (:func:`carb_lib.kernels.cache_probe.read_bandwidth`; a ``.csv`` or its rows). :meth:`fit` reads
+        (:func:`carb_lib.kernels.cache_probe.read_bandwidth`; a file or its rows). :meth:`fit` reads
         its knee (:func:`~carb_lib.kernels.cache_probe.cache_knee`), and the kernel model then adds, for
         networks whose weights pass it, each weighted operator's weights read from memory to its
         time alone (``KernelModel(cache=knee)``; docs/model.md). ``carb fit --cache-probe FILE``.
@@ -253,6 +256,10 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
     feature_min_, feature_max_ : ndarray
         Training range of every model-matrix column (for :meth:`extrapolated`).
     platform_ : str or None
+    latency_law_, latency_law_reason_, latency_law_choice_ : str, str, dict
+        The latency law fitted (``"roofline"``, ``"kernel"``), why, and both with the benchmark
+        and probe files (the saved model's metadata keys).
+    kernel_model_, kernel_bench_ : KernelModel, pandas.DataFrame (with a benchmark)
     training_data_hash_ : str
     n_train_ : int
 
@@ -293,7 +300,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         "base": ["boolean"],
         "memory_law": [StrOptions({"allocator", "bytes"})],
         "memory_exact": ["boolean"],
-        "latency_law": [StrOptions({"roofline", "kernel"})],
+        "latency_law": [StrOptions({"auto", "roofline", "kernel"})],
         "kernel_bench": [str, Path, pd.DataFrame, None],
         "kernel_cache_probe": [str, Path, pd.DataFrame, None],
         "learners": [LearnerList()],
@@ -334,7 +341,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         base: bool = True,
         memory_law: str = "allocator",
         memory_exact: bool = True,
-        latency_law: str = "roofline",
+        latency_law: str = "auto",
         kernel_bench: str | Path | pd.DataFrame | None = None,
         kernel_cache_probe: str | Path | pd.DataFrame | None = None,
         learners: Sequence[str | tuple[str, Any]] = ("et",),
@@ -435,7 +442,8 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         """The base law of ``target`` (None: :data:`carb_lib.ensemble.base_models.BASE_KINDS`)."""
         if base_kind(target) == "memory" and self.memory_law == "bytes":
             return "memory_bytes"
-        if target == "latency_ms" and getattr(self, "latency_law", "roofline") == "kernel":
+        law = getattr(self, "latency_law_", None) or getattr(self, "latency_law", "roofline")
+        if target == "latency_ms" and law == "kernel":
             return "kernel"
         return None
 
@@ -452,26 +460,25 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
         clash = sorted(set(learner_components(self.learners)) & set(self._get_param_names()))
         if clash:
             raise ValueError(f"learner name(s) {clash} are parameters of CARBRegressor; rename")
-        if self.kernel_bench is not None and self.latency_law != "kernel":
-            raise ValueError("kernel_bench is read by latency_law='kernel' only; got "
+        if self.kernel_bench is not None and self.latency_law == "roofline":
+            raise ValueError("kernel_bench is read by latency_law='kernel' only (or 'auto'); got "
                              f"latency_law={self.latency_law!r}")
         if self.kernel_cache_probe is not None and self.kernel_bench is None:
             raise ValueError("kernel_cache_probe is read with kernel_bench only (the kernel "
                              "model it changes is learned from the bench)")
 
-    def _with_kernel_column(self, X, *, fit: bool = False):
+    def _with_kernel_column(self, X, *, fit: bool = False, bench=None, knee=None):
         """``X`` with :data:`~carb_lib.core.vocab.KERNEL_FEATURE` from the kernel model learned on
-        ``kernel_bench`` (fitted here when ``fit``); ``X`` itself without a bench."""
-        if getattr(self, "kernel_bench", None) is None or not is_frame_input(X):
+        ``bench`` (its cache ``knee``) when ``fit``, else ``kernel_model_``; else ``X``."""
+        if not is_frame_input(X):
             return X
         if fit:
-            bench = self.kernel_bench
-            bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
-            probe, knee = getattr(self, "kernel_cache_probe", None), None
-            if probe is not None:
-                knee = cache_knee(probe if isinstance(probe, pd.DataFrame) else pd.read_csv(probe))
-            self.kernel_model_ = KernelModel(cache=knee).fit(bench)
-        return with_kernel_column(X, self.kernel_model_, n_jobs=self.n_jobs)
+            for name in ("kernel_model_", "kernel_bench_"):
+                self.__dict__.pop(name, None)  # a refit without a bench keeps none
+            if bench is not None:
+                self.kernel_model_, self.kernel_bench_ = KernelModel(cache=knee).fit(bench), bench
+        model = getattr(self, "kernel_model_", None)
+        return X if model is None else with_kernel_column(X, model, n_jobs=self.n_jobs)
 
     @property
     def _uses_base(self) -> bool:
@@ -490,7 +497,7 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, rows_file: str | Path | None = None):
         """Fit the base laws, the learners, the cascade and the conformal calibration.
 
         Parameters
@@ -501,6 +508,9 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             Array mode: numeric features.
         y : pandas.DataFrame, pandas.Series, array-like or None, default=None
             Frame mode: optional targets, positionally aligned with ``X``. Array mode: required.
+        rows_file : str or pathlib.Path, optional
+            The file ``X`` was read from (``carb fit --data``), for ``latency_law="auto"``:
+            where the catalog lists it, the benchmark of its campaign comes first.
 
         Returns
         -------
@@ -508,9 +518,14 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         self._check_params()
+        from carb_lib.ensemble.latency_default import estimator_latency_law
+
+        choice, bench, knee = estimator_latency_law(self, X, rows_file, is_frame_input(X))
+        self.latency_law_, self.latency_law_reason_ = choice.law, choice.reason
+        self.latency_law_choice_ = choice.metadata()  # the saved model's metadata keys
         if is_frame_input(X):
-            mm, Y, batch, groups, df = prepare_frame(self, self._with_kernel_column(X, fit=True),
-                                                     y)
+            X = self._with_kernel_column(X, fit=True, bench=bench, knee=knee)
+            mm, Y, batch, groups, df = prepare_frame(self, X, y)
         else:
             mm, Y = prepare_array(self, X, y)
             batch, groups, df = None, None, None

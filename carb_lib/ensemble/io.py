@@ -237,6 +237,9 @@ def _metadata(model: CARBRegressor) -> dict[str, Any]:
         "blend_weights": model.blend_weights_,
         "base_constants": model.base_constants().to_dict(orient="records"),
         "conformal_method": model.conformal_method_,
+        # the latency law fitted and why (``latency_law="auto"`` chooses; models fitted before
+        # the choice was stored: none)
+        **getattr(model, "latency_law_choice_", {}),
         "params": {
             k: (_learners_meta(v) if k == "learners" else list(v) if isinstance(v, tuple) else
                 f"<{len(v)} {'timed operators' if k == 'kernel_bench' else 'rows'}>"
@@ -273,8 +276,9 @@ def save_model(model: CARBRegressor, path: str | Path, backup: bool = False,
     backup : bool
         Keep the previous ``path`` as ``<name>.bak``.
     extra : dict, optional
-        More metadata keys (JSON values), e.g. ``carb fit``'s latency law and why
-        (:meth:`carb_lib.ensemble.latency_default.LatencyLawChoice.metadata`); the model's own keys win.
+        More metadata keys (JSON values), e.g. ``carb fit``'s protocol and data files; the
+        model's own keys win (among them the latency law fitted and why: ``latency_law``,
+        ``latency_law_reason``, ``kernel_bench``, ``cache_probe``).
 
     Returns
     -------

@@ -1,5 +1,7 @@
-"""The latency law ``carb fit`` uses by default: the kernel law where the catalog holds an
-operator benchmark of the platform, the roofline law otherwise.
+"""The latency law ``carb fit`` and ``CARBRegressor()`` use by default (``latency_law="auto"``):
+the kernel law where the catalog holds an operator benchmark of the platform, the roofline law
+otherwise. :func:`resolve_latency_law` is the one place the choice is made:
+:meth:`carb_lib.ensemble.CARBRegressor.fit` calls it, and ``carb fit`` fits through it.
 
 The catalog (:mod:`carb_lib.dataset.catalog`) lists each campaign's operators timed alone
 (``carb kernels --out``; role ``kernels``, shipped as ``data/<platform>/<campaign>/kernels.parquet``
@@ -38,12 +40,14 @@ from carb_lib.dataset.catalog import DESIGN, SHIPPED_CATALOG, data_folder_of, lo
 from carb_lib.kernels.law import read_bench
 
 __all__ = ["DATA_DIR", "LATENCY_LAWS", "LatencyLawChoice", "choose_latency_law", "cpu_ids",
-           "find_benchmark", "find_cache_probe"]
+           "estimator_latency_law", "find_benchmark", "find_cache_probe",
+           "resolve_latency_law"]
 
 #: The shipped catalog's folder (:data:`carb_lib.dataset.catalog.SHIPPED_CATALOG`): the data
 #: folder whose catalog names each platform's operator benchmark.
 DATA_DIR: Path = SHIPPED_CATALOG.parent
-#: ``carb fit --latency-law`` choices; ``auto`` is the default.
+#: ``carb fit --latency-law`` and ``CARBRegressor(latency_law=...)`` choices; ``auto`` is the
+#: default.
 LATENCY_LAWS: tuple[str, ...] = ("auto", "roofline", "kernel")
 
 
@@ -178,7 +182,8 @@ def _check_cpu(rows_ids: list[str], other: pd.DataFrame, what: Path, platform: s
         raise ValueError(f"{rel} was timed on cpu_id {' / '.join(theirs)!r} but the rows of "
                          f"platform {platform} were measured on cpu_id "
                          f"{' / '.join(rows_ids)!r}: time the operators on the rows' CPU "
-                         "(carb kernels --out), or fit with --latency-law roofline")
+                         "(carb kernels --out), or fit with --latency-law roofline "
+                         "(latency_law='roofline')")
     if not rows_ids:
         return "rows name no CPU model (cpu_id), cannot be checked"
     if not theirs:
@@ -189,8 +194,8 @@ def _check_cpu(rows_ids: list[str], other: pd.DataFrame, what: Path, platform: s
 def choose_latency_law(rows: pd.DataFrame, platform: str, *,
                        data_dir: str | Path | None = None, campaign: str | None = None,
                        rows_file: str | Path | None = None,
-                       kernel_bench: str | Path | None = None,
-                       cache_probe: str | Path | None = None) -> LatencyLawChoice:
+                       kernel_bench: str | Path | pd.DataFrame | None = None,
+                       cache_probe: str | Path | pd.DataFrame | None = None) -> LatencyLawChoice:
     """The latency law to fit ``rows`` (network rows of ``platform``) with, and why.
 
     Parameters
@@ -206,8 +211,9 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     rows_file : str or Path, optional
         The rows' file: where the catalog lists it, its campaign decides
         (:func:`find_benchmark`).
-    kernel_bench, cache_probe : str or Path, optional
-        A benchmark (and probe) chosen by the user: checked against the rows' CPU the same way.
+    kernel_bench, cache_probe : str, Path or pandas.DataFrame, optional
+        A benchmark (and probe) chosen by the user (a file or its rows): checked against the
+        rows' CPU the same way.
 
     Returns
     -------
@@ -240,23 +246,126 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
         probe = find_cache_probe(bench, platform)
         how = "found by platform"
     else:
-        bench, probe, how = Path(kernel_bench), cache_probe, "--kernel-bench"
-        probe = None if probe is None else Path(probe)
+        how = "given: --kernel-bench / kernel_bench"
+        bench = None if isinstance(kernel_bench, pd.DataFrame) else Path(kernel_bench)
+        probe = (None if cache_probe is None or isinstance(cache_probe, pd.DataFrame)
+                 else Path(cache_probe))
     choice = LatencyLawChoice("kernel", "", bench, probe, root)
 
     rows_ids = cpu_ids(rows)
-    bench_ids = read_bench(bench)
-    notes = [_check_cpu(rows_ids, bench_ids, bench, platform, choice._rel(bench) or str(bench))]
-    if probe is not None and Path(probe).suffix == ".csv" and Path(probe).is_file():
+    given = ("" if bench is not None  # rows given: no file to name
+             else f"given as rows ({len(kernel_bench)} timed operators)")
+    bench_name = ("the operator benchmark " + given if bench is None
+                  else (choice._rel(bench) or str(bench)))
+    bench_ids = kernel_bench if bench is None else read_bench(bench)
+    notes = [_check_cpu(rows_ids, bench_ids, Path(bench_name), platform, bench_name)]
+    probe_ids = cache_probe if isinstance(cache_probe, pd.DataFrame) else pd.DataFrame()
+    if probe is not None and probe.suffix == ".csv" and probe.is_file():
         try:
             probe_ids = pd.read_csv(probe)
         except Exception:  # noqa: BLE001 - the fit reads the probe and names what is wrong
             probe_ids = pd.DataFrame()
-        if "cpu_id" in probe_ids.columns:
-            note = _check_cpu(rows_ids, probe_ids, probe, platform, choice._rel(probe) or "")
-            if note not in notes:
-                notes.append(note)
+    if "cpu_id" in probe_ids.columns:
+        probe_name = "the read-bandwidth probe given" if probe is None else (choice._rel(probe)
+                                                                            or "")
+        note = _check_cpu(rows_ids, probe_ids, Path(probe_name), platform, probe_name)
+        if note not in notes:
+            notes.append(note)
     with_probe = "" if probe is None else f" and read-bandwidth probe {choice._rel(probe)}"
-    reason = (f"operator benchmark {choice._rel(bench)}{with_probe} of platform {platform} "
+    what = "operator benchmark " + (given if bench is None else choice._rel(bench))
+    reason = (f"{what}{with_probe} of platform {platform} "
               f"({how}; {'; '.join(notes)}): kernel law")
     return LatencyLawChoice("kernel", reason, bench, probe, root)
+
+
+def resolve_latency_law(rows: pd.DataFrame, law: str = "auto", *,
+                        kernel_bench: str | Path | pd.DataFrame | None = None,
+                        cache_probe: str | Path | pd.DataFrame | None = None,
+                        rows_file: str | Path | None = None) -> LatencyLawChoice:
+    """The latency law ``CARBRegressor(latency_law=law).fit(rows)`` uses, and why: the one place
+    the choice is made (``carb fit`` fits through the estimator).
+
+    ``"roofline"``: the roofline law. ``"kernel"``: the kernel law, its benchmark (when given)
+    checked against the rows' CPU (:func:`choose_latency_law`). ``"auto"``: the platform is the
+    one value of the rows' ``platform`` column (``status == "ok"`` rows, where the column is
+    there); with one, :func:`choose_latency_law` decides (the catalogued benchmark, or the one
+    given, checked against the rows' CPU); without a ``platform`` column, or with several
+    platforms, the roofline law (a benchmark given is still used: the kernel law).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        The training rows.
+    law : {"auto", "roofline", "kernel"}, default="auto"
+    kernel_bench, cache_probe : str, Path or pandas.DataFrame, optional
+        A benchmark (and probe) chosen by the user.
+    rows_file : str or Path, optional
+        The file the rows were read from (``carb fit --data``): where the catalog lists it, the
+        benchmark of its campaign comes first (:func:`find_benchmark`).
+
+    Returns
+    -------
+    LatencyLawChoice
+
+    Raises
+    ------
+    ValueError
+        A benchmark or probe of another CPU than the rows' (one line naming both ids).
+    """
+    if law not in LATENCY_LAWS:
+        raise ValueError(f"latency_law must be one of {' | '.join(LATENCY_LAWS)}, got {law!r}")
+    if law == "roofline":
+        return LatencyLawChoice("roofline", "latency_law 'roofline' given: roofline law")
+    ok = rows
+    if "status" in rows.columns:
+        ok = rows[rows["status"].astype(str).eq("ok")]
+    plats = (sorted(ok["platform"].dropna().astype(str).unique())
+             if "platform" in ok.columns else [])
+    if law == "kernel" and kernel_bench is None:
+        return LatencyLawChoice("kernel", "latency_law 'kernel' given without a benchmark: the "
+                                "rows' kernel_ms column: kernel law")
+    if len(plats) != 1 and kernel_bench is None:
+        why = ("the rows have no platform column" if "platform" not in ok.columns else
+               f"the rows hold several platforms {plats}" if plats else
+               "the rows name no platform")
+        return LatencyLawChoice("roofline", f"{why}: no operator benchmark to look up: "
+                                "roofline law")
+    platform = plats[0] if len(plats) == 1 else " / ".join(plats) or "(none named)"
+    if len(plats) == 1 and "platform" in ok.columns:
+        ok = ok[ok["platform"].astype(str).eq(platform)]
+    campaign = None if rows_file is None else Path(rows_file).name.split(".")[0]
+    return choose_latency_law(ok, platform, campaign=campaign, rows_file=rows_file,
+                              kernel_bench=kernel_bench, cache_probe=cache_probe)
+
+
+def estimator_latency_law(est: Any, X: Any, rows_file: str | Path | None,
+                          frame: bool) -> tuple[LatencyLawChoice, Any, Any]:
+    """The latency law :meth:`carb_lib.ensemble.CARBRegressor.fit` fits ``X`` (a frame when
+    ``frame``) with, by :func:`resolve_latency_law`, and the benchmark (its rows) and cache knee
+    of its read-bandwidth probe to learn the kernel model from (None: none; a benchmark given is
+    used as given). ``"auto"`` needs no look-up without a latency base law (array input,
+    ``base=False``, no ``latency_ms`` target)."""
+    law = est.latency_law
+    if not frame:  # no named features, no base law
+        choice = LatencyLawChoice("roofline" if law == "auto" else law,
+                                  "array input: no latency base law")
+    elif law == "auto" and (not est.base or "latency_ms" not in tuple(est.targets)):
+        why = "base=False" if not est.base else "latency_ms is not a target"
+        choice = LatencyLawChoice("roofline", f"{why}: no latency base law to choose")
+    else:
+        choice = resolve_latency_law(X, law, kernel_bench=est.kernel_bench,
+                                     cache_probe=est.kernel_cache_probe, rows_file=rows_file)
+    if choice.law != "kernel":
+        return choice, None, None
+    bench, probe = ((est.kernel_bench, est.kernel_cache_probe) if est.kernel_bench is not None
+                    else (choice.kernel_bench, choice.cache_probe))
+    if bench is None:  # the kernel law on the rows' own kernel_ms column
+        return choice, None, None
+    from carb_lib.core.tables import read_table
+    from carb_lib.kernels.cache_probe import cache_knee
+    from carb_lib.kernels.law import read_bench
+
+    bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
+    if probe is not None and not isinstance(probe, pd.DataFrame):
+        probe = read_table(probe, "kernel_cache_probe")
+    return choice, bench, None if probe is None else cache_knee(probe)

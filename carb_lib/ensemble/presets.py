@@ -33,8 +33,14 @@ one's own goes over a preset as a ``(name, estimator)`` pair:
 ``"screening_quick"``
     Notebook 04's quick profile (40 / 40 / 15 trees, constructor learning rates, 3 folds).
 ``"test"``
-    The unit tests' size: 20 trees of each learner, 3 folds, one thread; well under a second
-    per fit on a few hundred rows. Not for results.
+    The unit tests' size: 20 trees of each learner, 3 folds, one thread, and the roofline
+    latency law (``latency_law="roofline"``: the default ``"auto"`` would learn the kernel
+    law's operator model, seconds per fit, on rows of a platform with a catalogued benchmark);
+    well under a second per fit on a few hundred rows. Not for results.
+
+``"default"`` holds every constructor default, ``latency_law="auto"`` among them; ``"test"``
+pins ``"roofline"``; the others name no latency law (the constructor's ``"auto"``). The
+published tables and figures pin ``latency_law="roofline"``.
 
 Examples
 --------
@@ -131,6 +137,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_estimators_regime": 20,
         "cv": 3,
         "n_jobs": 1,
+        "latency_law": "roofline",
     },
 }
 

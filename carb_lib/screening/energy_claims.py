@@ -98,7 +98,8 @@ def _linear(train: pd.DataFrame, test: pd.DataFrame, x: str, y: str) -> tuple[np
 
 
 def _carb(train: pd.DataFrame, test: pd.DataFrame, preset: str, seed: int, coverage: float):
-    model = fit_quiet(model_preset(preset, targets=("energy_j",), random_state=seed), train)
+    model = fit_quiet(model_preset(preset, targets=("energy_j",), random_state=seed,
+                                   latency_law="roofline"), train)  # the published law
     return model.predict_interval(test, coverage=coverage)
 
 
@@ -124,7 +125,8 @@ def _power_x_latency(train: pd.DataFrame, test: pd.DataFrame, preset: str,
         return np.log(frame[cols].astype(float).clip(lower=1.0).to_numpy())
 
     watts = np.exp(LinearRegression().fit(x(train[ok]), np.log(power[ok])).predict(x(test)))
-    lat = fit_quiet(model_preset(preset, targets=("latency_ms",), random_state=seed), train)
+    lat = fit_quiet(model_preset(preset, targets=("latency_ms",), random_state=seed,
+                                 latency_law="roofline"), train)  # the published law
     return lat.predict(test)["latency_ms"].to_numpy(float) / 1000.0 * watts
 
 
