@@ -12,7 +12,9 @@ the zoo rows and the kept-heap benchmarks: one thread, the heap kept, denormals 
 
 Writes ``results/benchmarks/chain_overhead_<platform>.csv`` (one row per chain and batch) and
 ``chain_overhead_<platform>_summary.csv`` (per pattern and batch: chains, median ratio chain /
-sum of parts with its 10th-90th percentiles, and the share of time the sum of parts misses).
+sum of parts with its 10th-90th percentiles, and the share of time the sum of parts misses;
+on the AMD EPYC Zen 4: ``chain_overhead_cpu_epyc_zen4_2c.csv`` and
+``chain_overhead_cpu_epyc_zen4_2c_summary.csv``).
 One run per CPU kind, reported as it comes; ``--score-only`` recomputes the summary.
 
 ``python benchmarks/chain_overhead.py`` (about 10 min on 2 cores; nothing else heavy meanwhile).
