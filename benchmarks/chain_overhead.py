@@ -42,9 +42,7 @@ def this_platform() -> str | None:
     from carb_lib.dataset.catalog import load_catalog
     from carb_lib.measure.devices import cpu_identity
 
-    here = cpu_identity()
-    return next((c.platform for c in load_catalog().campaigns
-                 if c.campaign == "design" and c.cpu_id == here), None)
+    return load_catalog().platform_of_cpu(cpu_identity())
 
 
 def chains_of(per_pattern: int, seed: int) -> pd.DataFrame:

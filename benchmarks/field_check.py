@@ -80,16 +80,13 @@ SEED = 1
 def this_platform() -> tuple[str, list[Path]]:
     """The platform whose shipped design rows were measured on this CPU kind, and its files
     (ResNet rows, new-family rows where they exist)."""
-    from carb_lib.dataset.catalog import DESIGN, files
+    from carb_lib.dataset.catalog import DESIGN, files, load_catalog
     from carb_lib.measure.devices import cpu_identity
-    from carb_lib.transfer.cpus import CPU_FILES
 
     me = cpu_identity()
-    for plat, (rows, _bench, _audit) in CPU_FILES.items():
-        path = ROOT / rows
-        ids = pd.read_parquet(path, columns=["cpu_id"])["cpu_id"].dropna().astype(str)
-        if len(ids) and (ids == me).all():  # the design campaign's rows: ResNet, new families
-            return plat, [p for p in files(plat, DESIGN, "rows") if p.is_file()]
+    plat = load_catalog().platform_of_cpu(me)
+    if plat is not None:  # the design campaign's rows: ResNet, new families
+        return plat, [p for p in files(plat, DESIGN, "rows") if p.is_file()]
     raise SystemExit(f"no shipped rows were measured on this CPU kind ({me!r}): time its "
                      "operators first (carb kernels) and predict it zero-shot "
                      "(carb transfer --kernels); this benchmark does not do that yet")

@@ -66,9 +66,7 @@ def _platform_of(cpu: str) -> str | None:
     """The catalogued platform whose zoo rows were measured on the CPU kind ``cpu``."""
     from carb_lib.dataset.catalog import load_catalog
 
-    cat = load_catalog()
-    return next((c.platform for c in cat.campaigns
-                 if c.campaign == "zoo" and c.cpu_id == cpu), None)
+    return load_catalog().platform_of_cpu(cpu, "zoo")
 
 
 def _shipped(platform: str) -> tuple[Path, Path]:

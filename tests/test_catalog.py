@@ -149,6 +149,24 @@ campaigns:
     return folder / "catalog.yaml"
 
 
+def test_the_platform_of_a_cpu_model_is_the_campaign_measured_on_it(no_user_catalog):
+    from carb_lib.dataset.catalog import load_catalog
+
+    cat = load_catalog()
+    zen4 = "AuthenticAMD family 25 model 17 stepping 1 | AVX512 | L3 32768K"
+    zen5 = "AuthenticAMD family 26 model 2 stepping 1 | AVX512 | L3 32768K"
+    assert cat.platform_of_cpu(zen4) == "cpu_epyc_zen4_2c"
+    assert cat.platform_of_cpu(zen5, "zoo") == "cpu_epyc_zen5_2c"
+    assert cat.platform_of_cpu(zen4, "no_such_campaign") is None
+    assert cat.platform_of_cpu("GenuineIntel family 6 model 1 | AVX2 | L3 1K") is None
+    # every catalogued CPU design campaign with a CPU model is found by it; a GPU's campaign
+    # names its host's CPU, which is not the GPU platform
+    for c in cat.campaigns:
+        if c.campaign == "design" and c.cpu_id not in (None, "unknown"):
+            found = cat.platform_of_cpu(c.cpu_id)
+            assert (found == c.platform) if c.device == "cpu" else (found != c.platform)
+
+
 def test_a_user_catalog_extends_the_shipped_one(tmp_path, monkeypatch):
     user = _synthetic_platform(tmp_path / "mine")
     monkeypatch.chdir(tmp_path)  # paths are the catalog's folder's, not the working folder's

@@ -29,7 +29,7 @@ from carb_lib.app.readme_energy import gpu_energy_model, gpu_memory
 from carb_lib.app.readme_field import field_block
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
 from carb_lib.app.readme_transfer import fewshot, fewshot_batches, host_calibration
-from carb_lib.app.readme_zoo import zoo_block, zoo_platforms_block
+from carb_lib.app.readme_zoo import replay_zoo_block, zoo_block, zoo_platforms_block
 from carb_lib.core.claims import band_text, verdict
 from carb_lib.core.vocab import TARGET_SHORT
 
@@ -695,6 +695,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "gpu-memory": gpu_memory,
     "zoo": zoo_block,
     "zoo-platforms": zoo_platforms_block,
+    "replay-zoo": replay_zoo_block,
     "platforms": platforms_block,
     "platforms-splits": platforms_splits_block,
     "field": field_block,

@@ -1,6 +1,7 @@
-"""The ``carb:zoo`` and ``carb:zoo-platforms`` blocks of the docs (:mod:`carb_lib.app.readme`):
-notebook 07's scores of the measured torchvision zoo, beside the re-measurement noise, on
-each CPU with measured zoo rows."""
+"""The ``carb:zoo``, ``carb:zoo-platforms`` and ``carb:replay-zoo`` blocks of the docs
+(:mod:`carb_lib.app.readme`): notebook 07's scores of the measured torchvision zoo, beside the
+re-measurement noise, on each CPU with measured zoo rows; and ``benchmarks/replay_zoo.py``'s
+zoo networks summed from their own calls."""
 
 from __future__ import annotations
 
@@ -82,3 +83,33 @@ def zoo_platforms_block(results: Path) -> str:
                         f"| {r['latency_median_ape_pct']:.1f} % | " + " | ".join(by_s)
                         + f" | {_pct(r['peak_mem_exact_share'])} |")
     return "\n".join(rows) + "\n"
+
+
+def replay_zoo_block(results: Path) -> str:
+    """A markdown table per CPU kind and batch: time to time a network's calls on first sight
+    and from the cache, the sum of its calls against the network timed now (median and
+    10th-90th percentiles, median error, share within ±10 %), the kernel law's operator sum
+    beside it, and the network timed now against its stored zoo row (``results/benchmarks/replay_zoo_<platform>_summary.csv``, written by
+    ``benchmarks/replay_zoo.py``)."""
+    files = sorted((Path(results) / "benchmarks").glob("replay_zoo_*_summary.csv"))
+    if not files:
+        return "*(no replay timings: run `python benchmarks/replay_zoo.py`)*\n"
+    rows = ["| CPU | batch | networks | first sight (median, max) | cached (median) "
+            "| sum of calls / network (median, p10-p90) | median error | within ±10 % "
+            "| baseline: kernel-law operator sum, median error (within ±10 %) "
+            "| network now / stored zoo row (median, p10-p90) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for f in files:
+        s = pd.read_csv(f, dtype={"batch": str})
+        for r in s.to_dict("records"):
+            batch = "both" if r["batch"] == "all" else r["batch"]
+            rows.append(
+                f"| `{r['platform']}` | {batch} | {int(r['networks'])} "
+                f"| {r['first_sight_s_median']:.1f} s, {r['first_sight_s_max']:.0f} s "
+                f"| {r['cached_s_median']:.2f} s | {r['sum_over_network_now']} "
+                f"| {r['median_ape_now_pct']:.1f} % | {_pct(r['within_10pct_now'])} "
+                f"| {r['kernel_law_median_ape_now_pct']:.1f} % "
+                f"({_pct(r['kernel_law_within_10pct_now'])}) "
+                f"| {r['network_now_over_stored_row']} |")
+    rels = [f"benchmarks/{f.name}" for f in files]
+    return "\n".join(rows) + "\n\n_Source: " + ", ".join(f"`results/{r}`" for r in rels) + "._\n"

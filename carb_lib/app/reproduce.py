@@ -62,7 +62,7 @@ from carb_lib.app.reproduce_html import (  # noqa: F401 - names of this module b
     write_html,
     write_index,
 )
-from carb_lib.dataset.catalog import DESIGN, load_catalog
+from carb_lib.dataset.catalog import dataset_name, load_catalog
 
 logger = logging.getLogger("carb.reproduce")
 
@@ -183,7 +183,7 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-def _is_glob(value: Any) -> bool:
+def _is_listing(value: Any) -> bool:
     """``{glob: PATTERN}`` (files) or ``{platforms: PATTERN}`` (catalogued platforms)."""
     return isinstance(value, dict) and len(value) == 1 and set(value) <= {"glob", "platforms"}
 
@@ -197,7 +197,7 @@ def _expand_platforms(pattern: str) -> list[str]:
 def _resolve_value(value: Any) -> Any:
     """A parameter value as written in the yaml: ``{glob: PATTERN}`` becomes the list of files,
     ``{platforms: PATTERN}`` the list of catalogued platforms whose name matches."""
-    if _is_glob(value):
+    if _is_listing(value):
         if "platforms" in value:
             return _expand_platforms(str(value["platforms"]))
         return _expand_glob(str(value["glob"]))
@@ -206,17 +206,13 @@ def _resolve_value(value: Any) -> Any:
 
 def _run_name(value: Any) -> str:
     """The name of one item of an ``each`` list: a platform (``platform/campaign`` as
-    ``platform_campaign``) as written; a catalogued file as its platform (and campaign, where
-    not the design one); any other file as its stem."""
+    ``platform_campaign``) as written; a file as :func:`~carb_lib.dataset.catalog.dataset_name`
+    names it (``/`` as ``_``)."""
     text = str(value)
     plat, _, camp = text.partition("/")
-    cat = load_catalog()
-    if plat in cat.platforms() and "/" not in camp:
+    if plat in load_catalog().platforms() and "/" not in camp:
         return f"{plat}_{camp}" if camp else plat
-    entry = cat.entry_of(text)
-    if entry is not None:
-        return entry.platform if entry.campaign == DESIGN else f"{entry.platform}_{entry.campaign}"
-    return Path(text).name.split(".")[0]
+    return dataset_name(text).replace("/", "_")
 
 
 def load_runs(profile: str, runs_file: str | Path | None = None) -> list[NotebookRun]:
@@ -283,9 +279,9 @@ def load_runs(profile: str, runs_file: str | Path | None = None) -> list[Noteboo
         params = {k: v for k, v in defaults.items() if k in declared}
         params.update(own)
         params = {k: _resolve_value(v) for k, v in params.items()}
-        empty = [k for k, v in params.items() if _is_glob(own.get(k, defaults.get(k))) and not v]
+        empty = [k for k, v in params.items() if _is_listing(own.get(k, defaults.get(k))) and not v]
         if empty:
-            logger.warning("%s: profile %r: no file matches %s of %s: notebook skipped",
+            logger.warning("%s: profile %r: nothing matches %s of %s: notebook skipped",
                            path.name, profile, ", ".join(
                                f"{k}={next(iter(own.get(k, defaults.get(k)).values()))!r}" for k in empty),
                            nb.stem)

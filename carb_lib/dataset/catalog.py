@@ -140,6 +140,12 @@ class Catalog:
         """The catalogued platforms, in catalog order."""
         return list(dict.fromkeys(c.platform for c in self.campaigns))
 
+    def platform_of_cpu(self, cpu_id: str, campaign: str = DESIGN) -> str | None:
+        """The first CPU platform whose campaign ``campaign`` was measured on the CPU model
+        ``cpu_id`` (None: none was; a GPU's campaign names its host's CPU and is passed over)."""
+        return next((c.platform for c in self.campaigns if c.device == "cpu"
+                     and c.campaign == campaign and c.cpu_id == cpu_id), None)
+
     def campaign(self, platform: str, name: str) -> Campaign | None:
         """The campaign ``name`` of ``platform`` (None: not catalogued)."""
         return next((c for c in self.campaigns

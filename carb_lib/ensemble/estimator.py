@@ -40,6 +40,7 @@ from carb_lib.ensemble.inputs import (
     prepare_frame,
     warn_outliers,
 )
+from carb_lib.ensemble.latency_default import estimator_latency_law
 from carb_lib.ensemble.learners import LearnerList, learner_components, set_learner_params
 from carb_lib.ensemble.matrix import FEATURE_SETS, _model_array, _num
 from carb_lib.kernels.law import KernelModel, with_kernel_column
@@ -518,8 +519,6 @@ class CARBRegressor(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         self._check_params()
-        from carb_lib.ensemble.latency_default import estimator_latency_law
-
         choice, bench, knee = estimator_latency_law(self, X, rows_file, is_frame_input(X))
         self.latency_law_, self.latency_law_reason_ = choice.law, choice.reason
         self.latency_law_choice_ = choice.metadata()  # the saved model's metadata keys

@@ -36,7 +36,9 @@ from typing import Any
 
 import pandas as pd
 
+from carb_lib.core.tables import read_table
 from carb_lib.dataset.catalog import DESIGN, SHIPPED_CATALOG, data_folder_of, load_catalog
+from carb_lib.kernels.cache_probe import cache_knee
 from carb_lib.kernels.law import read_bench
 
 __all__ = ["DATA_DIR", "LATENCY_LAWS", "LatencyLawChoice", "choose_latency_law", "cpu_ids",
@@ -173,10 +175,9 @@ def find_cache_probe(bench: Path, platform: str) -> Path | None:
     return None
 
 
-def _check_cpu(rows_ids: list[str], other: pd.DataFrame, what: Path, platform: str,
-               rel: str) -> str:
-    """Refuse ``other`` (a benchmark or probe) timed on another CPU than the rows; the words
-    on the check otherwise."""
+def _check_cpu(rows_ids: list[str], other: pd.DataFrame, platform: str, rel: str) -> str:
+    """Refuse ``other`` (a benchmark or probe, named ``rel``) timed on another CPU than the
+    rows; the words on the check otherwise."""
     theirs = cpu_ids(other)
     if rows_ids and theirs and set(theirs) != set(rows_ids):
         raise ValueError(f"{rel} was timed on cpu_id {' / '.join(theirs)!r} but the rows of "
@@ -187,7 +188,7 @@ def _check_cpu(rows_ids: list[str], other: pd.DataFrame, what: Path, platform: s
     if not rows_ids:
         return "rows name no CPU model (cpu_id), cannot be checked"
     if not theirs:
-        return f"{Path(what).name} names no CPU model (cpu_id), cannot be checked"
+        return f"{Path(rel).name} names no CPU model (cpu_id), cannot be checked"
     return "cpu_id checked"
 
 
@@ -258,7 +259,7 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     bench_name = ("the operator benchmark " + given if bench is None
                   else (choice._rel(bench) or str(bench)))
     bench_ids = kernel_bench if bench is None else read_bench(bench)
-    notes = [_check_cpu(rows_ids, bench_ids, Path(bench_name), platform, bench_name)]
+    notes = [_check_cpu(rows_ids, bench_ids, platform, bench_name)]
     probe_ids = cache_probe if isinstance(cache_probe, pd.DataFrame) else pd.DataFrame()
     if probe is not None and probe.suffix == ".csv" and probe.is_file():
         try:
@@ -268,7 +269,7 @@ def choose_latency_law(rows: pd.DataFrame, platform: str, *,
     if "cpu_id" in probe_ids.columns:
         probe_name = "the read-bandwidth probe given" if probe is None else (choice._rel(probe)
                                                                             or "")
-        note = _check_cpu(rows_ids, probe_ids, Path(probe_name), platform, probe_name)
+        note = _check_cpu(rows_ids, probe_ids, platform, probe_name)
         if note not in notes:
             notes.append(note)
     with_probe = "" if probe is None else f" and read-bandwidth probe {choice._rel(probe)}"
@@ -361,10 +362,6 @@ def estimator_latency_law(est: Any, X: Any, rows_file: str | Path | None,
                     else (choice.kernel_bench, choice.cache_probe))
     if bench is None:  # the kernel law on the rows' own kernel_ms column
         return choice, None, None
-    from carb_lib.core.tables import read_table
-    from carb_lib.kernels.cache_probe import cache_knee
-    from carb_lib.kernels.law import read_bench
-
     bench = bench if isinstance(bench, pd.DataFrame) else read_bench(bench)
     if probe is not None and not isinstance(probe, pd.DataFrame):
         probe = read_table(probe, "kernel_cache_probe")

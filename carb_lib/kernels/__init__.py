@@ -2,6 +2,7 @@
 summed (:mod:`carb_lib.kernels.law`); what an operator is and the sampler that draws them,
 the per-network operator lists and the inventory of every operator a network dispatches
 (:mod:`carb_lib.kernels.inventory`: what the law sums and what it leaves out), anchor
-operators re-timed in every campaign, the cache probe, probe networks, and the checks of the
-law's assumption. Private helpers live in :mod:`carb_lib.kernels._memory`.
+operators re-timed in every campaign, the cache probe, probe networks, chains timed against
+their parts (:mod:`carb_lib.kernels.chains`), a network's own calls timed once and cached
+(:mod:`carb_lib.kernels.replay`), and the checks of the law's assumption. Private helpers live in :mod:`carb_lib.kernels._memory`.
 """

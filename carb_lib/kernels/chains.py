@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.kernels.law import _module, _time_call
+from carb_lib.kernels.law import _layer, _module, _time_call
 from carb_lib.kernels.operators import OP_COLUMNS
 
 __all__ = ["CHAIN_PATTERNS", "chain_summary", "find_chains", "time_chains"]
@@ -94,16 +94,9 @@ def find_chains(ops: pd.DataFrame, *,
 
 def _chain_module(nn: Any, r: pd.Series) -> Any:
     """The module of one operator of a chain (those of :data:`CHAIN_PATTERNS`)."""
-    kind, cin, cout = str(r["kind"]), int(r["cin"]), int(r["cout"])
-    k, s, p, g = int(r["k"]), int(r["stride"]), int(r["pad"]), int(r["groups"])
-    if kind in ("conv", "dwconv"):
-        return nn.Conv2d(cin, cout, k, s, p, groups=g if kind == "dwconv" else 1, bias=False)
-    if kind == "bn":
-        return nn.BatchNorm2d(cin)
-    acts = {"relu": nn.ReLU, "relu6": nn.ReLU6, "silu": nn.SiLU}
-    if kind not in acts:
-        raise ValueError(f"a chain holds conv, dwconv, bn and activations; got {kind!r}")
-    return acts[kind](inplace=True)
+    if str(r["kind"]) in ("add", "mul"):
+        raise ValueError(f"a chain holds modules, one after another; got {r['kind']!r}")
+    return _layer(r, nn)
 
 
 def _chain_call(chain: pd.DataFrame, batch: int, dtype: Any):

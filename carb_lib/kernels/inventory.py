@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,7 @@ from carb_lib.families._common import meta_model
 from carb_lib.kernels.op_lists import _classify
 from carb_lib.kernels.operators import OP_COLUMNS, _byte_parts, _op_flops
 
-__all__ = ["INVENTORY_COLUMNS", "KIND_OF", "VIEW_OPS", "check_complete", "inventory",
+__all__ = ["INVENTORY_COLUMNS", "KIND_OF", "VIEW_OPS", "check_complete", "inventory", "record_on_meta",
            "network_inventory", "unmodelled_share"]
 
 #: aten operators (overload packet names) that move no data: views and aliases of their input,
@@ -259,10 +259,12 @@ def _row(func: Any, args: tuple, kwargs: Mapping, out: Any, torch: Any) -> dict[
     return row
 
 
-def _recorder(torch: Any) -> Any:
+def _recorder(torch: Any, row: Callable[..., dict[str, Any]]) -> Any:
+    """A dispatch mode that runs each aten call and keeps ``row(func, args, kwargs, out,
+    torch)`` of it in ``.rows``."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    class InventoryRecorder(TorchDispatchMode):
+    class CallRecorder(TorchDispatchMode):
         def __init__(self) -> None:
             super().__init__()
             self.rows: list[dict[str, Any]] = []
@@ -270,10 +272,29 @@ def _recorder(torch: Any) -> Any:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            self.rows.append(_row(func, args, kwargs, out, torch))
+            self.rows.append(row(func, args, kwargs, out, torch))
             return out
 
-    return InventoryRecorder()
+    return CallRecorder()
+
+
+def record_on_meta(module: Any, input_shape: tuple[int, ...], dtype: Any,
+                   row: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
+    """``row(func, args, kwargs, out, torch)`` of every aten call of one forward pass of
+    ``module`` (a copy on the ``meta`` device in ``dtype`` where it is not; ``module`` is left
+    as it is), under ``torch.no_grad()`` (as :func:`recorded_ops`: ``inference_mode`` shows
+    ``conv2d`` undecomposed)."""
+    import torch
+
+    dt = _torch_dtype(dtype, torch)
+    params = list(module.parameters()) + list(module.buffers())
+    if any(p.device.type != "meta" or (p.is_floating_point() and p.dtype != dt) for p in params):
+        module = copy.deepcopy(module).to(device="meta", dtype=dt)
+    x = torch.empty(*input_shape, device="meta", dtype=dt)
+    rec = _recorder(torch, row)
+    with torch.no_grad(), rec:
+        module(x)
+    return rec.rows
 
 
 def _torch_dtype(dtype: Any, torch: Any) -> Any:
@@ -329,14 +350,8 @@ def inventory(module: Any, input_shape: tuple[int, ...] = (1, 3, 224, 224),
     import torch
 
     dt = _torch_dtype(dtype, torch)
-    params = list(module.parameters()) + list(module.buffers())
-    if any(p.device.type != "meta" or (p.is_floating_point() and p.dtype != dt) for p in params):
-        module = copy.deepcopy(module).to(device="meta", dtype=dt)
-    x = torch.empty(*input_shape, device="meta", dtype=dt)
-    rec = _recorder(torch)
-    with torch.no_grad(), rec:  # as recorded_ops (inference_mode shows conv2d undecomposed)
-        module(x)
-    inv = pd.DataFrame(rec.rows).reindex(columns=INVENTORY_COLUMNS)
+    inv = pd.DataFrame(record_on_meta(module, input_shape, dt, _row)).reindex(
+        columns=INVENTORY_COLUMNS)
     for c in OP_COLUMNS[1:]:
         inv[c] = inv[c].astype("Int64")
     inv["modelled"] = inv["law_op"].notna()

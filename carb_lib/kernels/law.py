@@ -117,37 +117,43 @@ def _roofline_ms(ops: pd.DataFrame) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- timing
+def _layer(r: pd.Series | dict, nn: Any) -> Any:
+    """The ``torch.nn`` module of operator ``r`` (``nn`` is ``torch.nn``); None for ``add`` and
+    ``mul``, which are arithmetic on two tensors."""
+    kind, cin, cout = str(r["kind"]), int(r["cin"]), int(r["cout"])
+    if kind in ("add", "mul"):
+        return None
+    k, s, p = int(r["k"]), int(r["stride"]), int(r["pad"])
+    make = {
+        "linear": lambda: nn.Linear(cin, cout),
+        "conv": lambda: nn.Conv2d(cin, cout, k, s, p, bias=False),
+        "dwconv": lambda: nn.Conv2d(cin, cout, k, s, p, groups=int(r["groups"]), bias=False),
+        "bn": lambda: nn.BatchNorm2d(cin),
+        "relu": lambda: nn.ReLU(inplace=True),
+        "relu6": lambda: nn.ReLU6(inplace=True),
+        "silu": lambda: nn.SiLU(inplace=True),
+        "sigmoid": lambda: nn.Sigmoid(),
+        "maxpool": lambda: nn.MaxPool2d(k, s, p),
+        "avgpool": lambda: nn.AdaptiveAvgPool2d(1),
+    }.get(kind)
+    if make is None:
+        raise ValueError(f"unknown kernel kind {kind!r}; valid: {list(KERNEL_KINDS)}")
+    return make()
+
+
 def _module(r: pd.Series | dict, dtype: Any) -> Callable[[], Any]:
     """A no-argument call running operator ``r`` on random input."""
     import torch
 
-    nn = torch.nn
-    kind, b, cin, cout = str(r["kind"]), int(r["batch"]), int(r["cin"]), int(r["cout"])
-    h, k, s, p = int(r["h_in"]), int(r["k"]), int(r["stride"]), int(r["pad"])
-    if kind == "linear":
-        m, x = nn.Linear(cin, cout), torch.randn(b, cin)
-    else:
-        x = torch.randn(b, cin, h, h)
-        m = {
-            "conv": lambda: nn.Conv2d(cin, cout, k, s, p, bias=False),
-            "dwconv": lambda: nn.Conv2d(cin, cout, k, s, p, groups=int(r["groups"]), bias=False),
-            "bn": lambda: nn.BatchNorm2d(cin),
-            "relu": lambda: nn.ReLU(inplace=True),
-            "relu6": lambda: nn.ReLU6(inplace=True),
-            "silu": lambda: nn.SiLU(inplace=True),
-            "sigmoid": lambda: nn.Sigmoid(),
-            "maxpool": lambda: nn.MaxPool2d(k, s, p),
-            "avgpool": lambda: nn.AdaptiveAvgPool2d(1),
-        }.get(kind, lambda: None)()
-    x = x.to(dtype)
+    kind, b, cin, h = str(r["kind"]), int(r["batch"]), int(r["cin"]), int(r["h_in"])
+    m = _layer(r, torch.nn)
+    x = (torch.randn(b, cin) if kind == "linear" else torch.randn(b, cin, h, h)).to(dtype)
     if kind == "add":
         y = torch.randn_like(x)
         return lambda: x + y
     if kind == "mul":
         scale = torch.rand(b, cin, 1, 1).to(dtype)
         return lambda: x * scale
-    if m is None:
-        raise ValueError(f"unknown kernel kind {kind!r}; valid: {list(KERNEL_KINDS)}")
     m = m.to(dtype).eval()
     return lambda: m(x)
 
