@@ -153,3 +153,42 @@ def test_the_zoo_benchmark_summarises_each_batch_against_the_network_and_the_bas
     assert s.loc[1, "kernel_law_median_ape_now_pct"] == pytest.approx(10.0)  # 20 % and 0 %
     assert s.loc[16, "kernel_law_within_10pct_now"] == pytest.approx(0.5)
     assert s.loc[16, "network_now_over_stored_row"].startswith("1.500 (")
+
+
+def test_carb_zoo_time_sums_each_networks_calls_and_reads_them_back(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from carb_lib.app.cli import app
+    from carb_lib.families import _torchvision as TV
+
+    try:
+        TV.import_torchvision()
+    except TV.TorchvisionUnavailable as exc:  # the zoo extra is not installed
+        pytest.skip(f"torchvision unavailable: {exc}")
+    _fixed_anchors(monkeypatch, [1.0, 1.0, 1.0])
+    args = ["zoo", "time", "--networks", "squeezenet1_1", "--batches", "1,2",
+            "--resolutions", "64", "--window-s", "0.001", "--n-windows", "1", "--default-heap",
+            "--cache-dir", str(tmp_path / "cache")]
+    first = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "t.csv")])
+    assert first.exit_code == 0, first.output
+    t = pd.read_csv(tmp_path / "t.csv")
+    assert t[["network", "batch", "resolution"]].values.tolist() == [
+        ["squeezenet1_1", 1, 64], ["squeezenet1_1", 2, 64]]
+    assert (t["predicted_ms"] > 0).all() and (t["n_untimed"] == 0).all()
+    assert (t["n_timed_now"] == t["n_distinct"]).all() and (t["threads"] == 1).all()
+    assert "36 distinct calls, 36 timed now" in first.output
+    # the same shapes again: read from the cache, nothing timed
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert again.output.count("0 timed now") == 2
+    # an unseen shape with no budget: said, not a number
+    none = CliRunner().invoke(app, [*args[:6], "--resolutions", "96", *args[8:], "--budget-s",
+                                    "0"])
+    assert none.exit_code == 0 and "not timed (" in none.output and "nan" not in none.output
+    # bad input: one line each; another table is not replaced without --force
+    bad = CliRunner().invoke(app, [*args, "--window-s", "0"])
+    assert bad.exit_code != 0 and "--window-s > 0" in bad.output
+    other = tmp_path / "other.csv"
+    pd.DataFrame({"x": [1]}).to_csv(other, index=False)
+    kept = CliRunner().invoke(app, [*args, "--out", str(other)])
+    assert kept.exit_code != 0 and pd.read_csv(other).columns.tolist() == ["x"]

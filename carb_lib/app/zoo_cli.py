@@ -11,8 +11,9 @@ from carb_lib.app.cli_checks import check_coverage
 from carb_lib.core.vocab import DEFAULT_COVERAGE
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The torchvision model zoo's classification "
-                      "CNNs: list them, predict and screen them with a fitted model, write the "
-                      "measurement campaign's config list (needs torchvision: the zoo extra).")
+                      "CNNs: list them, predict and screen them with a fitted model, time them on "
+                      "this machine from their own calls, write the measurement campaign's "
+                      "config list (needs torchvision: the zoo extra).")
 _ZOO_NETS = typer.Option("all", "--networks", help="Comma-separated zoo networks (carb zoo "
                          "list), or all.")
 _ZOO_BATCHES = typer.Option("1", "--batches", help="Batch sizes, e.g. 1,8,32.")
@@ -209,3 +210,50 @@ def zoo_rss(
         typer.echo(f"kept the previous {out} as {kept}")
     df = probe_configs(read_config_list(configs), out, threads, timeout_s, echo=typer.echo)
     typer.echo(f"wrote {out}: {len(df)} rows; status {df['status'].value_counts().to_dict()}")
+
+
+@zoo_app.command("time")
+def zoo_time(
+    networks: str = typer.Option(..., "--networks", help="Comma-separated zoo networks (carb zoo list), or all."),
+    batches: str = _ZOO_BATCHES,
+    precisions: str = _ZOO_PRECISIONS,
+    resolutions: str = _ZOO_RES,
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads of every timing (the stored rows' protocol: 1)."),
+    keep_heap: bool = typer.Option(True, "--keep-heap/--default-heap", help="Keep this process's heap first, as the zoo rows were timed (default), or time with glibc's default heap."),
+    budget_s: float = typer.Option(30.0, "--budget-s", help="Seconds per network and shape to time calls the cache lacks; calls left are flagged (untimed_share), never zero."),
+    window_s: float = typer.Option(0.02, "--window-s", help="Least seconds of one timed window of a call."),
+    n_windows: int = typer.Option(5, "--n-windows", help="Timed windows per call (their median is kept)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Folder of the call-time cache (operator_calls/ in it; default $CARB_CACHE_DIR or ~/.cache/carb)."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the table (.csv/.parquet)."),
+    force: bool = _ZOO_FORCE,
+) -> None:
+    """Latency of zoo networks on this machine from their own calls: each distinct call timed once and cached, summed; no fitted model."""
+    from carb_lib.core.tables import write_table
+    from carb_lib.families import zoo
+    from carb_lib.kernels.replay import CallCache, zoo_times
+
+    backup = _check_out(out, force, "carb zoo time", ("network", "untimed_share"))
+    names = zoo.resolve_names(networks)
+    b, p = zoo.parse_ints(batches, "--batches"), zoo.parse_precisions(precisions)
+    r = zoo.parse_ints(resolutions, "--resolutions")
+    if threads < 1 or n_windows < 1 or not window_s > 0 or not budget_s >= 0:
+        raise ValueError("--threads and --n-windows must be >= 1, --window-s > 0 and --budget-s "
+                         f">= 0; got {threads}, {n_windows}, {window_s}, {budget_s}")
+    cache = CallCache(cache_dir, threads=threads, keep_heap=keep_heap, window_s=window_s,
+                      n_windows=n_windows, budget_s=budget_s)
+    t = zoo_times(names, batches=b, precisions=p, resolutions=r, cache=cache, progress=True)
+    for row in t.to_dict("records"):
+        what = f"{row['network']:<24} b{row['batch']:<4} {row['precision']} {row['resolution']} px"
+        calls = f"{row['n_distinct']} distinct calls, {row['n_timed_now']} timed now"
+        if row["n_untimed"] == row["n_distinct"]:
+            typer.echo(f"{what}  not timed ({calls}; no call within --budget-s {budget_s:g})")
+            continue
+        flag = (f"  [{100 * row['untimed_share']:.0f} % of its bytes untimed: up to "
+                f"{row['upper_ms']:.1f} ms]" if row["n_untimed"] else "")
+        typer.echo(f"{what}  {row['predicted_ms']:10.2f} ms  ({calls}){flag}")
+    heap = "heap kept" if cache.protocol["heap_kept"] else "default heap"
+    typer.echo(f"{len(t)} rows on {cache.protocol['cpu_id']}, {threads} thread(s), {heap}; "
+               f"call times in {cache.path}")
+    if out is not None:
+        write_table(t, out, "--out", backup=backup)
+        typer.echo(f"wrote {out}")

@@ -58,7 +58,8 @@ from carb_lib.kernels.law import _time_call
 from carb_lib.measure import heap
 from carb_lib.measure.devices import cpu_identity
 
-__all__ = ["CACHE_COLUMNS", "CallCache", "NetworkTime", "network_calls", "network_time"]
+__all__ = ["CACHE_COLUMNS", "CallCache", "NetworkTime", "network_calls", "network_time",
+           "zoo_times"]
 
 #: Version of the call key (:func:`_spec`): a change re-times every call.
 KEY_VERSION = 1
@@ -385,7 +386,8 @@ def network_time(module: Any, input_shape: tuple[int, ...] = (1, 3, 224, 224),
     Returns
     -------
     NetworkTime
-        ``predicted_ms`` (the sum of the timed calls, each times its count), ``upper_ms``
+        ``predicted_ms`` (the sum of the timed calls, each times its count; NaN when none is
+        timed), ``upper_ms``
         (plus, for each untimed call, its bytes at the slowest bytes-per-ms any timed call of
         the network moved), counts of calls, distinct calls, view calls, calls timed now and
         left untimed, ``untimed_share`` (of the network's bytes), the seconds spent timing,
@@ -401,7 +403,7 @@ def network_time(module: Any, input_shape: tuple[int, ...] = (1, 3, 224, 224),
     done = real[real["time_ms"].notna() & (real["bytes"] > 0)]
     slowest = float((done["time_ms"] / done["bytes"]).max()) if len(done) else np.nan
     extra = float((untimed["bytes"] * untimed["count"]).sum())
-    predicted = float((real["time_ms"] * real["count"]).sum())
+    predicted = float((real["time_ms"] * real["count"]).sum()) if timed else np.nan
     return NetworkTime(
         predicted_ms=predicted,
         upper_ms=predicted + (extra * slowest if extra else 0.0),
@@ -411,3 +413,42 @@ def network_time(module: Any, input_shape: tuple[int, ...] = (1, 3, 224, 224),
         n_untimed=len(untimed),
         untimed_share=extra / total_bytes if total_bytes else 0.0,
         timing_s=spent, by_kind=_by_kind(real))
+
+
+def zoo_times(networks: list[str], *, batches: list[int], precisions: list[str],
+              resolutions: list[int], cache: CallCache, progress: bool = False) -> pd.DataFrame:
+    """:func:`network_time` of zoo networks (``torchvision.models`` names) at every batch x
+    precision x resolution, one row each.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``network``, ``batch``, ``precision``, ``resolution``, ``predicted_ms``, ``upper_ms``,
+        ``untimed_share``, ``n_calls``, ``n_distinct``, ``n_timed_now``, ``n_untimed``,
+        ``timing_s``, ``top_kinds`` (the three kinds of most time) and the cache's protocol
+        (``cpu_id``, ``torch_version``, ``threads``, ``heap_kept``, ``window_s``,
+        ``n_windows``, ``budget_s``).
+    """
+    from tqdm.auto import tqdm
+
+    from carb_lib.families._torchvision import import_torchvision
+
+    models = import_torchvision().models
+    rows = []
+    for name in tqdm(networks, desc="networks", disable=not progress):
+        net = models.get_model(name).eval()  # built once, recorded on a meta copy per shape
+        for b in batches:
+            for p in precisions:
+                for r in resolutions:
+                    t = network_time(net, (b, 3, r, r), p, cache=cache, progress=progress)
+                    top = t.by_kind["total_ms"].dropna().head(3)
+                    rows.append({
+                        "network": name, "batch": b, "precision": p, "resolution": r,
+                        "predicted_ms": t.predicted_ms, "upper_ms": t.upper_ms,
+                        "untimed_share": t.untimed_share, "n_calls": t.n_calls,
+                        "n_distinct": t.n_distinct, "n_timed_now": t.n_timed_now,
+                        "n_untimed": t.n_untimed, "timing_s": t.timing_s,
+                        "top_kinds": "; ".join(f"{k} {v:.2f} ms" for k, v in top.items())})
+    proto = {**cache.protocol, "window_s": cache.window_s, "n_windows": cache.n_windows,
+             "budget_s": cache.budget_s}
+    return pd.DataFrame(rows).assign(**proto)
