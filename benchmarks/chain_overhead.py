@@ -30,19 +30,12 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import _once  # noqa: E402 - benchmarks/, the script's folder
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The design families whose networks' chains are timed.
 FAMILIES = ("resnet", "mobilenetv2", "efficientnet")
-
-
-def this_platform() -> str | None:
-    """The catalogued platform whose design rows were measured on this CPU kind."""
-    from carb_lib.dataset.catalog import load_catalog
-    from carb_lib.measure.devices import cpu_identity
-
-    return load_catalog().platform_of_cpu(cpu_identity())
 
 
 def chains_of(per_pattern: int, seed: int) -> pd.DataFrame:
@@ -68,31 +61,20 @@ def chains_of(per_pattern: int, seed: int) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--platform", default=None,
-                    help="a platform measured on this CPU kind (default: found by cpu_id)")
     ap.add_argument("--per-pattern", type=int, default=12, help="chains of each pattern")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 16])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--score-only", action="store_true",
-                    help="recompute the summary from the rows written (no timing)")
-    ap.add_argument("--results-dir", type=Path, default=ROOT / "results" / "benchmarks")
+    _once.add_options(ap, "a platform measured on this CPU kind (default: found by cpu_id)")
     args = ap.parse_args(argv)
 
     from carb_lib.kernels.chains import chain_summary, time_chains
 
-    platform = args.platform or this_platform()
+    platform = _once.platform_here(args.platform, "design")
     if platform is None:
-        print("no catalogued design rows were measured on this CPU kind: nothing to time")
         return 0
-    out = args.results_dir / f"chain_overhead_{platform}.csv"
-    summary_out = args.results_dir / f"chain_overhead_{platform}_summary.csv"
-    if args.score_only or out.exists():
-        if not out.exists():
-            sys.exit(f"error: --score-only needs {out}")
-        print(f"{out} exists (one run per CPU kind): the summary is recomputed from it")
-        rows = pd.read_csv(out)
-    else:
+    out, summary_out, rows = _once.start(args, "chain_overhead", platform)
+    if rows is None:
         chains = chains_of(args.per_pattern, args.seed)
         print(f"{platform}: {chains['chain_id'].nunique()} chains "
               f"({', '.join(f'{k} {v}' for k, v in chains.groupby('pattern')['chain_id'].nunique().items())}), "
@@ -109,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     table.to_csv(summary_out, index=False)
     with pd.option_context("display.width", 140):
         print(table.round(3).to_string(index=False))
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}, "
-          f"{summary_out.name}")
+    _once.wrote(out, summary_out)
     return 0
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import _once  # noqa: E402 - benchmarks/, the script's folder
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -164,10 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="cache folder (default: a new temporary one: every network's first "
                          "sight)")
-    ap.add_argument("--results-dir", type=Path, default=ROOT / "results" / "benchmarks")
-    ap.add_argument("--platform", default=None, help="default: the catalogued platform whose "
-                    "zoo rows were measured on this CPU kind (else the CPU model's name)")
-    ap.add_argument("--score-only", action="store_true")
+    _once.add_options(ap, "default: the catalogued platform whose zoo rows were measured on "
+                      "this CPU kind (else the CPU model's name)")
     args = ap.parse_args(argv)
 
     from carb_lib.dataset.catalog import load_catalog
@@ -176,13 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu = cpu_identity()
     platform = args.platform or load_catalog().platform_of_cpu(cpu, "zoo")
     name = platform or "".join(ch if ch.isalnum() else "_" for ch in cpu)[:40]
-    out = args.results_dir / f"replay_zoo_{name}.csv"
-    summary_out = args.results_dir / f"replay_zoo_{name}_summary.csv"
-    if args.score_only or out.exists():
-        if not out.exists():
-            sys.exit(f"error: --score-only needs {out}")
-        print(f"{out} exists (one run per CPU kind): the summary is recomputed from it")
-        rows = pd.read_csv(out)
+    out, summary_out, rows = _once.start(args, "replay_zoo", name)
+    if rows is not None:
         if "kernel_law_ms" not in rows.columns:  # a column derived from stored files only
             rows["kernel_law_ms"] = kernel_law_ms(rows, platform)
             rows.to_csv(out, index=False)
@@ -209,8 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                     "measured_now_ms", "ratio_now", "ratio_stored"]].round(3).to_string(
                         index=False))
         print(table.round(3).to_string(index=False))
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}, "
-          f"{summary_out.name}")
+    _once.wrote(out, summary_out)
     return 0 if np.isfinite(rows["predicted_ms"]).all() else 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -130,14 +131,22 @@ def test_a_cache_of_another_cpu_or_protocol_is_refused_with_both_named(tmp_path,
         _cache(tmp_path, threads=0)
 
 
-def test_the_zoo_benchmark_summarises_each_batch_against_the_network_and_the_baseline():
+def _benchmark(name: str, monkeypatch):
+    """A script of benchmarks/, loaded as a module (its folder on the path, as when run)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "replay_zoo.py"
-    spec = importlib.util.spec_from_file_location("replay_zoo", path)
-    rz = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rz)
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(folder))
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_zoo_benchmark_summarises_each_batch_against_the_network_and_the_baseline(
+        monkeypatch):
+    rz = _benchmark("replay_zoo", monkeypatch)
     rows = pd.DataFrame({
         "batch": [1, 1, 16, 16], "first_sight_s": [4.0, 20.0, 6.0, 8.0],
         "cached_s": [0.1, 0.2, 0.1, 0.3], "predicted_ms": [9.0, 5.0, 100.0, 210.0],
@@ -192,3 +201,24 @@ def test_carb_zoo_time_sums_each_networks_calls_and_reads_them_back(tmp_path, mo
     pd.DataFrame({"x": [1]}).to_csv(other, index=False)
     kept = CliRunner().invoke(app, [*args, "--out", str(other)])
     assert kept.exit_code != 0 and pd.read_csv(other).columns.tolist() == ["x"]
+
+
+def test_the_composition_law_recovers_its_terms_and_scores_out_of_family(monkeypatch):
+    cl = _benchmark("composition_law", monkeypatch)
+    rng = np.random.default_rng(0)
+    n = 40
+    rows = pd.DataFrame({"family": np.repeat(["a", "b", "c", "d"], n // 4),
+                         "batch": np.tile([1, 16], n // 2),
+                         "sum_ms": rng.uniform(1, 100, n), "n_calls": rng.integers(50, 500, n),
+                         "weight_mib": rng.uniform(1, 200, n), "call_mib": rng.uniform(1, 500, n)})
+    truth = np.array([1.1, 0.02, 0.01, 0.0])  # ms per ms, per call, per weight MiB, per MiB
+    rows["measured_now_ms"] = rows[list(cl.TERMS)].to_numpy() @ truth
+    assert cl.fit_law(rows) == pytest.approx(truth, abs=1e-9)
+    monkeypatch.setattr(cl, "zoo_rows", lambda platform: pd.DataFrame())
+    table, coef = cl.score(rows, "nowhere")
+    law = table[(table["method"] == "composition law") & (table["batch"] == "all")].iloc[0]
+    plain = table[(table["method"] == "sum of calls") & (table["batch"] == "all")].iloc[0]
+    assert law["rows"] == "design, out of family" and law["n"] == n
+    assert law["median_ape_pct"] == pytest.approx(0.0, abs=1e-6)  # exact law, out of family
+    assert plain["median_ape_pct"] > 1.0  # the plain sum misses the other terms
+    assert table["coef_n_calls"].iloc[0] == pytest.approx(0.02)

@@ -29,7 +29,7 @@ from carb_lib.app.readme_energy import gpu_energy_model, gpu_memory
 from carb_lib.app.readme_field import field_block
 from carb_lib.app.readme_platforms import platforms_block, platforms_splits_block
 from carb_lib.app.readme_transfer import fewshot, fewshot_batches, host_calibration
-from carb_lib.app.readme_zoo import replay_zoo_block, zoo_block, zoo_platforms_block
+from carb_lib.app.readme_zoo import ZOO_BLOCKS
 from carb_lib.core.claims import band_text, verdict
 from carb_lib.core.vocab import TARGET_SHORT
 
@@ -693,9 +693,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     "gpu-energy": gpu_energy,
     "gpu-energy-model": gpu_energy_model,
     "gpu-memory": gpu_memory,
-    "zoo": zoo_block,
-    "zoo-platforms": zoo_platforms_block,
-    "replay-zoo": replay_zoo_block,
+    **ZOO_BLOCKS,
     "platforms": platforms_block,
     "platforms-splits": platforms_splits_block,
     "field": field_block,
@@ -711,7 +709,8 @@ CALLER_BLOCKS: tuple[str, ...] = ("cli",)
 #: The pages that hold generated blocks, relative to the repository root (README.md's folder).
 PAGES: tuple[str, ...] = ("README.md", "docs/results.md", "docs/memory.md", "docs/model.md",
                           "docs/transfer.md", "docs/screening.md", "docs/families.md",
-                          "docs/cli.md", "docs/gpu.md", "docs/zoo.md")
+                          "docs/cli.md", "docs/gpu.md", "docs/zoo.md",
+                          "docs/operators.md")
 
 
 # --------------------------------------------------------------------------- render / check

@@ -1,7 +1,8 @@
-"""The ``carb:zoo``, ``carb:zoo-platforms`` and ``carb:replay-zoo`` blocks of the docs
-(:mod:`carb_lib.app.readme`): notebook 07's scores of the measured torchvision zoo, beside the
-re-measurement noise, on each CPU with measured zoo rows; and ``benchmarks/replay_zoo.py``'s
-zoo networks summed from their own calls."""
+"""The ``carb:zoo``, ``carb:zoo-platforms``, ``carb:replay-zoo`` and ``carb:composition-law``
+blocks of the docs (:mod:`carb_lib.app.readme`): notebook 07's scores of the measured
+torchvision zoo, beside the re-measurement noise, on each CPU with measured zoo rows;
+``benchmarks/replay_zoo.py``'s zoo networks summed from their own calls; and
+``benchmarks/composition_law.py``'s law over those sums."""
 
 from __future__ import annotations
 
@@ -113,3 +114,45 @@ def replay_zoo_block(results: Path) -> str:
                 f"| {r['network_now_over_stored_row']} |")
     rels = [f"benchmarks/{f.name}" for f in files]
     return "\n".join(rows) + "\n\n_Source: " + ", ".join(f"`results/{r}`" for r in rels) + "._\n"
+
+
+def composition_law_block(results: Path) -> str:
+    """A markdown table per CPU kind: the composition law (fitted on design networks) and the
+    plain sum of calls, median error and share within ±10 % per batch, on the design networks
+    out of family and, scored once, on the zoo networks; the law's coefficients and the
+    worst network kind under each (``results/benchmarks/composition_law_<platform>_summary.csv``,
+    written by ``benchmarks/composition_law.py``)."""
+    files = sorted((Path(results) / "benchmarks").glob("composition_law_*_summary.csv"))
+    if not files:
+        return "*(no composition law: run `python benchmarks/composition_law.py`)*\n"
+    rows = ["| CPU | networks | method | batch 1 | batch 16 | both | Spearman within batch 1, 16 |",
+            "|---|---|---|---|---|---|---|"]
+    notes = []
+    for f in files:
+        s = pd.read_csv(f, dtype={"batch": str})
+        plat = s["platform"].iloc[0]
+        overall = s[s["kind"] == "all"]
+        for (part, method), g in overall.groupby(["rows", "method"], sort=False):
+            by = g.set_index("batch")
+            cells = [f"{by.loc[b, 'median_ape_pct']:.1f} % ({_pct(by.loc[b, 'within_10pct'])})"
+                     if b in by.index else "–" for b in ("1", "16", "all")]
+            rho = ", ".join(f"{by.loc[b, 'spearman']:.3f}" for b in ("1", "16")
+                            if b in by.index)
+            rows.append(f"| `{plat}` | {part} | {method} | " + " | ".join(cells)
+                        + f" | {rho} |")
+        c = s.iloc[0]
+        kinds = s[s["kind"] != "all"]
+        worst = [f"{m}: {g.loc[g['median_ape_pct'].idxmax(), 'kind']} "
+                 f"{g['median_ape_pct'].max():.1f} %" for m, g in kinds.groupby("method")]
+        notes.append(f"`{plat}`: network ms = {c['coef_sum_ms']:.3f} x sum of calls + "
+                     f"{1e3 * c['coef_n_calls']:.1f} µs x calls + {c['coef_weight_mib']:.3f} "
+                     f"ms x weight MiB + {c['coef_call_mib']:.3f} ms x MiB the calls move; "
+                     "worst zoo network kind (median error): " + "; ".join(worst) + ".")
+    rels = [f"benchmarks/{f.name}" for f in files]
+    return ("\n".join(rows) + "\n\n" + "\n\n".join(notes) + "\n\n_Source: "
+            + ", ".join(f"`results/{r}`" for r in rels) + "._\n")
+
+
+#: The blocks of this module by name (:data:`carb_lib.app.readme.BLOCKS` holds them).
+ZOO_BLOCKS = {"zoo": zoo_block, "zoo-platforms": zoo_platforms_block,
+              "replay-zoo": replay_zoo_block, "composition-law": composition_law_block}
