@@ -1,4 +1,5 @@
-"""What the benchmarks that run once per CPU kind share: their options, and their rows read back.
+"""What the benchmarks that run once per CPU kind share: their options, their rows read back,
+and the timing of a whole network.
 
 A benchmark of this kind (``chain_overhead.py``, ``replay_zoo.py``, ``composition_law.py``)
 times once on a CPU kind and writes ``results/benchmarks/<stem>_<platform>.csv``; run again,
@@ -50,6 +51,20 @@ def start(args: argparse.Namespace, stem: str, name: str
         sys.exit(f"error: --score-only needs {out}")
     print(f"{out} exists (one run per CPU kind): the summary is recomputed from it")
     return out, summary, pd.read_csv(out)
+
+
+def time_network(net, x, window_s: float) -> tuple[float, float]:
+    """The network itself, timed now by the harness that times each operator
+    (:func:`carb_lib.kernels.law._time_call`: two warm-up calls, the median of three windows
+    of at least ``window_s`` seconds) under ``torch.inference_mode()``: seconds per forward and
+    the windows' coefficient of variation."""
+    import torch
+
+    from carb_lib.kernels.law import _time_call
+
+    with torch.inference_mode():
+        seconds, cv, _ = _time_call(lambda: net(x), window_s, 3)
+    return seconds, cv
 
 
 def wrote(out: Path, summary: Path) -> None:

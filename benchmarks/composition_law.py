@@ -69,13 +69,22 @@ def design_configs(per_family: int, seed: int) -> pd.DataFrame:
                       for _, g in rows.groupby("family")], ignore_index=True)
 
 
+def traffic_mib(net, shape: tuple[int, ...]) -> tuple[float, float]:
+    """The law's traffic terms of ``net`` at input ``shape``: its weights (MiB) and what its
+    calls read and write in one forward pass (MiB, each distinct call times its count)."""
+    from carb_lib.kernels.replay import network_calls
+
+    calls = network_calls(net, shape)
+    weights = sum(p.numel() * p.element_size() for p in net.parameters())
+    return weights / 2**20, float((calls["bytes"] * calls["count"]).sum()) / 2**20
+
+
 def run(configs: pd.DataFrame, batches: list[int], cache_dir: Path) -> pd.DataFrame:
     import torch
     from tqdm.auto import tqdm
 
     from carb_lib.families import get_family
-    from carb_lib.kernels.law import _time_call
-    from carb_lib.kernels.replay import CallCache, network_calls, network_time
+    from carb_lib.kernels.replay import CallCache, network_time
 
     torch.set_num_threads(1)
     cache = CallCache(cache_dir, keep_heap=True, budget_s=600)
@@ -87,16 +96,11 @@ def run(configs: pd.DataFrame, batches: list[int], cache_dir: Path) -> pd.DataFr
         shape = (batch, *(getattr(config, "input_shape", None)
                           or (3, config.resolution, config.resolution)))
         t = network_time(net, shape, cache=cache)
-        calls = network_calls(net, shape)
-        x = torch.randn(*shape)
-        with torch.inference_mode():
-            now_s, cv, _ = _time_call(lambda net=net, x=x: net(x), 0.3, 3)
+        weight_mib, call_mib = traffic_mib(net, shape)
+        now_s, cv = _once.time_network(net, torch.randn(*shape), 0.3)
         out.append({"config_id": row["config_id"], "family": row["family"], "batch": batch,
                     "resolution": int(config.resolution), "sum_ms": t.predicted_ms,
-                    "n_calls": t.n_calls,
-                    "weight_mib": sum(p.numel() * p.element_size()
-                                      for p in net.parameters()) / 2**20,
-                    "call_mib": float((calls["bytes"] * calls["count"]).sum()) / 2**20,
+                    "n_calls": t.n_calls, "weight_mib": weight_mib, "call_mib": call_mib,
                     "n_untimed": t.n_untimed, "measured_now_ms": 1e3 * now_s,
                     "measured_now_cv": cv})
     return pd.DataFrame(out)
@@ -136,23 +140,16 @@ def _scores(name: str, part: str, rows: pd.DataFrame, pred: np.ndarray) -> dict:
 def zoo_rows(platform: str) -> pd.DataFrame:
     """The zoo networks of ``replay_zoo_<platform>.csv`` with the law's terms."""
     from carb_lib.families._torchvision import import_torchvision
-    from carb_lib.kernels.replay import network_calls
 
     path = ROOT / "results" / "benchmarks" / f"replay_zoo_{platform}.csv"
     if not path.is_file():
         return pd.DataFrame()
     z = pd.read_csv(path)
     models = import_torchvision().models
-    w, mib = {}, []
-    for r in z.to_dict("records"):
-        if r["network"] not in w:
-            net = models.get_model(r["network"]).eval()
-            w[r["network"]] = (net, sum(p.numel() * p.element_size()
-                                        for p in net.parameters()) / 2**20)
-        net, wm = w[r["network"]]
-        calls = network_calls(net, (int(r["batch"]), 3, int(r["resolution"]),
-                                    int(r["resolution"])))
-        mib.append((wm, float((calls["bytes"] * calls["count"]).sum()) / 2**20))
+    nets = {n: models.get_model(n).eval() for n in z["network"].unique()}
+    mib = [traffic_mib(nets[r["network"]], (int(r["batch"]), 3, int(r["resolution"]),
+                                            int(r["resolution"])))
+           for r in z.to_dict("records")]
     z["weight_mib"], z["call_mib"] = [m[0] for m in mib], [m[1] for m in mib]
     return z.rename(columns={"predicted_ms": "sum_ms"})
 

@@ -55,6 +55,7 @@ NETWORKS = ("alexnet", "googlenet", "shufflenet_v2_x1_0", "convnext_tiny", "dens
 def _stored(platform: str | None) -> pd.DataFrame:
     """The zoo rows of ``platform`` (fp32, 224 px, ok), by network and batch."""
     from carb_lib.dataset.catalog import load_catalog
+    from carb_lib.evaluation.zoo import FACTORY_PREFIX
 
     if platform is None:
         return pd.DataFrame(columns=["network", "batch", "stored_ms"])
@@ -63,7 +64,7 @@ def _stored(platform: str | None) -> pd.DataFrame:
         return pd.DataFrame(columns=["network", "batch", "stored_ms"])
     z = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
     z = z[(z["precision"] == "fp32") & (z["resolution"] == 224) & (z["status"] == "ok")]
-    net = z["module"].astype(str).str.split(":").str[-1]
+    net = z["module"].astype(str).str.slice(len(FACTORY_PREFIX))  # the zoo rows' own rule
     return (z.assign(network=net).groupby(["network", "batch"])["latency_ms"].median()
             .rename("stored_ms").reset_index())
 
@@ -96,7 +97,6 @@ def run(networks: list[str], batches: list[int], cache_dir: Path) -> pd.DataFram
 
     from carb_lib.families._torchvision import import_torchvision
     from carb_lib.families.zoo import network_kind
-    from carb_lib.kernels.law import _time_call
     from carb_lib.kernels.replay import CallCache, network_time
 
     models = import_torchvision().models
@@ -114,8 +114,7 @@ def run(networks: list[str], batches: list[int], cache_dir: Path) -> pd.DataFram
         t0 = time.perf_counter()
         again = network_time(net, shape, cache=cache)
         cached_s = time.perf_counter() - t0
-        with torch.inference_mode():
-            now_s, cv, _ = _time_call(lambda net=net, x=x: net(x), 0.5, 3)
+        now_s, cv = _once.time_network(net, x, 0.5)
         top = first.by_kind["total_ms"].head(3)
         rows.append({
             "network": name, "network_kind": network_kind(name), "batch": batch,
