@@ -115,7 +115,6 @@ def run(networks: list[str], batches: list[int], cache_dir: Path) -> pd.DataFram
         again = network_time(net, shape, cache=cache)
         cached_s = time.perf_counter() - t0
         now_s, cv = _once.time_network(net, x, 0.5)
-        top = first.by_kind["total_ms"].head(3)
         rows.append({
             "network": name, "network_kind": network_kind(name), "batch": batch,
             "precision": "fp32", "resolution": 224, "n_calls": first.n_calls,
@@ -125,7 +124,7 @@ def run(networks: list[str], batches: list[int], cache_dir: Path) -> pd.DataFram
             "cached_timed_now": again.n_timed_now, "predicted_ms": first.predicted_ms,
             "predicted_cached_ms": again.predicted_ms, "measured_now_ms": 1e3 * now_s,
             "measured_now_cv": cv,
-            "top_kinds": "; ".join(f"{k} {v:.1f} ms" for k, v in top.items()),
+            "top_kinds": first.top_kinds(digits=1),
         })
     return pd.DataFrame(rows)
 

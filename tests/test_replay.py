@@ -1,4 +1,5 @@
-"""A network from its own calls: distinct aten calls recorded on meta, timed once, cached."""
+"""A network from its own calls: distinct aten calls recorded on meta, timed once, cached;
+design-space candidates screened from those times."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from carb_lib.kernels import calls as C
 from carb_lib.kernels import replay as R
 
 
@@ -222,3 +224,290 @@ def test_the_composition_law_recovers_its_terms_and_scores_out_of_family(monkeyp
     assert law["median_ape_pct"] == pytest.approx(0.0, abs=1e-6)  # exact law, out of family
     assert plain["median_ape_pct"] > 1.0  # the plain sum misses the other terms
     assert table["coef_n_calls"].iloc[0] == pytest.approx(0.02)
+
+
+# ------------------------------------------------------------------ memoized recording, screen
+def _truth(module, shape, dtype) -> dict[str, int]:
+    """The call keys of one forward pass with every meta kernel run (no memo of any kind)."""
+    from carb_lib.kernels.inventory import record_on_meta
+
+    def row(func, args, kwargs, out, torch_):
+        return f"v{C.KEY_VERSION}|{func}|{C._text(args, torch_)}|{C._text(kwargs, torch_)}"
+
+    counts: dict[str, int] = {}
+    for k in record_on_meta(module, shape, dtype, row):
+        counts[k] = counts.get(k, 0) + 1
+    return counts
+
+
+def _with_mutating_ops(counts: dict[str, int]) -> dict[str, int]:
+    # the truth's keys are taken after each call: an op that changes its argument's strides in
+    # place (as_strided_) is keyed there by the strides it made, by the recorder by those it
+    # was given; no other key may differ
+    return {k: v for k, v in counts.items() if "as_strided_" not in k}
+
+
+@pytest.mark.parametrize("name", ["shufflenet_v2_x0_5", "googlenet", "convnext_tiny",
+                                  "mobilenet_v3_small", "densenet121"])
+def test_memoized_recording_equals_running_every_call_on_zoo_networks(name):
+    from carb_lib.families._meta_build import parameters_on_meta
+    from carb_lib.families._torchvision import import_torchvision
+
+    with parameters_on_meta():
+        net = import_torchvision().models.get_model(name).eval()
+    for shape, dtype in [((1, 3, 224, 224), "fp32"), ((4, 3, 160, 160), "fp16")]:
+        truth = _with_mutating_ops(_truth(net, shape, dtype))
+        for _ in range(2):  # cold, then every block and call from memory
+            got = _with_mutating_ops(C._record_keys(net, shape, dtype))
+            assert list(got.items()) == list(truth.items())
+    assert any(sig.startswith("torchvision") for _, sig in
+               C._block_signatures(net.to(device="meta"), torch))
+
+
+def test_memoized_recording_equals_running_every_call_on_every_design_family():
+    import importlib
+
+    from carb_lib.families._common import meta_model
+    from carb_lib.families.resnet import paper_grid
+    from carb_lib.families.space import config_from_row
+
+    small = "resolution <= 64 and batch <= 2"
+    rows = [*paper_grid().query(small).sample(3, random_state=0).to_dict("records")]
+    for name in ("mobilenetv2", "efficientnet", "vgg"):
+        module = importlib.import_module(f"carb_lib.families.{name}")
+        grid = module.sample_configs(40, seed=1).query("resolution <= 64")
+        rows += grid.assign(batch=2, precision="fp32").head(1).to_dict("records")
+    assert len(rows) == 6
+    for row in rows:
+        config = config_from_row(row)
+        net = meta_model(config)
+        shape = (config.batch, 3, config.resolution, config.resolution)
+        truth = _truth(net, shape, config.precision)
+        for _ in range(2):
+            assert list(C._record_keys(net, shape, config.precision).items()) == \
+                list(truth.items()), row
+
+
+class _Repeat(torch.nn.Module):
+    """A block whose calls depend on a plain attribute (how often it applies its conv)."""
+
+    def __init__(self, times: int):
+        super().__init__()
+        self.times = times
+        self.conv = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        for _ in range(self.times):
+            x = self.conv(x)
+        return x
+
+
+def test_blocks_differing_in_an_attribute_or_hooked_are_not_taken_for_each_other():
+    with torch.device("meta"):
+        two, three = _Repeat(2).eval(), _Repeat(3).eval()
+    shape = (1, 4, 8, 8)
+    assert sum(C._record_keys(two, shape, "fp32").values()) == \
+        sum(_truth(two, shape, "fp32").values())
+    assert sum(C._record_keys(three, shape, "fp32").values()) == \
+        sum(_truth(three, shape, "fp32").values())
+    # a module with an attribute whose value cannot be told is always run
+    three.scale = lambda x: x
+    assert C._signature(three, torch, {}) is None
+    # a forward hook sees every run: a hooked block is never answered from memory
+    seen = []
+    two.conv.register_forward_hook(lambda *_: seen.append(1))
+    C._record_keys(two, shape, "fp32")
+    C._record_keys(two, shape, "fp32")
+    assert len(seen) == 4
+    # the modules given are left as they were (no forward of the memo left behind)
+    assert "forward" not in two.__dict__ and "forward" not in two.conv.__dict__
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_the_batch_norm_shortcut_makes_what_the_meta_kernel_makes(dtype, channels_last):
+    aten = torch.ops.aten
+    for shape in ([2, 8, 5, 5], [3, 6]) if not channels_last else ([2, 8, 5, 5],):
+        x = torch.empty(shape, device="meta", dtype=dtype)
+        if channels_last:
+            x = x.to(memory_format=torch.channels_last)
+        w = torch.empty(shape[1], device="meta", dtype=dtype)
+        for func, args in [(aten.native_batch_norm.default, (x, w, w, w, w, False, 0.1, 1e-5)),
+                           (aten._native_batch_norm_legit_no_training.default,
+                            (x, w, w, w, w, 0.1, 1e-5))]:
+            fast = C._shortcut(func, args, {}, torch)
+            assert fast is not None
+            want, got = func(*args), fast(*args)
+            assert [(t.shape, t.stride(), t.dtype) for t in got] == \
+                [(t.shape, t.stride(), t.dtype) for t in want]
+    # training mode is not shortcut
+    assert C._shortcut(aten.native_batch_norm.default, (x, w, w, w, w, True, 0.1, 1e-5), {},
+                       torch) is None
+
+
+def _filled(folder, calls: pd.DataFrame, ms_per_mib: float = 1.0, drop: str | None = None):
+    """A cache with a stand-in time for every call of ``calls`` (bytes / MiB x ms_per_mib),
+    but ``drop``."""
+    cache = _cache(folder, scale_by_anchors=False)
+    real = calls[(calls["kind"] != "view") & (calls["key"] != drop)]
+    cache._append(pd.DataFrame({
+        "key": real["key"], "aten": real["aten"], "kind": real["kind"],
+        "time_ms": real["bytes"] / 2**20 * ms_per_mib + 1e-3, "cv": 0.0, "n_iter": 1,
+        "campaign": cache.campaign, **cache.protocol, "window_s": cache.window_s,
+        "n_windows": cache.n_windows, "measured_at": pd.Timestamp.now(tz="UTC")},
+        columns=list(R.CACHE_COLUMNS)))
+    return cache
+
+
+def _grid_rows(n: int) -> pd.DataFrame:
+    from carb_lib.families.resnet import paper_grid
+
+    grid = paper_grid()
+    small = grid[(grid["resolution"] <= 64) & (grid["batch"] <= 4)
+                 & grid["depth"].isin([10, 18])]
+    return small.sample(n, random_state=0).set_index(pd.Index(range(100, 100 + n)))
+
+
+def test_a_screen_sums_each_candidates_cached_calls_as_network_time_does(tmp_path):
+    from carb_lib.families._common import meta_model
+    from carb_lib.families.space import config_from_row
+
+    cands = _grid_rows(8)
+    counts, calls = R.screen_calls(cands)
+    assert len(counts) == 8 and calls["key"].is_unique
+    assert calls.loc[calls["kind"] != "view", "bytes"].gt(0).all()
+    cache = _filled(tmp_path, calls)
+    out = R.screen_times(cands, cache=cache)
+    assert out.index.equals(cands.index) and (out["n_untimed"] == 0).all()
+    assert (out["upper_ms"] == out["predicted_ms"]).all()
+    for (i, row), got in zip(cands.iterrows(), out.itertuples(), strict=True):
+        config = config_from_row(row.to_dict())
+        shape = (config.batch, 3, config.resolution, config.resolution)
+        want = R.network_time(meta_model(config), shape, config.precision, cache=cache,
+                              budget_s=0)
+        assert got.predicted_ms == pytest.approx(want.predicted_ms, rel=1e-12), i
+        assert (got.n_calls, got.n_distinct) == (want.n_calls, want.n_distinct)
+    assert out["cpu_id"].nunique() == 1 and (out["threads"] == 1).all()
+
+
+def test_a_screen_flags_calls_missing_from_the_cache_and_widens_their_bound(tmp_path):
+    cands = _grid_rows(6)
+    _, calls = R.screen_calls(cands)
+    conv = calls[calls["kind"] == "conv"].sort_values("count").iloc[0]
+    cache = _filled(tmp_path, calls, drop=conv["key"])
+    out = R.screen_times(cands, cache=cache)  # budget 0: nothing timed
+    hit = out["n_untimed"] > 0
+    assert hit.sum() >= 1 and (out.loc[hit, "n_untimed"] == 1).all()
+    assert (out.loc[hit, "upper_ms"] > out.loc[hit, "predicted_ms"]).all()
+    assert (out.loc[hit, "untimed_share"] > 0).all() and (out.loc[~hit, "untimed_share"] == 0).all()
+    assert out["predicted_ms"].notna().all() and len(cache) == (calls["kind"] != "view").sum() - 1
+
+
+def test_a_screen_on_two_processes_equals_one(tmp_path):
+    cands = _grid_rows(6)
+    _, calls = R.screen_calls(cands)
+    cache = _filled(tmp_path, calls)
+    one = R.screen_times(cands, cache=cache)
+    two = R.screen_times(cands, cache=cache, processes=2, chunk=2)
+    pd.testing.assert_frame_equal(one, two)
+
+
+def test_a_screen_refuses_bad_candidates_and_options_in_one_line(tmp_path):
+    from carb_lib.families import ConfigError
+
+    bad = _grid_rows(3)
+    bad.loc[bad.index[1], "width"] = -1.0
+    with pytest.raises(ConfigError, match="candidates: row 1"):
+        R.screen_calls(bad)
+    with pytest.raises(ValueError, match="processes >= 1"):
+        R.screen_calls(_grid_rows(2), processes=0)
+    with pytest.raises(ValueError, match="budget_s >= 0"):
+        R.screen_times(_grid_rows(2), cache=_cache(tmp_path), budget_s=-1)
+
+
+def test_the_screen_benchmark_writes_one_row_per_run(tmp_path, monkeypatch):
+    import importlib
+    import sys as _sys
+
+    monkeypatch.syspath_prepend(str(R.Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = importlib.import_module("replay_screen")
+    monkeypatch.setattr(bench, "candidates", lambda n, seed: _grid_rows(n))
+    out = tmp_path / "screen.csv"
+    assert bench.main(["--n", "5", "--processes", "1", "--repeats", "2", "--platform", "here",
+                       "--out", str(out)]) == 0
+    rows = pd.read_csv(out)
+    assert (rows["platform"] == "here").all()
+    assert rows["step"].tolist() == ["record", "screen", "screen"]
+    assert (rows["n_cached"] == rows["n_distinct_calls"]).all() and rows["n_calls"].gt(0).all()
+    assert (rows["times"] == "placeholder (synthetic)").all()
+    _sys.modules.pop("replay_screen", None)
+
+
+def test_the_screen_block_quotes_the_median_run_and_the_target(tmp_path):
+    from carb_lib.app.readme_zoo import replay_screen_block
+
+    assert "no screen timings" in replay_screen_block(tmp_path)
+    (tmp_path / "benchmarks").mkdir()
+    rows = pd.DataFrame({"run": [0, 1, 2, 3], "step": ["record", "screen", "screen", "screen"],
+                         "seconds": [70.0, 65.0, 59.0, 80.0], "platform": "cpu_x",
+                         "n_candidates": 10_000, "processes": 2, "n_calls": 2_000_000,
+                         "n_distinct_calls": 30_000})
+    rows.to_csv(tmp_path / "benchmarks" / "replay_screen_cpu_x.csv", index=False)
+    block = replay_screen_block(tmp_path)
+    assert "| `cpu_x` | 10,000 | 2,000,000 (30,000) | 2 | 70.0 s | 65.0 s (59.0-80.0 s, 3) " \
+           "| 6.5 ms | not met |" in block
+    assert "results/benchmarks/replay_screen_cpu_x.csv" in block
+
+
+def test_the_timing_protocol_sets_threads_and_flushing_and_puts_them_back():
+    from carb_lib.kernels.law import timing_protocol
+
+    tiny = torch.tensor([1e-39])  # a denormal float32
+    before = torch.get_num_threads()
+    with timing_protocol(1) as flushed:
+        assert torch.get_num_threads() == 1
+        if flushed:  # x86: denormals read as zero while flushing
+            assert float(tiny * 1.0) == 0.0
+    assert torch.get_num_threads() == before and float(tiny * 1.0) > 0
+    with pytest.raises(RuntimeError), timing_protocol(1, flush_denormal=False) as flushed:
+        assert flushed is False and float(tiny * 1.0) > 0
+        raise RuntimeError("stop")
+    assert torch.get_num_threads() == before
+
+
+def test_carb_time_screens_candidates_from_their_calls_and_reads_them_back(tmp_path,
+                                                                          monkeypatch):
+    from typer.testing import CliRunner
+
+    from carb_lib.app.cli import app
+
+    _fixed_anchors(monkeypatch, [1.0, 1.0, 1.0])
+    cands = tmp_path / "cands.csv"
+    _grid_rows(4).to_csv(cands, index=False)
+    args = ["time", "--candidates", str(cands), "--window-s", "0.001", "--n-windows", "1",
+            "--default-heap", "--cache-dir", str(tmp_path / "cache")]
+    first = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "t.csv")])
+    assert first.exit_code == 0, first.output
+    t = pd.read_csv(tmp_path / "t.csv")
+    assert len(t) == 4 and t["config_id"].is_unique
+    assert (t["predicted_ms"] > 0).all() and (t["n_untimed"] == 0).all()
+    calls = R.screen_calls(_grid_rows(4))[1]
+    assert f"4 candidates, {(calls['kind'] != 'view').sum()} distinct calls: 0 cached" in \
+        first.output
+    assert "4 candidates with every call timed" in first.output
+    # again: every call read from the cache, nothing timed
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and " 0 timed now" in again.output, again.output
+    # no budget and another cache: every candidate flagged, no number made up
+    none = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "empty"), "--budget-s", "0",
+                                    "--out", str(tmp_path / "none.csv")])
+    assert none.exit_code == 0, none.output
+    assert "4 candidates have calls left untimed" in none.output
+    assert pd.read_csv(tmp_path / "none.csv")["predicted_ms"].isna().all()
+    # bad input: one line each; another table is not replaced without --force
+    bad = CliRunner().invoke(app, [*args, "--processes", "0"])
+    assert bad.exit_code != 0 and "--processes must be >= 1" in bad.output.replace("\n", " ")
+    missing = CliRunner().invoke(app, ["time", "--candidates", str(tmp_path / "nope.csv")])
+    assert missing.exit_code == 1 and "neither 'grid'" in missing.output
+    kept = CliRunner().invoke(app, [*args, "--out", str(cands)])
+    assert kept.exit_code != 0 and len(pd.read_csv(cands)) == 4

@@ -734,6 +734,13 @@ for _cmd in zoo_app.registered_commands:
 # --- end zoo ---
 
 
+# --- time: design-space candidates from their own calls (docs/operators.md; carb_lib/app/time_cli.py) ---
+from carb_lib.app.time_cli import time_cmd  # noqa: E402 - typer and the standard library only
+
+app.command("time")(_error_path(time_cmd))
+# --- end time ---
+
+
 # --- catalog: the data catalog (docs/measuring.md; the commands in carb_lib/app/catalog_cli.py) ---
 from carb_lib.app.catalog_cli import catalog_app  # noqa: E402 - typer and the standard library only
 

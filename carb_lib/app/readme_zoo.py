@@ -1,14 +1,17 @@
-"""The ``carb:zoo``, ``carb:zoo-platforms``, ``carb:replay-zoo`` and ``carb:composition-law``
-blocks of the docs (:mod:`carb_lib.app.readme`): notebook 07's scores of the measured
-torchvision zoo, beside the re-measurement noise, on each CPU with measured zoo rows;
-``benchmarks/replay_zoo.py``'s zoo networks summed from their own calls; and
-``benchmarks/composition_law.py``'s law over those sums."""
+"""The ``carb:zoo``, ``carb:zoo-platforms``, ``carb:replay-zoo``, ``carb:composition-law`` and
+``carb:replay-screen`` blocks of the docs (:mod:`carb_lib.app.readme`): notebook 07's scores
+of the measured torchvision zoo, beside the re-measurement noise, on each CPU with measured zoo
+rows; ``benchmarks/replay_zoo.py``'s zoo networks summed from their own calls;
+``benchmarks/composition_law.py``'s law over those sums; and ``benchmarks/replay_screen.py``'s
+cost of screening 10,000 candidates from cached call times."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
+
+from carb_lib.app.readme_common import _source
 
 _METHODS = {"leave_network_out": "network left out of the fit (CARB, shared features)",
             "zero_zoo": "no zoo network in the fit (CARB, design space only)",
@@ -112,8 +115,7 @@ def replay_zoo_block(results: Path) -> str:
                 f"| {r['kernel_law_median_ape_now_pct']:.1f} % "
                 f"({_pct(r['kernel_law_within_10pct_now'])}) "
                 f"| {r['network_now_over_stored_row']} |")
-    rels = [f"benchmarks/{f.name}" for f in files]
-    return "\n".join(rows) + "\n\n_Source: " + ", ".join(f"`results/{r}`" for r in rels) + "._\n"
+    return "\n".join(rows) + "\n" + _source(*(f"benchmarks/{f.name}" for f in files))
 
 
 def composition_law_block(results: Path) -> str:
@@ -148,11 +150,38 @@ def composition_law_block(results: Path) -> str:
                      f"{1e3 * c['coef_n_calls']:.1f} µs x calls + {c['coef_weight_mib']:.3f} "
                      f"ms x weight MiB + {c['coef_call_mib']:.3f} ms x MiB the calls move; "
                      "worst zoo network kind (median error): " + "; ".join(worst) + ".")
-    rels = [f"benchmarks/{f.name}" for f in files]
-    return ("\n".join(rows) + "\n\n" + "\n\n".join(notes) + "\n\n_Source: "
-            + ", ".join(f"`results/{r}`" for r in rels) + "._\n")
+    return ("\n".join(rows) + "\n\n" + "\n\n".join(notes) + "\n"
+            + _source(*(f"benchmarks/{f.name}" for f in files)))
+
+
+def replay_screen_block(results: Path) -> str:
+    """A markdown table per CPU kind: 10,000 design-space candidates recorded cold and
+    screened from cached call times (median and range of the runs), against the 60 s target
+    (``results/benchmarks/replay_screen_<platform>.csv``, written by
+    ``benchmarks/replay_screen.py``; its cache holds placeholder times: the cost is
+    benchmarked, not the values)."""
+    files = sorted((Path(results) / "benchmarks").glob("replay_screen_*.csv"))
+    if not files:
+        return "*(no screen timings: run `python benchmarks/replay_screen.py`)*\n"
+    rows = ["| CPU | candidates | calls (distinct) | processes | recorded, cold "
+            "| screened from the cache: median (range, runs) | per candidate | target <= 60 s |",
+            "|---|---|---|---|---|---|---|---|"]
+    for f in files:
+        s = pd.read_csv(f)
+        first, screen = s.iloc[0], s.loc[s["step"] == "screen", "seconds"]
+        med = float(screen.median())
+        rows.append(
+            f"| `{first['platform']}` | {int(first['n_candidates']):,} "
+            f"| {int(first['n_calls']):,} ({int(first['n_distinct_calls']):,}) "
+            f"| {int(first['processes'])} "
+            f"| {float(s.loc[s['step'] == 'record', 'seconds'].iloc[0]):.1f} s "
+            f"| {med:.1f} s ({screen.min():.1f}-{screen.max():.1f} s, {len(screen)}) "
+            f"| {1e3 * med / int(first['n_candidates']):.1f} ms "
+            f"| {'met' if med <= 60 else 'not met'} |")
+    return "\n".join(rows) + "\n" + _source(*(f"benchmarks/{f.name}" for f in files))
 
 
 #: The blocks of this module by name (:data:`carb_lib.app.readme.BLOCKS` holds them).
 ZOO_BLOCKS = {"zoo": zoo_block, "zoo-platforms": zoo_platforms_block,
-              "replay-zoo": replay_zoo_block, "composition-law": composition_law_block}
+              "replay-zoo": replay_zoo_block, "composition-law": composition_law_block,
+              "replay-screen": replay_screen_block}

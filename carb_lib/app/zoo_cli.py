@@ -251,9 +251,15 @@ def zoo_time(
         flag = (f"  [{100 * row['untimed_share']:.0f} % of its bytes untimed: up to "
                 f"{row['upper_ms']:.1f} ms]" if row["n_untimed"] else "")
         typer.echo(f"{what}  {row['predicted_ms']:10.2f} ms  ({calls}){flag}")
-    heap = "heap kept" if cache.protocol["heap_kept"] else "default heap"
-    typer.echo(f"{len(t)} rows on {cache.protocol['cpu_id']}, {threads} thread(s), {heap}; "
-               f"call times in {cache.path}")
+    typer.echo(f"{len(t)} rows {protocol_line(cache)}")
     if out is not None:
         write_table(t, out, "--out", backup=backup)
         typer.echo(f"wrote {out}")
+
+
+def protocol_line(cache) -> str:
+    """``on <cpu_id>, <n> thread(s), heap kept; call times in <file>``: what a call-time
+    command's numbers hold for (``carb zoo time``, ``carb time``)."""
+    heap = "heap kept" if cache.protocol["heap_kept"] else "default heap"
+    return (f"on {cache.protocol['cpu_id']}, {cache.threads} thread(s), {heap}; call times in "
+            f"{cache.path}")

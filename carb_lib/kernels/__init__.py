@@ -3,6 +3,8 @@ summed (:mod:`carb_lib.kernels.law`); what an operator is and the sampler that d
 the per-network operator lists and the inventory of every operator a network dispatches
 (:mod:`carb_lib.kernels.inventory`: what the law sums and what it leaves out), anchor
 operators re-timed in every campaign, the cache probe, probe networks, chains timed against
-their parts (:mod:`carb_lib.kernels.chains`), a network's own calls timed once and cached
-(:mod:`carb_lib.kernels.replay`), and the checks of the law's assumption. Private helpers live in :mod:`carb_lib.kernels._memory`.
+their parts (:mod:`carb_lib.kernels.chains`), a network's own calls recorded on ``meta``
+(:mod:`carb_lib.kernels.calls`), timed once, cached and summed, a network or a screen of
+design-space candidates (:mod:`carb_lib.kernels.replay`), and the checks of the law's
+assumption. Private helpers live in :mod:`carb_lib.kernels._memory`.
 """

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from carb_lib.kernels.law import _layer, _module, _time_call
+from carb_lib.kernels.law import _layer, _module, _time_call, timing_protocol
 from carb_lib.kernels.operators import OP_COLUMNS
 
 __all__ = ["CHAIN_PATTERNS", "chain_summary", "find_chains", "time_chains"]
@@ -160,14 +160,12 @@ def time_chains(chains: pd.DataFrame, *, batches: Iterable[int] = (1,),
     dtype = torch.float16 if precision == "fp16" else torch.float32
     if keep_heap:
         heap.keep_heap()
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    flushed = torch.set_flush_denormal(True)
-    prov = {"threads": int(threads), "heap_kept": heap.heap_kept(), "cpu_id": cpu_identity(),
-            "torch_version": torch.__version__, "denormals_flushed": bool(flushed)}
     out: list[dict[str, Any]] = []
     groups = list(chains.groupby("chain_id", sort=True))
-    try:
+    with timing_protocol(threads) as flushed:
+        prov = {"threads": int(threads), "heap_kept": heap.heap_kept(),
+                "cpu_id": cpu_identity(), "torch_version": torch.__version__,
+                "denormals_flushed": bool(flushed)}
         for (cid, chain), b in tqdm([(g, b) for g in groups for b in batches], desc="chains",
                                     disable=not progress):
             chain = chain.sort_values("position")
@@ -184,9 +182,6 @@ def time_chains(chains: pd.DataFrame, *, batches: Iterable[int] = (1,),
                         "parts_ms": float(part_ms.sum()), "ratio": chain_ms / float(part_ms.sum()),
                         "first_part_ms": float(part_ms[0]),
                         "measured_at": pd.Timestamp.now(tz="UTC"), **prov})
-    finally:
-        torch.set_num_threads(before)
-        torch.set_flush_denormal(False)
     return pd.DataFrame(out)
 
 

@@ -58,8 +58,8 @@ from carb_lib.families._common import meta_model
 from carb_lib.kernels.op_lists import _classify
 from carb_lib.kernels.operators import OP_COLUMNS, _byte_parts, _op_flops
 
-__all__ = ["INVENTORY_COLUMNS", "KIND_OF", "VIEW_OPS", "check_complete", "inventory", "record_on_meta",
-           "network_inventory", "unmodelled_share"]
+__all__ = ["INVENTORY_COLUMNS", "KIND_OF", "VIEW_OPS", "check_complete", "inventory",
+           "network_inventory", "on_meta", "record_on_meta", "unmodelled_share"]
 
 #: aten operators (overload packet names) that move no data: views and aliases of their input,
 #: detaches, and allocations without a fill. Their rows have kind ``"view"``. A ``reshape``
@@ -279,22 +279,36 @@ def _recorder(torch: Any, row: Callable[..., dict[str, Any]]) -> Any:
 
 
 def record_on_meta(module: Any, input_shape: tuple[int, ...], dtype: Any,
-                   row: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
+                   row: Callable[..., dict[str, Any]] | None = None, *,
+                   recorder: Any = None) -> list[Any]:
     """``row(func, args, kwargs, out, torch)`` of every aten call of one forward pass of
     ``module`` (a copy on the ``meta`` device in ``dtype`` where it is not; ``module`` is left
     as it is), under ``torch.no_grad()`` (as :func:`recorded_ops`: ``inference_mode`` shows
-    ``conv2d`` undecomposed)."""
+    ``conv2d`` undecomposed); or, given ``recorder`` (a dispatch mode keeping its own
+    ``.rows``), that mode's rows."""
+    import torch
+
+    if (row is None) == (recorder is None):
+        raise TypeError("record_on_meta needs one of row and recorder")
+    dt = _torch_dtype(dtype, torch)
+    module = on_meta(module, dt)
+    x = torch.empty(*input_shape, device="meta", dtype=dt)
+    rec = recorder if recorder is not None else _recorder(torch, row)
+    with torch.no_grad(), rec:
+        module(x)
+    return rec.rows
+
+
+def on_meta(module: Any, dtype: Any) -> Any:
+    """``module`` where it is on the ``meta`` device in ``dtype`` (str or torch dtype), else a
+    copy moved there (``module`` is left as it is)."""
     import torch
 
     dt = _torch_dtype(dtype, torch)
     params = list(module.parameters()) + list(module.buffers())
     if any(p.device.type != "meta" or (p.is_floating_point() and p.dtype != dt) for p in params):
         module = copy.deepcopy(module).to(device="meta", dtype=dt)
-    x = torch.empty(*input_shape, device="meta", dtype=dt)
-    rec = _recorder(torch, row)
-    with torch.no_grad(), rec:
-        module(x)
-    return rec.rows
+    return module
 
 
 def _torch_dtype(dtype: Any, torch: Any) -> Any:

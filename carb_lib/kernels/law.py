@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -158,6 +159,27 @@ def _module(r: pd.Series | dict, dtype: Any) -> Callable[[], Any]:
     return lambda: m(x)
 
 
+@contextmanager
+def timing_protocol(threads: int, *, flush_denormal: bool = True) -> Iterator[bool]:
+    """Within the block, torch runs on ``threads`` intra-op threads and, with
+    ``flush_denormal``, flushes denormals to zero; both are put back after it (denormal
+    flushing off: torch cannot say whether it was on). Yields whether denormals are flushed
+    (False where the CPU cannot). The one protocol of every operator timing: the benchmark
+    (:func:`bench_kernels`), chains (:func:`carb_lib.kernels.chains.time_chains`) and a
+    network's own calls (:meth:`carb_lib.kernels.replay.CallCache.time_calls`)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    flushed = bool(flush_denormal) and torch.set_flush_denormal(True)  # False: not supported
+    try:
+        yield flushed
+    finally:
+        torch.set_num_threads(before)
+        if flushed:
+            torch.set_flush_denormal(False)
+
+
 def _time_call(call: Callable[[], Any], window_s: float, n_windows: int) -> tuple[float, float, int]:
     """Median seconds per call over ``n_windows`` windows of >= ``window_s`` each (after two
     warm-up calls), the windows' CV, and the calls per window."""
@@ -241,10 +263,7 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
     _check_ops(ops, need=("batch", "precision"))
     if keep_heap:
         heap.keep_heap()
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    flushed = bool(flush_denormal) and torch.set_flush_denormal(True)  # False: not supported
-    try:
+    with timing_protocol(threads, flush_denormal=flush_denormal) as flushed:
         plat = platform or CpuDevice().platform
         prov = {"platform": plat, "cpu_id": cpu_identity(), "threads": int(threads),
                 "alloc_variant": str(host_variant()), "torch_version": torch.__version__,
@@ -266,10 +285,6 @@ def bench_kernels(ops: pd.DataFrame, *, threads: int = 1, window_s: float = 0.02
             if on_chunk is not None and rows:
                 on_chunk(pd.DataFrame(rows))
             raise
-    finally:
-        torch.set_num_threads(before)
-        if flushed:
-            torch.set_flush_denormal(False)
     return pd.DataFrame(rows)
 
 

@@ -8,8 +8,9 @@ with its arguments as shapes, strides and dtypes; :class:`CallCache` times each 
 once on this CPU (random inputs of those shapes, the kernel benchmark's windows, one thread),
 within a time budget, and keeps the times in the user's cache directory, outside ``data/``;
 :func:`network_time` sums a network's calls, each as often as it runs. A screen of thousands
-of networks then times every distinct call once, and a network whose calls are all cached
-costs only the look-up.
+of networks (:func:`screen_times`) then times every distinct call once, and a network whose
+calls are all cached costs only its recording, which remembers what it has seen in the process
+(:mod:`carb_lib.kernels.calls`: calls and modules met before are not run again).
 
 The cache file is keyed by what a time depends on besides the call: the CPU model
 (``cpu_id``), the torch version, the thread count and whether the heap is kept
@@ -29,13 +30,8 @@ its bytes and FLOPs would take at the slowest rate any timed call of the network
 Examples
 --------
 >>> import torch
->>> from carb_lib.kernels.replay import network_calls
 >>> with torch.device("meta"):
-...     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(),
-...                               torch.nn.Conv2d(8, 8, 3), torch.nn.ReLU())
->>> calls = network_calls(net, (1, 3, 16, 16))
->>> calls[["kind", "count"]].values.tolist()
-[['conv', 1], ['relu', 1], ['conv', 1], ['relu', 1]]
+...     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
 >>> cache = CallCache(tmp_dir, budget_s=10)                       # doctest: +SKIP
 >>> network_time(net, (1, 3, 16, 16), cache=cache).predicted_ms     # doctest: +SKIP
 """
@@ -43,6 +39,7 @@ Examples
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,120 +50,20 @@ import pandas as pd
 from filelock import FileLock
 
 from carb_lib.core.tables import atomic_write_parquet
-from carb_lib.kernels.inventory import _kind, _nbytes, _tensors, record_on_meta
-from carb_lib.kernels.law import _time_call
+from carb_lib.kernels.calls import _KNOWN, _block_signatures, _make, _record_keys, network_calls
+from carb_lib.kernels.law import _time_call, timing_protocol
 from carb_lib.measure import heap
 from carb_lib.measure.devices import cpu_identity
 
-__all__ = ["CACHE_COLUMNS", "CallCache", "NetworkTime", "network_calls", "network_time",
-           "zoo_times"]
+__all__ = ["CACHE_COLUMNS", "SCREEN_COLUMNS", "CallCache", "NetworkTime", "network_calls",
+           "network_time", "screen_calls", "screen_times", "zoo_times"]
 
-#: Version of the call key (:func:`_spec`): a change re-times every call.
-KEY_VERSION = 1
 #: Columns of a cache file.
 CACHE_COLUMNS: tuple[str, ...] = (
     "key", "aten", "kind", "time_ms", "cv", "n_iter", "campaign", "cpu_id", "torch_version",
     "threads", "heap_kept", "window_s", "n_windows", "measured_at")
 #: The parts of a cache file's key, in its rows.
 _PROTOCOL = ("cpu_id", "torch_version", "threads", "heap_kept")
-
-
-@dataclass(frozen=True)
-class _TensorSpec:
-    """A tensor argument of a recorded call: what it takes to make one like it."""
-
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    dtype: Any
-
-    def key(self) -> str:
-        dt = str(self.dtype).removeprefix("torch.")
-        return f"T({','.join(map(str, self.shape))};{','.join(map(str, self.stride))};{dt})"
-
-    def make(self, torch: Any) -> Any:
-        t = torch.empty_strided(self.shape, self.stride, dtype=self.dtype)
-        if t.is_floating_point():  # positive values: no square root of a negative variance
-            t.uniform_(0.1, 1.0)
-        else:
-            t.zero_()
-        return t
-
-
-def _spec(obj: Any, torch: Any) -> Any:
-    """An argument with each tensor replaced by its :class:`_TensorSpec` and the ``meta``
-    device by the CPU."""
-    if isinstance(obj, torch.Tensor):
-        return _TensorSpec(tuple(obj.shape), tuple(obj.stride()), obj.dtype)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_spec(o, torch) for o in obj)
-    if isinstance(obj, torch.device):
-        return torch.device("cpu")
-    return obj
-
-
-def _key_text(obj: Any) -> str:
-    """The canonical text of a spec'd argument (a call's key is built from it)."""
-    if isinstance(obj, _TensorSpec):
-        return obj.key()
-    if isinstance(obj, (list, tuple)):
-        inner = ",".join(_key_text(o) for o in obj)
-        return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
-    if isinstance(obj, dict):
-        return "{" + ",".join(f"{k}={_key_text(v)}" for k, v in sorted(obj.items())) + "}"
-    return repr(obj)
-
-
-def _make(obj: Any, torch: Any) -> Any:
-    """A spec'd argument with random tensors in place of the specs."""
-    if isinstance(obj, _TensorSpec):
-        return obj.make(torch)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_make(o, torch) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _make(v, torch) for k, v in obj.items()}
-    return obj
-
-
-def _call_row(func: Any, args: tuple, kwargs: dict, out: Any, torch: Any) -> dict[str, Any]:
-    """One recorded call: its kind, its arguments as specs, its key and the bytes it moves."""
-    kind = _kind(func.overloadpacket.__name__, args, torch)
-    ins = [t for a in (*args, *kwargs.values()) for t in _tensors(a, torch)]
-    spec_args = _spec(args, torch)
-    spec_kwargs = {k: _spec(v, torch) for k, v in kwargs.items()}
-    moved = 0 if kind == "view" else _nbytes(ins) + _nbytes(list(_tensors(out, torch)))
-    return {"aten": str(func), "kind": kind, "func": func, "spec": (spec_args, spec_kwargs),
-            "key": f"v{KEY_VERSION}|{func}|{_key_text(spec_args)}|{_key_text(spec_kwargs)}",
-            "bytes": moved}
-
-
-def network_calls(module: Any, input_shape: tuple[int, ...] = (1, 3, 224, 224),
-                  dtype: Any = "fp32") -> pd.DataFrame:
-    """The distinct aten calls of one forward pass of ``module``, in order of first call.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-        The network, in eval mode. It runs on a copy moved to the ``meta`` device and
-        ``dtype``; ``module`` is left as it is.
-    input_shape : tuple of int, default=(1, 3, 224, 224)
-        The input batch's shape (batch first).
-    dtype : str or torch.dtype, default="fp32"
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per distinct call: ``key`` (the overload and every argument's shape, stride,
-        dtype and value: equal keys run the same kernel on the same sizes), ``aten``, ``kind``
-        (:func:`~carb_lib.kernels.inventory.inventory`'s; ``"view"`` for views and
-        allocations), ``count`` (calls per forward pass), ``bytes`` (read and written per call)
-        and, for replay, ``func`` and ``spec`` (Python objects, not stored).
-    """
-    rows = record_on_meta(module, input_shape, dtype, _call_row)
-    calls = pd.DataFrame(rows, columns=["key", "aten", "kind", "bytes", "func", "spec"])
-    count = calls.groupby("key", sort=False).size()
-    out = calls.drop_duplicates("key").reset_index(drop=True)
-    out.insert(3, "count", out["key"].map(count).astype(int))
-    return out
 
 
 def _protocol_key(protocol: dict[str, Any]) -> str:
@@ -196,6 +93,11 @@ class NetworkTime:
     untimed_share: float
     timing_s: float
     by_kind: pd.DataFrame = field(repr=False)
+
+    def top_kinds(self, n: int = 3, digits: int = 2) -> str:
+        """The ``n`` kinds of most time, ``"conv 1.23 ms; bn 0.40 ms; ..."``."""
+        top = self.by_kind["total_ms"].dropna().head(n)
+        return "; ".join(f"{k} {v:.{digits}f} ms" for k, v in top.items())
 
 
 class CallCache:
@@ -329,10 +231,7 @@ class CallCache:
         if len(todo):  # a campaign that stores times stores its anchors (the scale's base)
             self.anchor_scale()
         start, rows, left = time.perf_counter(), [], []
-        before = torch.get_num_threads()
-        torch.set_num_threads(self.threads)
-        flushed = torch.set_flush_denormal(True)  # as bench_kernels: no denormal slow-down
-        try:
+        with timing_protocol(self.threads):  # as bench_kernels: no denormal slow-down
             for _, c in tqdm(todo.iterrows(), total=len(todo), desc="calls", disable=not progress,
                              leave=False):
                 if time.perf_counter() - start > budget:
@@ -352,10 +251,6 @@ class CallCache:
                              "campaign": self.campaign, **self.protocol,
                              "window_s": self.window_s, "n_windows": self.n_windows,
                              "measured_at": pd.Timestamp.now(tz="UTC")})
-        finally:
-            torch.set_num_threads(before)
-            if flushed:
-                torch.set_flush_denormal(False)
         if rows:
             self._append(pd.DataFrame(rows, columns=list(CACHE_COLUMNS)))
         return len(rows), left, time.perf_counter() - start
@@ -437,18 +332,222 @@ def zoo_times(networks: list[str], *, batches: list[int], precisions: list[str],
     rows = []
     for name in tqdm(networks, desc="networks", disable=not progress):
         net = models.get_model(name).eval()  # built once, recorded on a meta copy per shape
-        for b in batches:
-            for p in precisions:
-                for r in resolutions:
-                    t = network_time(net, (b, 3, r, r), p, cache=cache, progress=progress)
-                    top = t.by_kind["total_ms"].dropna().head(3)
-                    rows.append({
-                        "network": name, "batch": b, "precision": p, "resolution": r,
-                        "predicted_ms": t.predicted_ms, "upper_ms": t.upper_ms,
-                        "untimed_share": t.untimed_share, "n_calls": t.n_calls,
-                        "n_distinct": t.n_distinct, "n_timed_now": t.n_timed_now,
-                        "n_untimed": t.n_untimed, "timing_s": t.timing_s,
-                        "top_kinds": "; ".join(f"{k} {v:.2f} ms" for k, v in top.items())})
+        for b, p, r in itertools.product(batches, precisions, resolutions):
+            t = network_time(net, (b, 3, r, r), p, cache=cache, progress=progress)
+            rows.append({
+                "network": name, "batch": b, "precision": p, "resolution": r,
+                "predicted_ms": t.predicted_ms, "upper_ms": t.upper_ms,
+                "untimed_share": t.untimed_share, "n_calls": t.n_calls,
+                "n_distinct": t.n_distinct, "n_timed_now": t.n_timed_now,
+                "n_untimed": t.n_untimed, "timing_s": t.timing_s, "top_kinds": t.top_kinds()})
     proto = {**cache.protocol, "window_s": cache.window_s, "n_windows": cache.n_windows,
              "budget_s": cache.budget_s}
     return pd.DataFrame(rows).assign(**proto)
+
+
+# ------------------------------------------------------------------------------ screening
+#: Columns of :func:`screen_times`' answer besides the candidates' own and the protocol's.
+SCREEN_COLUMNS: tuple[str, ...] = (
+    "predicted_ms", "upper_ms", "untimed_share", "n_calls", "n_distinct", "n_untimed")
+
+
+def _aten(name: str) -> Any:
+    """The overload named ``name`` (``"aten.convolution.default"``)."""
+    import torch
+
+    op: Any = torch.ops
+    for part in name.split("."):
+        op = getattr(op, part)
+    return op
+
+
+def _screen_chunk(rows: list[dict[str, Any]]) -> tuple[list[dict[str, int]], dict[str, tuple]]:
+    """In a worker: the call keys and counts of each row's network (each architecture built
+    once on the ``meta`` device), and what each key stands for (aten name, kind, bytes, spec:
+    picklable)."""
+    import torch
+
+    from carb_lib.families import get_family
+    from carb_lib.families._common import meta_model
+    from carb_lib.families.space import _row_family
+
+    torch.set_num_threads(1)
+    built: dict[tuple, tuple[Any, list[tuple[Any, str]]]] = {}
+    out: list[dict[str, int]] = []
+    for row in rows:
+        family = get_family(_row_family(row))
+        config = family.from_row(row)
+        arch = (family.name, config.precision,
+                *(str(row.get(c)) for c in family.arch_columns))
+        if arch not in built:
+            built.clear()  # rows come sorted by architecture: one model alive at a time
+            model = meta_model(config).eval()
+            built[arch] = (model, _block_signatures(model, torch))
+        model, sigs = built[arch]
+        shape = tuple(getattr(config, "input_shape", None)
+                      or (3, config.resolution, config.resolution))
+        out.append(_record_keys(model, (int(config.batch), *shape), config.precision,
+                                prepared=sigs))
+    keys = {k for counts in out for k in counts}
+    return out, {k: (c.aten, c.kind, c.bytes, c.spec) for k in keys for c in (_KNOWN[k],)}
+
+
+def screen_calls(candidates: pd.DataFrame, *, processes: int = 1, chunk: int = 200,
+                 progress: bool = False) -> tuple[list[dict[str, int]], pd.DataFrame]:
+    """The calls of every candidate's network, recorded on the ``meta`` device.
+
+    Each architecture (family, precision and the family's architecture columns) is built once
+    per task; a call seen before in the process is described from memory and, when pure, not
+    run again (:data:`_KNOWN`).
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        Config rows of any registered family (``family`` column; the ResNet family where
+        absent), with ``batch``, ``resolution`` and ``precision``. Validated first
+        (:func:`carb_lib.families.space.validate_config_frame`: ``ConfigError`` naming the row).
+    processes : int, default=1
+        Processes recording the candidates (``spawn``; each imports torch, about 2 s).
+    chunk : int, default=200
+        Candidates per task handed to a process.
+    progress : bool, default=False
+        A progress bar over the candidates.
+
+    Returns
+    -------
+    counts : list of dict
+        Per candidate, in the rows' order: each distinct call key of its forward pass and how
+        often it runs.
+    calls : pandas.DataFrame
+        One row per distinct key of the screen: ``key``, ``aten``, ``kind``, ``bytes`` (read
+        and written per call), ``spec`` (to time it) and ``count`` (calls over the screen).
+    """
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from tqdm.auto import tqdm
+
+    from carb_lib.families import get_family
+    from carb_lib.families.space import family_of, validate_config_frame
+
+    if int(processes) < 1 or int(chunk) < 1:
+        raise ValueError(f"processes >= 1 and chunk >= 1 are needed; got {processes}, {chunk}")
+    validate_config_frame(candidates, "candidates")
+    fam = family_of(candidates).to_numpy()
+    arch = sorted({c for f in set(fam) for c in get_family(f).arch_columns} | {"precision"})
+    arch_text = candidates[[c for c in arch if c in candidates.columns]].astype(str).agg(
+        "|".join, axis=1).to_numpy()
+    order = np.lexsort((arch_text, fam.astype(str)))  # one architecture's rows together
+    rows = candidates.iloc[order].to_dict("records")
+    parts = [rows[i:i + int(chunk)] for i in range(0, len(rows), int(chunk))]
+    counts: list[dict[str, int]] = []
+    info: dict[str, tuple] = {}
+    with tqdm(total=len(rows), desc="candidates", unit="net", disable=not progress) as bar:
+        if int(processes) == 1:
+            done = map(_screen_chunk, parts)
+        else:
+            pool = cf.ProcessPoolExecutor(int(processes), mp_context=mp.get_context("spawn"))
+            done = pool.map(_screen_chunk, parts)
+        try:
+            for got, known in done:
+                counts += got
+                info.update(known)
+                bar.update(len(got))
+        finally:
+            if int(processes) > 1:
+                pool.shutdown(cancel_futures=True)
+    in_rows = [counts[i] for i in np.argsort(order, kind="stable")]
+    total: dict[str, int] = {}
+    for c in in_rows:
+        for k, v in c.items():
+            total[k] = total.get(k, 0) + v
+    calls = pd.DataFrame([(k, *info[k], total[k]) for k in info],
+                         columns=["key", "aten", "kind", "bytes", "spec", "count"])
+    return in_rows, calls
+
+
+def screen_times(candidates: pd.DataFrame, *, cache: CallCache, budget_s: float = 0.0,
+                 processes: int = 1, chunk: int = 200, progress: bool = False) -> pd.DataFrame:
+    """Latency of every candidate of a design space as the sum of its calls' cached times.
+
+    Each candidate's calls are recorded (:func:`screen_calls`) and looked up in ``cache``;
+    every distinct call the cache lacks is timed once for the whole screen, most frequent
+    first, within ``budget_s``. Nothing else is timed, so a screen whose calls are cached
+    costs only the recording (``benchmarks/replay_screen.py`` measures it).
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        As :func:`screen_calls` takes them.
+    cache : CallCache
+        The call times (its protocol: ``cpu_id``, torch version, threads, heap, windows).
+    budget_s : float, default=0.0
+        Seconds to spend timing the distinct calls the cache lacks; the calls left are
+        untimed: flagged per candidate, never zero.
+    processes, chunk, progress
+        As :func:`screen_calls` takes them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The candidates (same index and order) with :data:`SCREEN_COLUMNS`: ``predicted_ms``
+        (the timed calls' sum, each times its count; NaN when none is timed), ``upper_ms``
+        (plus each untimed call's bytes at the slowest bytes-per-ms any timed call of the
+        candidate ran), ``untimed_share`` (of the candidate's bytes), ``n_calls``,
+        ``n_distinct`` (views excepted) and ``n_untimed``, and the cache's protocol columns;
+        ``attrs["calls"]``: the screen's distinct calls, how many the cache held, how many
+        were timed now (in ``timing_s`` seconds) and how many are left untimed.
+
+    Examples
+    --------
+    >>> from carb_lib.families.resnet import paper_grid
+    >>> grid = paper_grid().query("batch == 1 and precision == 'fp32'").head(20)
+    >>> out = screen_times(grid, cache=CallCache(tmp_dir), budget_s=60)  # doctest: +SKIP
+    >>> out[["config_id", "predicted_ms", "n_untimed"]].head(3)          # doctest: +SKIP
+    """
+    if budget_s < 0:
+        raise ValueError(f"budget_s >= 0 is needed; got {budget_s}")
+    counts, calls = screen_calls(candidates, processes=processes, chunk=chunk,
+                                 progress=progress)
+    calls = calls[calls["kind"] != "view"].reset_index(drop=True)
+    keys = calls["key"].tolist()
+    timed = cache.times_ms(keys)
+    cached = len(timed)
+    todo = calls[~calls["key"].isin(timed.keys())].sort_values("count", ascending=False)
+    n_new, spent = 0, 0.0
+    if len(todo) and budget_s > 0:
+        n_new, _left, spent = cache.time_calls(todo.assign(func=todo["aten"].map(_aten)),
+                                               budget_s=budget_s, progress=progress)
+        timed = cache.times_ms(keys)
+
+    index = {k: i for i, k in enumerate(keys)}
+    size = len(counts)
+    t_key = np.array([timed.get(k, np.nan) for k in keys], dtype=float)
+    b_key = calls["bytes"].to_numpy(dtype=float)
+    real = [[(index[k], v) for k, v in c.items() if k in index] for c in counts]
+    cand = np.repeat(np.arange(size), [len(r) for r in real])
+    key_i = np.fromiter((i for r in real for i, _ in r), dtype=np.int64, count=len(cand))
+    n = np.fromiter((v for r in real for _, v in r), dtype=float, count=len(cand))
+    tk, bk = t_key[key_i], b_key[key_i]
+    done = ~np.isnan(tk)
+    predicted = np.bincount(cand, weights=np.where(done, tk * n, 0.0), minlength=size)
+    predicted[np.bincount(cand, weights=done.astype(float), minlength=size) == 0] = np.nan
+    total_b = np.bincount(cand, weights=bk * n, minlength=size)
+    untimed_b = np.bincount(cand, weights=np.where(done, 0.0, bk * n), minlength=size)
+    rate = np.full(size, -np.inf)
+    ok = done & (bk > 0)
+    np.maximum.at(rate, cand[ok], tk[ok] / bk[ok])
+    rate[np.isinf(rate)] = np.nan
+    out = {
+        "predicted_ms": predicted,
+        "upper_ms": predicted + np.where(untimed_b > 0, untimed_b * rate, 0.0),
+        "untimed_share": np.divide(untimed_b, total_b, out=np.zeros(size), where=total_b > 0),
+        "n_calls": np.array([sum(c.values()) for c in counts], dtype=int),
+        "n_distinct": np.bincount(cand, minlength=size).astype(int),
+        "n_untimed": np.bincount(cand, weights=(~done).astype(float),
+                                 minlength=size).astype(int)}
+    proto = {**cache.protocol, "window_s": cache.window_s, "n_windows": cache.n_windows}
+    result = candidates.assign(**out, **proto)
+    result.attrs["calls"] = {"distinct": len(keys), "cached": cached, "timed_now": n_new,
+                             "untimed": len(keys) - len(timed), "timing_s": spent}
+    return result
