@@ -67,6 +67,14 @@ def time_network(net, x, window_s: float) -> tuple[float, float]:
     return seconds, cv
 
 
+def finish(table: pd.DataFrame, out: Path, summary: Path, width: int = 160) -> None:
+    """Write the summary ``table``, print it and say which files were written."""
+    table.to_csv(summary, index=False)
+    with pd.option_context("display.width", width):
+        print(table.round(3).to_string(index=False))
+    wrote(out, summary)
+
+
 def wrote(out: Path, summary: Path) -> None:
     """The last line: which files were written."""
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}, {summary.name}")

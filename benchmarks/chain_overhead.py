@@ -88,10 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = chain_summary(rows)
     overall = chain_summary(rows.assign(pattern="all"))
     table = pd.concat([summary, overall], ignore_index=True).assign(platform=platform)
-    table.to_csv(summary_out, index=False)
-    with pd.option_context("display.width", 140):
-        print(table.round(3).to_string(index=False))
-    _once.wrote(out, summary_out)
+    _once.finish(table, out, summary_out, width=140)
     return 0
 
 

@@ -41,42 +41,10 @@ import _once  # noqa: E402 - benchmarks/, the script's folder
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from carb_lib.kernels import composition  # noqa: E402
+from carb_lib.kernels.composition import TERMS, traffic_mib  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = ("resnet", "mobilenetv2", "efficientnet", "vgg")
-#: The law's terms, in the order of its coefficients.
-TERMS = ("sum_ms", "n_calls", "weight_mib", "call_mib")
-
-
-def design_configs(per_family: int, seed: int) -> pd.DataFrame:
-    """A seeded sample of distinct fp32 design configs of each family, from every catalogued
-    design campaign's rows."""
-    from carb_lib.dataset.catalog import load_catalog
-
-    cat = load_catalog()
-    rows = pd.concat([pd.read_parquet(p) for plat in cat.platforms()
-                      for p in cat.files(plat, "design", "rows") if p.is_file()],
-                     ignore_index=True)
-    rows = rows[rows["status"].eq("ok") & rows["family"].isin(FAMILIES)
-                & rows["precision"].eq("fp32")]
-    rows = rows.drop_duplicates("config_id")
-    # one row per architecture and resolution (the batch is set when timed)
-    arch = [c for c in rows.columns if c not in ("batch", "config_id")]
-    keep = ["family", "resolution", "depth", "width", "block", "arch", "expansion", "kernel",
-            "depth_mult", "batch_norm", "early_downsample"]
-    keep = [c for c in keep if c in arch]
-    rows = rows.drop_duplicates(keep)
-    return pd.concat([g.sample(min(per_family, len(g)), random_state=seed)
-                      for _, g in rows.groupby("family")], ignore_index=True)
-
-
-def traffic_mib(net, shape: tuple[int, ...]) -> tuple[float, float]:
-    """The law's traffic terms of ``net`` at input ``shape``: its weights (MiB) and what its
-    calls read and write in one forward pass (MiB, each distinct call times its count)."""
-    from carb_lib.kernels.replay import network_calls
-
-    calls = network_calls(net, shape)
-    weights = sum(p.numel() * p.element_size() for p in net.parameters())
-    return weights / 2**20, float((calls["bytes"] * calls["count"]).sum()) / 2**20
 
 
 def run(configs: pd.DataFrame, batches: list[int], cache_dir: Path) -> pd.DataFrame:
@@ -107,18 +75,14 @@ def run(configs: pd.DataFrame, batches: list[int], cache_dir: Path) -> pd.DataFr
 
 
 def fit_law(rows: pd.DataFrame) -> np.ndarray:
-    """The law's coefficients (:data:`TERMS` order), non-negative least squares on relative
-    errors."""
-    from scipy.optimize import nnls
-
-    y = rows["measured_now_ms"].to_numpy(dtype=float)
-    X = rows[list(TERMS)].to_numpy(dtype=float) / y[:, None]
-    coef, _ = nnls(X, np.ones(len(y)))
-    return coef
+    """The law's coefficients (:data:`TERMS` order) on rows timed now
+    (:func:`carb_lib.kernels.composition.fit_law`)."""
+    return np.asarray(composition.fit_law(
+        rows.rename(columns={"measured_now_ms": "measured_ms"})).coef)
 
 
 def predict_law(coef: np.ndarray, rows: pd.DataFrame) -> np.ndarray:
-    return rows[list(TERMS)].to_numpy(dtype=float) @ coef
+    return composition.CompositionLaw(tuple(coef), 0).predict(rows)
 
 
 def _scores(name: str, part: str, rows: pd.DataFrame, pred: np.ndarray) -> dict:
@@ -196,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out, summary_out, rows = _once.start(args, "composition_law", platform)
     if rows is None:
-        configs = design_configs(args.per_family, args.seed)
+        configs = composition.design_networks(args.per_family, args.seed)
         batches = [int(b) for b in args.batches.split(",") if b]
         print(f"{platform}: {len(configs)} design networks "
               f"({', '.join(f'{k} {v}' for k, v in configs['family'].value_counts().items())}), "

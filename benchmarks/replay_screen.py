@@ -85,7 +85,7 @@ def run(n: int, seed: int, processes: int, repeats: int, platform: str) -> pd.Da
             "cpu_id": cpu_identity(), "times": "placeholder (synthetic)"}
     out = []
     start = time.perf_counter()
-    counts, calls = screen_calls(cands, processes=processes, progress=True)
+    counts, calls, _ = screen_calls(cands, processes=processes, progress=True)
     record_s = time.perf_counter() - start
     n_calls = int(sum(sum(c.values()) for c in counts))
     distinct = int((calls["kind"] != "view").sum())

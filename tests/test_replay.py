@@ -10,6 +10,7 @@ import torch
 
 from carb_lib.kernels import calls as C
 from carb_lib.kernels import replay as R
+from carb_lib.kernels.composition import CompositionLaw, traffic_mib
 
 
 def _block() -> torch.nn.Module:
@@ -373,26 +374,34 @@ def test_a_screen_sums_each_candidates_cached_calls_as_network_time_does(tmp_pat
     from carb_lib.families.space import config_from_row
 
     cands = _grid_rows(8)
-    counts, calls = R.screen_calls(cands)
+    counts, calls, weight_mib = R.screen_calls(cands)
     assert len(counts) == 8 and calls["key"].is_unique
     assert calls.loc[calls["kind"] != "view", "bytes"].gt(0).all()
     cache = _filled(tmp_path, calls)
-    out = R.screen_times(cands, cache=cache)
+    law = CompositionLaw((0.9, 0.004, 0.05, 0.02), 80)
+    out = R.screen_times(cands, cache=cache, law=law)
     assert out.index.equals(cands.index) and (out["n_untimed"] == 0).all()
     assert (out["upper_ms"] == out["predicted_ms"]).all()
-    for (i, row), got in zip(cands.iterrows(), out.itertuples(), strict=True):
+    for (i, row), got, w in zip(cands.iterrows(), out.itertuples(), weight_mib, strict=True):
         config = config_from_row(row.to_dict())
         shape = (config.batch, 3, config.resolution, config.resolution)
-        want = R.network_time(meta_model(config), shape, config.precision, cache=cache,
-                              budget_s=0)
+        net = meta_model(config)
+        want = R.network_time(net, shape, config.precision, cache=cache, budget_s=0)
         assert got.predicted_ms == pytest.approx(want.predicted_ms, rel=1e-12), i
         assert (got.n_calls, got.n_distinct) == (want.n_calls, want.n_distinct)
+        # the law's terms as the composition benchmark takes them, and the law on them
+        weights, moved = traffic_mib(net, shape, config.precision)
+        assert (got.weight_mib, w) == (pytest.approx(weights), pytest.approx(weights))
+        assert got.call_mib == pytest.approx(moved, rel=1e-12)
+        assert got.law_ms == pytest.approx(0.9 * want.predicted_ms + 0.004 * want.n_calls
+                                           + 0.05 * weights + 0.02 * moved, rel=1e-12)
     assert out["cpu_id"].nunique() == 1 and (out["threads"] == 1).all()
+    assert "law_ms" not in R.screen_times(cands, cache=cache).columns
 
 
 def test_a_screen_flags_calls_missing_from_the_cache_and_widens_their_bound(tmp_path):
     cands = _grid_rows(6)
-    _, calls = R.screen_calls(cands)
+    calls = R.screen_calls(cands).calls
     conv = calls[calls["kind"] == "conv"].sort_values("count").iloc[0]
     cache = _filled(tmp_path, calls, drop=conv["key"])
     out = R.screen_times(cands, cache=cache)  # budget 0: nothing timed
@@ -405,7 +414,7 @@ def test_a_screen_flags_calls_missing_from_the_cache_and_widens_their_bound(tmp_
 
 def test_a_screen_on_two_processes_equals_one(tmp_path):
     cands = _grid_rows(6)
-    _, calls = R.screen_calls(cands)
+    calls = R.screen_calls(cands).calls
     cache = _filled(tmp_path, calls)
     one = R.screen_times(cands, cache=cache)
     two = R.screen_times(cands, cache=cache, processes=2, chunk=2)
@@ -491,7 +500,7 @@ def test_carb_time_screens_candidates_from_their_calls_and_reads_them_back(tmp_p
     t = pd.read_csv(tmp_path / "t.csv")
     assert len(t) == 4 and t["config_id"].is_unique
     assert (t["predicted_ms"] > 0).all() and (t["n_untimed"] == 0).all()
-    calls = R.screen_calls(_grid_rows(4))[1]
+    calls = R.screen_calls(_grid_rows(4)).calls
     assert f"4 candidates, {(calls['kind'] != 'view').sum()} distinct calls: 0 cached" in \
         first.output
     assert "4 candidates with every call timed" in first.output
@@ -511,3 +520,26 @@ def test_carb_time_screens_candidates_from_their_calls_and_reads_them_back(tmp_p
     assert missing.exit_code == 1 and "neither 'grid'" in missing.output
     kept = CliRunner().invoke(app, [*args, "--out", str(cands)])
     assert kept.exit_code != 0 and len(pd.read_csv(cands)) == 4
+
+
+def test_the_field_benchmark_scores_the_sum_and_the_law_per_batch(monkeypatch):
+    field = _benchmark("replay_field", monkeypatch)
+    rows = pd.DataFrame({"batch": [1, 1, 1, 16, 16, 16],
+                         "measured_now_ms": [10.0, 20.0, 40.0, 100.0, 200.0, 400.0]})
+    rows["predicted_ms"] = rows["measured_now_ms"] * [0.7, 0.8, 0.75, 0.95, 0.9, 0.92]
+    rows["law_ms"] = rows["measured_now_ms"] * [1.05, 0.97, 1.0, 1.02, 0.99, 1.2]
+    table = field.score(rows).set_index(["method", "batch"])
+    assert table.loc[("sum of calls", 1), "median_ape_pct"] == pytest.approx(25.0)
+    assert table.loc[("composition law", 16), "within_10pct"] == pytest.approx(2 / 3)
+    assert table.loc[("composition law", "all"), "n"] == 6
+    assert table.loc[("sum of calls", 16), "spearman"] == pytest.approx(1.0)
+    assert np.isnan(table.loc[("sum of calls", "all"), "spearman"])
+    # fresh candidates: none of the architectures and resolutions the law was fitted on
+    from carb_lib.families.resnet import paper_grid
+
+    grid = paper_grid()  # the law fitted on every architecture but those of depth 10
+    fitted = grid[grid["depth"] != 10].assign(family="resnet")
+    fresh = field.fresh_candidates(10, 0, fitted)
+    assert len(fresh) == 10 and sorted(fresh["batch"].unique()) == [1, 16]
+    assert (fresh["depth"] == 10).all() and fresh["precision"].eq("fp32").all()
+    assert (fresh["width"] <= 1.0).all()

@@ -1,9 +1,10 @@
-"""The ``carb:zoo``, ``carb:zoo-platforms``, ``carb:replay-zoo``, ``carb:composition-law`` and
-``carb:replay-screen`` blocks of the docs (:mod:`carb_lib.app.readme`): notebook 07's scores
-of the measured torchvision zoo, beside the re-measurement noise, on each CPU with measured zoo
-rows; ``benchmarks/replay_zoo.py``'s zoo networks summed from their own calls;
-``benchmarks/composition_law.py``'s law over those sums; and ``benchmarks/replay_screen.py``'s
-cost of screening 10,000 candidates from cached call times."""
+"""The ``carb:zoo``, ``carb:zoo-platforms``, ``carb:replay-zoo``, ``carb:composition-law``,
+``carb:replay-screen`` and ``carb:replay-field`` blocks of the docs
+(:mod:`carb_lib.app.readme`): notebook 07's scores of the measured torchvision zoo, beside the
+re-measurement noise, on each CPU with measured zoo rows; ``benchmarks/replay_zoo.py``'s zoo
+networks summed from their own calls; ``benchmarks/composition_law.py``'s law over those sums;
+``benchmarks/replay_screen.py``'s cost of screening 10,000 candidates from cached call times;
+and ``benchmarks/replay_field.py``'s field check of ``carb time`` on fresh candidates."""
 
 from __future__ import annotations
 
@@ -181,7 +182,37 @@ def replay_screen_block(results: Path) -> str:
     return "\n".join(rows) + "\n" + _source(*(f"benchmarks/{f.name}" for f in files))
 
 
+def replay_field_block(results: Path) -> str:
+    """A markdown table per CPU kind: fresh design candidates timed whole on this host against
+    the sum of their calls and the composition law fitted on this host, median error and
+    share within ±10 % per batch, Spearman within each batch
+    (``results/benchmarks/replay_field_<platform>_summary.csv``, written by
+    ``benchmarks/replay_field.py``), and the law fitted."""
+    files = sorted((Path(results) / "benchmarks").glob("replay_field_*_summary.csv"))
+    if not files:
+        return "*(no field check of carb time: run `python benchmarks/replay_field.py`)*\n"
+    rows = ["| CPU | candidates | method | batch 1 | batch 16 | both | Spearman within batch "
+            "1, 16 | predicted / measured (median) |", "|---|---|---|---|---|---|---|---|"]
+    notes = []
+    for f in files:
+        s = pd.read_csv(f, dtype={"batch": str})
+        plat = s["platform"].iloc[0]
+        for method, g in s.groupby("method", sort=False):
+            by = g.set_index("batch")
+            cells = [f"{by.loc[b, 'median_ape_pct']:.1f} % ({_pct(by.loc[b, 'within_10pct'])})"
+                     if b in by.index else "–" for b in ("1", "16", "all")]
+            rho = ", ".join(f"{by.loc[b, 'spearman']:.3f}" for b in ("1", "16") if b in by.index)
+            rows.append(f"| `{plat}` | {int(by.loc['all', 'n'])} | {method} | "
+                        + " | ".join(cells)
+                        + f" | {rho} | {by.loc['all', 'median_pred_over_measured']:.3f} |")
+        rows_file = f.with_name(f.name.replace("_summary", ""))
+        if rows_file.is_file():
+            notes.append(f"`{plat}`: {pd.read_csv(rows_file)['law'].iloc[0]}.")
+    return ("\n".join(rows) + "\n\n" + "\n\n".join(notes) + "\n"
+            + _source(*(f"benchmarks/{f.name}" for f in files)))
+
+
 #: The blocks of this module by name (:data:`carb_lib.app.readme.BLOCKS` holds them).
 ZOO_BLOCKS = {"zoo": zoo_block, "zoo-platforms": zoo_platforms_block,
               "replay-zoo": replay_zoo_block, "composition-law": composition_law_block,
-              "replay-screen": replay_screen_block}
+              "replay-screen": replay_screen_block, "replay-field": replay_field_block}

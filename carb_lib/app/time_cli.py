@@ -18,6 +18,8 @@ def time_cmd(
     window_s: float = typer.Option(0.02, "--window-s", help="Least seconds of one timed window of a call."),
     n_windows: int = typer.Option(5, "--n-windows", help="Timed windows per call (their median is kept)."),
     processes: int = typer.Option(1, "--processes", help="Processes recording the candidates' calls (each imports torch, about 2 s)."),
+    fit_law: bool = typer.Option(False, "--fit-law", help="First fit the composition law on this host: 40 design networks at batches 1 and 16, their calls and each network whole timed now (some minutes); kept beside the call cache."),
+    law: bool = typer.Option(True, "--law/--no-law", help="Print and write law_ms, the composition law fitted with this cache's protocol on this host, beside the plain sum (when one was fitted)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Folder of the call-time cache (operator_calls/ in it; default $CARB_CACHE_DIR or ~/.cache/carb)."),
     out: Path | None = typer.Option(None, "--out", help="Also write the table, one row per candidate (.csv/.parquet)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing --out that is not an output of this command (keeping a numbered <out>.bak)."),
@@ -25,6 +27,7 @@ def time_cmd(
     """Latency of design-space candidates on this machine from their own calls: each distinct call of the whole screen timed once and cached, summed per candidate; no fitted model."""
     from carb_lib.app.zoo_cli import _check_out, protocol_line
     from carb_lib.core.tables import write_table
+    from carb_lib.kernels import composition
     from carb_lib.kernels.replay import CallCache, screen_times
     from carb_lib.screening.screen import load_candidates
 
@@ -36,7 +39,15 @@ def time_cmd(
     cands = load_candidates(candidates, n_extended=n_extended, seed=seed)
     cache = CallCache(cache_dir, threads=threads, keep_heap=keep_heap, window_s=window_s,
                       n_windows=n_windows, budget_s=budget_s)
-    t = screen_times(cands, cache=cache, budget_s=budget_s, processes=processes, progress=True)
+    fitted = None
+    if fit_law:
+        typer.echo("fitting the composition law on this host (design networks timed now) ...")
+        fitted, _ = composition.calibrate(cache, progress=True)
+        typer.echo(f"{fitted.describe()}; kept in {composition.law_path(cache)}")
+    elif law:
+        fitted = composition.load_law(cache)
+    t = screen_times(cands, cache=cache, budget_s=budget_s, law=fitted, processes=processes,
+                     progress=True)
     calls = t.attrs["calls"]
     typer.echo(f"{len(t):,} candidates, {calls['distinct']:,} distinct calls: {calls['cached']:,} "
                f"cached, {calls['timed_now']:,} timed now ({calls['timing_s']:.1f} s), "
@@ -44,8 +55,17 @@ def time_cmd(
     done = t[t["n_untimed"] == 0]
     if len(done):
         q = done["predicted_ms"].quantile([0.1, 0.5, 0.9])
-        typer.echo(f"{len(done):,} candidates with every call timed: {q[0.5]:.2f} ms median "
-                   f"({q[0.1]:.2f}-{q[0.9]:.2f} ms, 10th-90th percentile)")
+        typer.echo(f"{len(done):,} candidates with every call timed, sum of calls: "
+                   f"{q[0.5]:.2f} ms median ({q[0.1]:.2f}-{q[0.9]:.2f} ms, 10th-90th "
+                   "percentile)")
+        if fitted is not None:
+            q = done["law_ms"].quantile([0.1, 0.5, 0.9])
+            typer.echo(f"  composition law (law_ms): {q[0.5]:.2f} ms median ({q[0.1]:.2f}-"
+                       f"{q[0.9]:.2f} ms); {fitted.describe()}")
+        elif law:
+            typer.echo("  no composition law fitted with this cache: the plain sum misses part "
+                       "of a network's time at small batches (docs/operators.md); --fit-law "
+                       "fits one on this host")
     flagged = int((t["n_untimed"] > 0).sum())
     if flagged:
         typer.echo(f"{flagged:,} candidates have calls left untimed (n_untimed, untimed_share; "

@@ -223,6 +223,7 @@ def zoo_time(
     budget_s: float = typer.Option(30.0, "--budget-s", help="Seconds per network and shape to time calls the cache lacks; calls left are flagged (untimed_share), never zero."),
     window_s: float = typer.Option(0.02, "--window-s", help="Least seconds of one timed window of a call."),
     n_windows: int = typer.Option(5, "--n-windows", help="Timed windows per call (their median is kept)."),
+    law: bool = typer.Option(True, "--law/--no-law", help="Also print and write law_ms, the composition law fitted with this cache's protocol on this host (carb time --fit-law), where one was fitted."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Folder of the call-time cache (operator_calls/ in it; default $CARB_CACHE_DIR or ~/.cache/carb)."),
     out: Path | None = typer.Option(None, "--out", help="Also write the table (.csv/.parquet)."),
     force: bool = _ZOO_FORCE,
@@ -230,6 +231,7 @@ def zoo_time(
     """Latency of zoo networks on this machine from their own calls: each distinct call timed once and cached, summed; no fitted model."""
     from carb_lib.core.tables import write_table
     from carb_lib.families import zoo
+    from carb_lib.kernels.composition import load_law
     from carb_lib.kernels.replay import CallCache, zoo_times
 
     backup = _check_out(out, force, "carb zoo time", ("network", "untimed_share"))
@@ -241,7 +243,9 @@ def zoo_time(
                          f">= 0; got {threads}, {n_windows}, {window_s}, {budget_s}")
     cache = CallCache(cache_dir, threads=threads, keep_heap=keep_heap, window_s=window_s,
                       n_windows=n_windows, budget_s=budget_s)
-    t = zoo_times(names, batches=b, precisions=p, resolutions=r, cache=cache, progress=True)
+    fitted = load_law(cache) if law else None
+    t = zoo_times(names, batches=b, precisions=p, resolutions=r, cache=cache, law=fitted,
+                  progress=True)
     for row in t.to_dict("records"):
         what = f"{row['network']:<24} b{row['batch']:<4} {row['precision']} {row['resolution']} px"
         calls = f"{row['n_distinct']} distinct calls, {row['n_timed_now']} timed now"
@@ -250,7 +254,11 @@ def zoo_time(
             continue
         flag = (f"  [{100 * row['untimed_share']:.0f} % of its bytes untimed: up to "
                 f"{row['upper_ms']:.1f} ms]" if row["n_untimed"] else "")
-        typer.echo(f"{what}  {row['predicted_ms']:10.2f} ms  ({calls}){flag}")
+        by_law = (f"  law {row['law_ms']:.2f} ms" if fitted is not None
+                  and row["law_ms"] == row["law_ms"] else "")
+        typer.echo(f"{what}  {row['predicted_ms']:10.2f} ms{by_law}  ({calls}){flag}")
+    if fitted is not None:
+        typer.echo(f"law: {fitted.describe()}")
     typer.echo(f"{len(t)} rows {protocol_line(cache)}")
     if out is not None:
         write_table(t, out, "--out", backup=backup)

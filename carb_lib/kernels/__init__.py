@@ -5,6 +5,7 @@ the per-network operator lists and the inventory of every operator a network dis
 operators re-timed in every campaign, the cache probe, probe networks, chains timed against
 their parts (:mod:`carb_lib.kernels.chains`), a network's own calls recorded on ``meta``
 (:mod:`carb_lib.kernels.calls`), timed once, cached and summed, a network or a screen of
-design-space candidates (:mod:`carb_lib.kernels.replay`), and the checks of the law's
+design-space candidates (:mod:`carb_lib.kernels.replay`), the composition law over those sums
+fitted on the host (:mod:`carb_lib.kernels.composition`), and the checks of the law's
 assumption. Private helpers live in :mod:`carb_lib.kernels._memory`.
 """

@@ -43,7 +43,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -93,6 +93,19 @@ class NetworkTime:
     untimed_share: float
     timing_s: float
     by_kind: pd.DataFrame = field(repr=False)
+    #: What the calls read and write in one forward pass, MiB (each call times its count).
+    call_mib: float = 0.0
+    #: The network's weights at the recorded precision, MiB.
+    weight_mib: float = 0.0
+
+    def law_ms(self, law: Any) -> float:
+        """The composition law (:class:`~carb_lib.kernels.composition.CompositionLaw`) on
+        this network's sum, calls and traffic; NaN while a call is untimed."""
+        if self.n_untimed:
+            return float("nan")
+        terms = pd.DataFrame({"sum_ms": [self.predicted_ms], "n_calls": [self.n_calls],
+                              "weight_mib": [self.weight_mib], "call_mib": [self.call_mib]})
+        return float(law.predict(terms)[0])
 
     def top_kinds(self, n: int = 3, digits: int = 2) -> str:
         """The ``n`` kinds of most time, ``"conv 1.23 ms; bn 0.40 ms; ..."``."""
@@ -307,11 +320,24 @@ def network_time(module: Any, input_shape: tuple[int, ...] = (1, 3, 224, 224),
         n_timed_now=n_new,
         n_untimed=len(untimed),
         untimed_share=extra / total_bytes if total_bytes else 0.0,
-        timing_s=spent, by_kind=_by_kind(real))
+        timing_s=spent, by_kind=_by_kind(real), call_mib=total_bytes / 2**20,
+        weight_mib=_weight_mib(module, dtype))
+
+
+def _weight_mib(module: Any, dtype: Any) -> float:
+    """``module``'s weights in ``dtype`` (floating parameters; others as they are), MiB."""
+    import torch
+
+    from carb_lib.kernels.inventory import _torch_dtype
+
+    size = _torch_dtype(dtype, torch).itemsize
+    return sum(p.numel() * (size if p.is_floating_point() else p.element_size())
+               for p in module.parameters()) / 2**20
 
 
 def zoo_times(networks: list[str], *, batches: list[int], precisions: list[str],
-              resolutions: list[int], cache: CallCache, progress: bool = False) -> pd.DataFrame:
+              resolutions: list[int], cache: CallCache, law: Any = None,
+              progress: bool = False) -> pd.DataFrame:
     """:func:`network_time` of zoo networks (``torchvision.models`` names) at every batch x
     precision x resolution, one row each.
 
@@ -320,9 +346,11 @@ def zoo_times(networks: list[str], *, batches: list[int], precisions: list[str],
     pandas.DataFrame
         ``network``, ``batch``, ``precision``, ``resolution``, ``predicted_ms``, ``upper_ms``,
         ``untimed_share``, ``n_calls``, ``n_distinct``, ``n_timed_now``, ``n_untimed``,
-        ``timing_s``, ``top_kinds`` (the three kinds of most time) and the cache's protocol
-        (``cpu_id``, ``torch_version``, ``threads``, ``heap_kept``, ``window_s``,
-        ``n_windows``, ``budget_s``).
+        ``timing_s``, ``top_kinds`` (the three kinds of most time), the law's traffic terms
+        ``weight_mib`` and ``call_mib``, with ``law`` (a
+        :class:`~carb_lib.kernels.composition.CompositionLaw` fitted with the cache's
+        protocol) ``law_ms``, and the cache's protocol (``cpu_id``, ``torch_version``,
+        ``threads``, ``heap_kept``, ``window_s``, ``n_windows``, ``budget_s``).
     """
     from tqdm.auto import tqdm
 
@@ -339,7 +367,9 @@ def zoo_times(networks: list[str], *, batches: list[int], precisions: list[str],
                 "predicted_ms": t.predicted_ms, "upper_ms": t.upper_ms,
                 "untimed_share": t.untimed_share, "n_calls": t.n_calls,
                 "n_distinct": t.n_distinct, "n_timed_now": t.n_timed_now,
-                "n_untimed": t.n_untimed, "timing_s": t.timing_s, "top_kinds": t.top_kinds()})
+                "n_untimed": t.n_untimed, "timing_s": t.timing_s, "top_kinds": t.top_kinds(),
+                "weight_mib": t.weight_mib, "call_mib": t.call_mib,
+                **({} if law is None else {"law_ms": t.law_ms(law)})})
     proto = {**cache.protocol, "window_s": cache.window_s, "n_windows": cache.n_windows,
              "budget_s": cache.budget_s}
     return pd.DataFrame(rows).assign(**proto)
@@ -348,7 +378,8 @@ def zoo_times(networks: list[str], *, batches: list[int], precisions: list[str],
 # ------------------------------------------------------------------------------ screening
 #: Columns of :func:`screen_times`' answer besides the candidates' own and the protocol's.
 SCREEN_COLUMNS: tuple[str, ...] = (
-    "predicted_ms", "upper_ms", "untimed_share", "n_calls", "n_distinct", "n_untimed")
+    "predicted_ms", "upper_ms", "untimed_share", "n_calls", "n_distinct", "n_untimed",
+    "weight_mib", "call_mib")
 
 
 def _aten(name: str) -> Any:
@@ -361,10 +392,11 @@ def _aten(name: str) -> Any:
     return op
 
 
-def _screen_chunk(rows: list[dict[str, Any]]) -> tuple[list[dict[str, int]], dict[str, tuple]]:
+def _screen_chunk(rows: list[dict[str, Any]]
+                  ) -> tuple[list[dict[str, int]], list[float], dict[str, tuple]]:
     """In a worker: the call keys and counts of each row's network (each architecture built
-    once on the ``meta`` device), and what each key stands for (aten name, kind, bytes, spec:
-    picklable)."""
+    once on the ``meta`` device), its weights (MiB) and what each key stands for (aten name,
+    kind, bytes, spec: picklable)."""
     import torch
 
     from carb_lib.families import get_family
@@ -372,8 +404,9 @@ def _screen_chunk(rows: list[dict[str, Any]]) -> tuple[list[dict[str, int]], dic
     from carb_lib.families.space import _row_family
 
     torch.set_num_threads(1)
-    built: dict[tuple, tuple[Any, list[tuple[Any, str]]]] = {}
+    built: dict[tuple, tuple[Any, list[tuple[Any, str]], float]] = {}
     out: list[dict[str, int]] = []
+    weights: list[float] = []
     for row in rows:
         family = get_family(_row_family(row))
         config = family.from_row(row)
@@ -382,18 +415,32 @@ def _screen_chunk(rows: list[dict[str, Any]]) -> tuple[list[dict[str, int]], dic
         if arch not in built:
             built.clear()  # rows come sorted by architecture: one model alive at a time
             model = meta_model(config).eval()
-            built[arch] = (model, _block_signatures(model, torch))
-        model, sigs = built[arch]
+            mib = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
+            built[arch] = (model, _block_signatures(model, torch), mib)
+        model, sigs, mib = built[arch]
+        weights.append(mib)
         shape = tuple(getattr(config, "input_shape", None)
                       or (3, config.resolution, config.resolution))
         out.append(_record_keys(model, (int(config.batch), *shape), config.precision,
                                 prepared=sigs))
     keys = {k for counts in out for k in counts}
-    return out, {k: (c.aten, c.kind, c.bytes, c.spec) for k in keys for c in (_KNOWN[k],)}
+    return out, weights, {k: (c.aten, c.kind, c.bytes, c.spec) for k in keys
+                          for c in (_KNOWN[k],)}
+
+
+class ScreenCalls(NamedTuple):
+    """:func:`screen_calls`' answer."""
+
+    #: Per candidate, in the rows' order: each distinct call key and how often it runs.
+    counts: list[dict[str, int]]
+    #: One row per distinct key of the screen (key, aten, kind, bytes, spec, count).
+    calls: pd.DataFrame
+    #: Per candidate: its weights, MiB (at its precision).
+    weight_mib: np.ndarray
 
 
 def screen_calls(candidates: pd.DataFrame, *, processes: int = 1, chunk: int = 200,
-                 progress: bool = False) -> tuple[list[dict[str, int]], pd.DataFrame]:
+                 progress: bool = False) -> ScreenCalls:
     """The calls of every candidate's network, recorded on the ``meta`` device.
 
     Each architecture (family, precision and the family's architecture columns) is built once
@@ -415,12 +462,11 @@ def screen_calls(candidates: pd.DataFrame, *, processes: int = 1, chunk: int = 2
 
     Returns
     -------
-    counts : list of dict
-        Per candidate, in the rows' order: each distinct call key of its forward pass and how
-        often it runs.
-    calls : pandas.DataFrame
-        One row per distinct key of the screen: ``key``, ``aten``, ``kind``, ``bytes`` (read
-        and written per call), ``spec`` (to time it) and ``count`` (calls over the screen).
+    ScreenCalls
+        ``counts``: per candidate, in the rows' order, each distinct call key of its forward
+        pass and how often it runs; ``calls``: one row per distinct key of the screen,
+        ``key``, ``aten``, ``kind``, ``bytes`` (read and written per call), ``spec`` (to time
+        it) and ``count`` (calls over the screen); ``weight_mib``: each candidate's weights.
     """
     import concurrent.futures as cf
     import multiprocessing as mp
@@ -441,6 +487,7 @@ def screen_calls(candidates: pd.DataFrame, *, processes: int = 1, chunk: int = 2
     rows = candidates.iloc[order].to_dict("records")
     parts = [rows[i:i + int(chunk)] for i in range(0, len(rows), int(chunk))]
     counts: list[dict[str, int]] = []
+    weights: list[float] = []
     info: dict[str, tuple] = {}
     with tqdm(total=len(rows), desc="candidates", unit="net", disable=not progress) as bar:
         if int(processes) == 1:
@@ -449,25 +496,28 @@ def screen_calls(candidates: pd.DataFrame, *, processes: int = 1, chunk: int = 2
             pool = cf.ProcessPoolExecutor(int(processes), mp_context=mp.get_context("spawn"))
             done = pool.map(_screen_chunk, parts)
         try:
-            for got, known in done:
+            for got, mib, known in done:
                 counts += got
+                weights += mib
                 info.update(known)
                 bar.update(len(got))
         finally:
             if int(processes) > 1:
                 pool.shutdown(cancel_futures=True)
-    in_rows = [counts[i] for i in np.argsort(order, kind="stable")]
+    back = np.argsort(order, kind="stable")
+    in_rows = [counts[i] for i in back]
     total: dict[str, int] = {}
     for c in in_rows:
         for k, v in c.items():
             total[k] = total.get(k, 0) + v
     calls = pd.DataFrame([(k, *info[k], total[k]) for k in info],
                          columns=["key", "aten", "kind", "bytes", "spec", "count"])
-    return in_rows, calls
+    return ScreenCalls(in_rows, calls, np.asarray(weights, dtype=float)[back])
 
 
 def screen_times(candidates: pd.DataFrame, *, cache: CallCache, budget_s: float = 0.0,
-                 processes: int = 1, chunk: int = 200, progress: bool = False) -> pd.DataFrame:
+                 law: Any = None, processes: int = 1, chunk: int = 200,
+                 progress: bool = False) -> pd.DataFrame:
     """Latency of every candidate of a design space as the sum of its calls' cached times.
 
     Each candidate's calls are recorded (:func:`screen_calls`) and looked up in ``cache``;
@@ -484,6 +534,10 @@ def screen_times(candidates: pd.DataFrame, *, cache: CallCache, budget_s: float 
     budget_s : float, default=0.0
         Seconds to spend timing the distinct calls the cache lacks; the calls left are
         untimed: flagged per candidate, never zero.
+    law : CompositionLaw, optional
+        A composition law fitted on this host with ``cache``'s protocol
+        (:func:`carb_lib.kernels.composition.load_law`): ``law_ms`` applies it to each
+        candidate whose calls are all timed (NaN elsewhere).
     processes, chunk, progress
         As :func:`screen_calls` takes them.
 
@@ -494,7 +548,9 @@ def screen_times(candidates: pd.DataFrame, *, cache: CallCache, budget_s: float 
         (the timed calls' sum, each times its count; NaN when none is timed), ``upper_ms``
         (plus each untimed call's bytes at the slowest bytes-per-ms any timed call of the
         candidate ran), ``untimed_share`` (of the candidate's bytes), ``n_calls``,
-        ``n_distinct`` (views excepted) and ``n_untimed``, and the cache's protocol columns;
+        ``n_distinct`` (views excepted), ``n_untimed``, the law's traffic terms
+        ``weight_mib`` and ``call_mib`` (what its calls read and write), with ``law``
+        ``law_ms``, and the cache's protocol columns;
         ``attrs["calls"]``: the screen's distinct calls, how many the cache held, how many
         were timed now (in ``timing_s`` seconds) and how many are left untimed.
 
@@ -507,8 +563,8 @@ def screen_times(candidates: pd.DataFrame, *, cache: CallCache, budget_s: float 
     """
     if budget_s < 0:
         raise ValueError(f"budget_s >= 0 is needed; got {budget_s}")
-    counts, calls = screen_calls(candidates, processes=processes, chunk=chunk,
-                                 progress=progress)
+    counts, calls, weight_mib = screen_calls(candidates, processes=processes, chunk=chunk,
+                                             progress=progress)
     calls = calls[calls["kind"] != "view"].reset_index(drop=True)
     keys = calls["key"].tolist()
     timed = cache.times_ms(keys)
@@ -545,7 +601,12 @@ def screen_times(candidates: pd.DataFrame, *, cache: CallCache, budget_s: float 
         "n_calls": np.array([sum(c.values()) for c in counts], dtype=int),
         "n_distinct": np.bincount(cand, minlength=size).astype(int),
         "n_untimed": np.bincount(cand, weights=(~done).astype(float),
-                                 minlength=size).astype(int)}
+                                 minlength=size).astype(int),
+        "weight_mib": weight_mib, "call_mib": total_b / 2**20}
+    if law is not None:
+        terms = pd.DataFrame({"sum_ms": predicted, "n_calls": out["n_calls"],
+                              "weight_mib": weight_mib, "call_mib": out["call_mib"]})
+        out["law_ms"] = np.where(out["n_untimed"] == 0, law.predict(terms), np.nan)
     proto = {**cache.protocol, "window_s": cache.window_s, "n_windows": cache.n_windows}
     result = candidates.assign(**out, **proto)
     result.attrs["calls"] = {"distinct": len(keys), "cached": cached, "timed_now": n_new,
