@@ -14,8 +14,9 @@ their calls and the composition law fitted on this host.
 
 Writes ``results/benchmarks/replay_field_<platform>.csv`` (one row per candidate) and
 ``replay_field_<platform>_summary.csv`` (per batch and both: median APE, share within ±10 %,
-Spearman within the batch, median predicted / measured; the sum and the law). One run per CPU
-kind, reported as it comes (``--score-only`` rescores the rows written).
+Spearman within the batch, median predicted / measured; the sum and the law; on the AMD EPYC
+Zen 4: ``replay_field_cpu_epyc_zen4_2c.csv`` and ``replay_field_cpu_epyc_zen4_2c_summary.csv``).
+One run per CPU kind, reported as it comes (``--score-only`` rescores the rows written).
 
 ``python benchmarks/replay_field.py`` (about 10 min on 2 cores; nothing else heavy meanwhile).
 """

@@ -18,7 +18,7 @@ architectures x 5 resolutions x 9 batch sizes x 2 precisions), drawn with ``--se
 
 Writes ``results/benchmarks/replay_screen_<platform>.csv`` (one row per run; the median is the
 number to quote; the platform is the catalogued CPU platform measured on this CPU kind, or
-``--platform``). ``python benchmarks/replay_screen.py`` (about 4 min on 2 cores; nothing else heavy
+``--platform``; on the AMD EPYC Zen 4: ``replay_screen_cpu_epyc_zen4_2c.csv``). ``python benchmarks/replay_screen.py`` (about 4 min on 2 cores; nothing else heavy
 meanwhile).
 """
 
