@@ -38,6 +38,17 @@ def platform_here(given: str | None, campaign: str) -> str | None:
     return found
 
 
+def begin(args: argparse.Namespace, stem: str, campaign: str
+          ) -> tuple[str, Path, Path, pd.DataFrame | None] | None:
+    """:func:`platform_here` for ``campaign``, then :func:`start`: the platform, the rows file,
+    the summary file and the rows of an earlier run; None (said) where no catalogued platform
+    of this CPU kind has ``campaign`` rows and ``--platform`` names none."""
+    platform = platform_here(args.platform, campaign)
+    if platform is None:
+        return None
+    return (platform, *start(args, stem, platform))
+
+
 def start(args: argparse.Namespace, stem: str, name: str
           ) -> tuple[Path, Path, pd.DataFrame | None]:
     """The rows file and the summary file of benchmark ``stem`` on platform ``name``, and the

@@ -70,10 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from carb_lib.kernels.chains import chain_summary, time_chains
 
-    platform = _once.platform_here(args.platform, "design")
-    if platform is None:
+    begun = _once.begin(args, "chain_overhead", "design")
+    if begun is None:
         return 0
-    out, summary_out, rows = _once.start(args, "chain_overhead", platform)
+    platform, out, summary_out, rows = begun
     if rows is None:
         chains = chains_of(args.per_pattern, args.seed)
         print(f"{platform}: {chains['chain_id'].nunique()} chains "

@@ -155,10 +155,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from carb_lib.measure.devices import cpu_identity
 
-    platform = _once.platform_here(args.platform, "zoo")
-    if platform is None:
+    begun = _once.begin(args, "composition_law", "zoo")
+    if begun is None:
         return 0
-    out, summary_out, rows = _once.start(args, "composition_law", platform)
+    platform, out, summary_out, rows = begun
     if rows is None:
         configs = composition.design_networks(args.per_family, args.seed)
         batches = [int(b) for b in args.batches.split(",") if b]

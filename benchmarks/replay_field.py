@@ -108,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from carb_lib.measure.devices import cpu_identity
 
-    platform = _once.platform_here(args.platform, "design")
-    if platform is None:
+    begun = _once.begin(args, "replay_field", "design")
+    if begun is None:
         return 0
-    out, summary_out, rows = _once.start(args, "replay_field", platform)
+    platform, out, summary_out, rows = begun
     if rows is None:
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="carb-field-") as tmp:
